@@ -1,0 +1,80 @@
+# swlstm: block-sparse small-world char-LSTMs.  `make`, `make test`, `make test SANITIZE=1`,
+# `make test-gpu` (on a GPU machine), `make bench`.
+CC       ?= gcc
+NVCC     ?= nvcc
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
+SANITIZE ?= 0
+
+ifeq ($(SANITIZE),1)
+  BUILD   := build/san
+  CUDA    ?= 0
+  OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+else
+  BUILD   := build/rel
+  OPT     := -O3 -g
+endif
+CUDA ?= $(if $(CUDA_HOME),1,0)
+
+CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow -fopenmp $(OPT) -MMD -MP -Isrc
+LDLIBS  := -lz -lm
+NVFLAGS := -O3 -std=c++17 -Isrc -Xcompiler -Wall,-fopenmp \
+           -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90
+
+LIBSRC  := $(filter-out src/main.c,$(wildcard src/*.c))
+TESTSRC := $(wildcard tests/test_*.c)
+GPUTEST := $(wildcard tests/gpu/*.c)
+CUSRC   := $(wildcard cuda/*.cu)
+
+LIBOBJ  := $(LIBSRC:%.c=$(BUILD)/%.o)
+DBL     := $(BUILD)-f64
+DBLOBJ  := $(LIBSRC:%.c=$(DBL)/%.o)
+ifeq ($(CUDA),1)
+  CFLAGS += -DSW_CUDA
+  CUOBJ  := $(CUSRC:%.cu=$(BUILD)/%.o)
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lcurand -lcusparse -lnccl -lstdc++
+endif
+
+.PHONY: all test test-gpu bench clean
+all: swlstm
+
+swlstm: $(BUILD)/swlstm
+	cp $< $@
+
+$(BUILD)/swlstm: $(BUILD)/src/main.o $(LIBOBJ) $(CUOBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests: $(TESTSRC:%.c=$(BUILD)/%.o) $(LIBOBJ) $(CUOBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Finite-difference gradient checks: the same sources in double precision, CPU only.
+$(DBL)/tests: $(TESTSRC:%.c=$(DBL)/%.o) $(DBLOBJ)
+	$(CC) $(CFLAGS) -o $@ $^ -lz -lm
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(DBL)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -DSW_CUDA,$(CFLAGS)) -DSW_DOUBLE -c -o $@ $<
+
+$(BUILD)/cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(wildcard src/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c -o $@ $<
+
+test: $(BUILD)/swlstm $(BUILD)/tests $(DBL)/tests
+	SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/tests $(DBL)/tests
+
+$(BUILD)/tests_gpu: $(GPUTEST:%.c=$(BUILD)/%.o) $(BUILD)/tests/test_framework.o $(LIBOBJ) $(CUOBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+test-gpu: $(BUILD)/swlstm $(BUILD)/tests_gpu
+	SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/tests_gpu
+
+bench: swlstm
+	./swlstm bench
+
+clean:
+	rm -rf build swlstm
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,93 @@
+// backend.h: the operations the model is written in. The CPU reference (src/*_cpu.c)
+// and the CUDA backend (cuda/*.cu) implement the same table; the model never touches
+// tensor memory directly, only through these calls.
+//
+// Conventions (both backends):
+// - Pointers to `real` are backend memory (host for CPU, device for CUDA).
+// - Activations are row-major [N, features]; within a window N = T*B with row t*B + b.
+// - Parameter gradients ACCUMULATE (+=); the trainer zeroes them once per step.
+// - Activation outputs are OVERWRITTEN unless an `accumulate` flag says otherwise.
+// - Everything is deterministic: the same inputs give the same bits.
+#pragma once
+#include <stddef.h>
+#include "bsmat.h"
+#include "common.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    real lr, beta1, beta2, eps, weight_decay;
+    real grad_scale;   // gradients are multiplied by this first (global-norm clipping)
+    long step;         // 1-based, for bias correction
+} AdamArgs;
+
+typedef struct Backend {
+    const char *name;  // "cpu" or "cuda"
+    // ---- memory ----
+    void *(*alloc)(size_t bytes);  // zero-filled
+    void (*free)(void *p);
+    void (*to_device)(void *dst, const void *host_src, size_t bytes);
+    void (*to_host)(void *host_dst, const void *src, size_t bytes);
+    void (*copy)(void *dst, const void *src, size_t bytes);
+    void (*zero)(void *p, size_t bytes);
+    void (*sync)(void);
+    void (*bsmat_upload)(BsMat *w);   // gives the backend its copy of w's indices (w->dev)
+    void (*bsmat_release)(BsMat *w);
+
+    // ---- embedding ----
+    // out[N,E] = table[tok[n], :]
+    void (*embed_fwd)(real *out, const real *table, const int *tok, int N, int E);
+    // dtable[tok[n], :] += dout[n, :]
+    void (*embed_bwd)(real *dtable, const real *dout, const int *tok, int N, int E);
+
+    // ---- dense matmul (nn.Linear): W is [R, C] row-major ----
+    // y[N,R] (=|+=) x[N,C] W^T + bias (bias may be NULL)
+    void (*matmul_fwd)(real *y, const real *x, const real *W, const real *bias,
+                       int N, int C, int R, int accumulate);
+    // dx[N,C] = dy W (dx may be NULL); dW[R,C] += dy^T x; dbias[R] += sum_n dy (may be NULL)
+    void (*matmul_bwd)(real *dx, real *dW, real *dbias, const real *dy, const real *x,
+                       const real *W, int N, int C, int R);
+
+    // ---- block-sparse matmul: W is w->rows x w->cols with values `vals` ----
+    // y[N,rows] (=|+=) x[N,cols] W^T
+    void (*bsmm_fwd)(real *y, const real *x, const BsMat *w, const real *vals, int N, int accumulate);
+    // dx[N,cols] (=|+=) dy[N,rows] W
+    void (*bsmm_bwd_data)(real *dx, const real *dy, const BsMat *w, const real *vals, int N, int accumulate);
+    // dvals += (dy^T x) restricted to stored blocks; one call sums over all N rows
+    void (*bsmm_bwd_weight)(real *dvals, const real *dy, const real *x, const BsMat *w, int N);
+
+    // ---- LSTM cell, gates ordered i, f, g, o in blocks of H ----
+    // pre = (ln_gain ? LN_per_gate(z) * ln_gain : z) + bias
+    // i,f,o = sigmoid, g = tanh; c = f*c_prev + i*g; h = o*tanh(c)
+    // act[B,4H] keeps the activated gates; lnstat[B,8] keeps mean and rstd per gate (if ln_gain).
+    void (*lstm_fwd)(real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
+                     const real *bias, const real *ln_gain, int B, int H);
+    // dh[B,H], dc[B,H]: gradients arriving at h and c (dc from the next step, may be zero).
+    // Writes dz[B,4H] and dc_prev[B,H] (dc_prev may alias dc); dbias, dln_gain accumulate.
+    void (*lstm_bwd)(real *dz, real *dc_prev, real *dbias, real *dln_gain,
+                     const real *dh, const real *dc, const real *act, const real *c,
+                     const real *c_prev, const real *z, const real *lnstat,
+                     const real *ln_gain, int B, int H);
+
+    // ---- loss ----
+    // loss[n] = -log softmax(logits[n])[target[n]] (nats). If dlogits is non-NULL it gets
+    // (softmax - onehot) * dscale; dlogits may alias logits.
+    void (*softmax_xent)(real *loss, real *dlogits, const real *logits, const int *target,
+                         int N, int V, real dscale);
+
+    // ---- optimiser and reductions ----
+    void (*adam)(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);
+    double (*sumsq)(const real *x, size_t n);        // sum of squares, deterministic order
+    void (*axpy)(real *y, const real *x, real alpha, size_t n);  // y += alpha*x
+} Backend;
+
+const Backend *backend_cpu(void);
+// Returns the CUDA backend, or dies with a clear message when built without CUDA or
+// when no GPU is usable. `precision` is "fp32" or "bf16".
+const Backend *backend_cuda(const char *precision);
+const Backend *backend_get(const char *device, const char *precision);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,44 @@
+// ckpt.h: the checkpoint container: magic, version, then tagged sections each with a CRC32.
+// Files are written to a temporary name, fsynced and renamed, so a crash never leaves a
+// half-written checkpoint under the real name.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CKPT_VERSION 1
+
+typedef struct {
+    char tag[9];           // up to 8 characters, NUL-terminated here
+    uint64_t len;
+    uint32_t crc;
+    const uint8_t *data;   // points into Ckpt.buf
+} CkptSection;
+
+typedef struct CkptWriter CkptWriter;
+CkptWriter *ckpt_writer_new(void);
+void ckpt_add(CkptWriter *w, const char *tag, const void *data, size_t len);  // copies data
+// Writes path atomically (path.tmp, fsync, rename, fsync dir) and frees w. Dies on failure.
+void ckpt_commit(CkptWriter *w, const char *path);
+
+typedef struct {
+    uint8_t *buf;
+    size_t len;
+    uint32_t version;
+    int nsec;
+    CkptSection *sec;
+    char *path;
+} Ckpt;
+
+// Reads and verifies the whole file: magic, version, section bounds and CRCs. Any problem
+// is a one-line error naming the file and what is wrong (never a crash).
+void ckpt_read(Ckpt *c, const char *path);
+// Section by tag; if required and missing, dies naming the file and tag. NULL otherwise.
+const CkptSection *ckpt_find(const Ckpt *c, const char *tag, int required);
+void ckpt_close(Ckpt *c);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,40 @@
+// common.h: the numeric type, fatal errors, checked allocation and file helpers.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// `real` is the CPU reference's float type. The default build uses float; the
+// gradient-check build compiles the same sources with -DSW_DOUBLE.
+#ifdef SW_DOUBLE
+typedef double real;
+#else
+typedef float real;
+#endif
+
+#define SW_VOCAB 256
+#define SW_MAX_LAYERS 8
+
+// Prints "swlstm: error: <message>" on one line and exits with status 1.
+__attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
+// Prints "swlstm: warning: <message>".
+void warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+double now_sec(void);              // monotonic seconds
+FILE *xfopen(const char *path, const char *mode, const char *what);
+// Reads a whole (small) file; *len gets its size. NUL-terminated.
+char *read_text_file(const char *path, size_t *len, const char *what);
+int ends_with(const char *s, const char *suffix);
+int mkdir_p(const char *path);     // 0 on success
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,37 @@
+// mask.h: block-level sparsity layouts (dense, random, Barabasi-Albert, Watts-Strogatz).
+#pragma once
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// A block layout: nr x nc blocks, row-major, m[r*nc + c] is 1 where the block is stored.
+typedef struct {
+    int nr, nc;
+    uint8_t *m;
+} Mask;
+
+typedef struct {
+    long blocks;        // stored blocks
+    double density;     // blocks / (nr*nc)
+    int deg_min, deg_max;
+    double deg_mean;    // stored blocks per block row
+    double avg_path;    // mean shortest path length over reachable ordered pairs (graph view)
+    double clustering;  // mean local clustering coefficient (undirected view)
+} MaskStats;
+
+// Descriptors: "dense", "random_<density>", "ba_<m>", "ws_<k>_<p>".
+// Returns 0 if desc is well formed for an nr x nc layout, else writes why into err.
+int mask_check_desc(const char *desc, int nr, int nc, char *err, int errlen);
+// Builds the layout; dies with a one-line message naming desc on bad input.
+// Every block row and column is non-empty. Same (desc, size, seed) gives the same mask.
+Mask mask_make(const char *desc, int nr, int nc, uint64_t seed);
+void mask_free(Mask *m);
+long mask_count(const Mask *m);
+MaskStats mask_stats(const Mask *m);
+// Writes a greyscale PNG, one pixel per block (scaled up for small layouts).
+void mask_write_png(const Mask *m, const char *path);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,97 @@
+// model.h: the block-sparse LSTM language model, written once on top of a Backend.
+// Embedding 256 x E -> L LSTM layers of H -> dense head H x 256 -> softmax.
+#pragma once
+#include "backend.h"
+#include "bsmat.h"
+#include "config.h"
+#include "mask.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    const char *name;   // e.g. "l1.wh"
+    size_t off, n;      // offset into the flat parameter buffer, element count
+    int decay;          // weight decay applies (matrices only)
+} ParamTensor;
+
+typedef struct {
+    int in;             // input width: E for layer 0, H above
+    int sparse_x;       // W_x block-sparse (layers above 0)
+    Mask mask_h, mask_x;
+    BsMat wh, wx;       // wx unused when !sparse_x
+    size_t off_wx, off_wh, off_b, off_g;  // off_g only with layer_norm
+} Layer;
+
+typedef struct Model {
+    Config cfg;
+    const Backend *be;
+    int E, H, L, bs, ln;
+    Layer layer[SW_MAX_LAYERS];
+    size_t off_emb, off_wo, off_bo;
+    ParamTensor tensor[4 + 4 * SW_MAX_LAYERS];
+    int ntensor;
+    size_t nparams;     // stored (trained) parameters
+    double dense_equiv; // parameters of the same model with dense masks
+    real *params, *grads;  // backend memory, nparams each
+} Model;
+
+// Builds masks from cfg (sparsity, mask_seed), allocates and initialises the parameters from
+// cfg->seed. Initial values are drawn on the host, so every backend starts from the same weights.
+Model *model_create(const Config *cfg, const Backend *be);
+void model_free(Model *m);
+const ParamTensor *model_tensor(const Model *m, const char *name);  // NULL if absent
+
+// ---- training window (T steps of B streams) ----
+typedef struct {
+    int B, T;
+    int *tok, *tgt;                    // backend ints [T*B]
+    real *x0, *dx0;                    // embedding out / grad [T*B, E]
+    real *z[SW_MAX_LAYERS], *dz[SW_MAX_LAYERS];      // [T*B, 4H]
+    real *act[SW_MAX_LAYERS];                        // [T*B, 4H]
+    real *lnstat[SW_MAX_LAYERS];                     // [T*B, 8] (layer_norm only)
+    real *h[SW_MAX_LAYERS], *c[SW_MAX_LAYERS];       // [(T+1)*B, H]; block 0 = carried state
+    real *dh[SW_MAX_LAYERS];                         // [(T+1)*B, H]; block 0 = grad of carried h
+    real *dc[SW_MAX_LAYERS];                         // [B, H] running; ends as grad of carried c
+    real *logits;                                    // [T*B, 256] (becomes dlogits)
+    real *loss;                                      // [T*B]
+    float *loss_host;
+} Acts;
+
+Acts *acts_create(const Model *m, int B, int T);
+void acts_free(const Model *m, Acts *a);
+// Zeroes the carried state (h_0, c_0) of every layer.
+void acts_reset_state(const Model *m, Acts *a);
+// Moves h_T, c_T into h_0, c_0 for the next window (truncated BPTT).
+void acts_carry_state(const Model *m, Acts *a);
+
+// tok/tgt are host ints [T*B] (row t*B+b); T may be below a->T (a shorter last window).
+// Returns the mean loss in nats over the T*B predictions.
+double model_forward(Model *m, Acts *a, const int *tok, const int *tgt, int T);
+// Needs model_forward on the same window first. Accumulates into m->grads (zero them first)
+// the gradient of the mean loss; leaves the gradients of the carried state in a->dh[l]
+// block 0 and a->dc[l].
+void model_backward(Model *m, Acts *a, int T);
+
+// ---- step-by-step inference (sampling, features) ----
+typedef struct {
+    int maxB;
+    int *tok;
+    real *x0, *z, *act, *lnstat, *logits, *loss;
+    real *h[SW_MAX_LAYERS], *c[SW_MAX_LAYERS], *c_prev;  // [maxB, H]
+    real *hsum[SW_MAX_LAYERS];                           // sum of h over steps (track_mean)
+    int track_mean;
+} Infer;
+
+Infer *infer_create(const Model *m, int maxB, int track_mean);
+void infer_free(const Model *m, Infer *s);
+void infer_reset(const Model *m, Infer *s);  // zero state and sums of all rows
+// Advances rows [0, n) by one byte each (tok: host ints [n]); rows >= n keep their state
+// untouched. If logits_out is non-NULL it receives host logits [n, 256].
+void infer_step(Model *m, Infer *s, const int *tok, int n, float *logits_out);
+// Copies rows [0, n) of a state of layer l to host floats [n, H]: which = 'h', 'c' or 's' (hsum).
+void infer_get(const Model *m, const Infer *s, int l, char which, int n, float *out);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,150 @@
+// test_framework.c: the registry, process helpers and main() of the test binaries.
+#define _GNU_SOURCE
+#include "test.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct { const char *name, *file; test_fn fn; } TestCase;
+static TestCase tests[1024];
+static int ntests, cur_failed;
+
+void test_register(const char *name, const char *file, test_fn fn) {
+    if (ntests < 1024) tests[ntests++] = (TestCase){name, file, fn};
+}
+
+void test_fail(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "  FAIL %s:%d: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    cur_failed = 1;
+}
+
+static char tmpdir[256];
+const char *test_tmpdir(void) {
+    if (!tmpdir[0]) {
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/swlstm-test-XXXXXX");
+        if (!mkdtemp(tmpdir)) { perror("mkdtemp"); exit(2); }
+    }
+    return tmpdir;
+}
+
+const char *tmp_path(const char *name) {
+    static char buf[8][512];
+    static int k;
+    char *p = buf[k++ % 8];
+    snprintf(p, 512, "%s/%s", test_tmpdir(), name);
+    return p;
+}
+
+const char *shared_data(const char *name) {
+    static char buf[8][512];
+    static int k;
+    char *p = buf[k++ % 8];
+    const char *root = getenv("SWLSTM_SHARED_DATA");
+    snprintf(p, 512, "%s/%s", root ? root : "../shared/data", name);
+    return access(p, R_OK) == 0 ? p : NULL;
+}
+
+const char *write_file(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, len, f) != len || fclose(f)) { perror(path); exit(2); }
+    return path;
+}
+
+double test_rand(unsigned long long *s) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(*s >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static char *read_fd_all(int fd) {
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    ssize_t got;
+    while ((got = read(fd, buf + n, cap - n - 1)) > 0) {
+        n += (size_t)got;
+        if (n + 1 == cap) buf = realloc(buf, cap *= 2);
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+int expect_die(void (*fn)(void *), void *arg, const char *needle) {
+    int fds[2];
+    if (pipe(fds)) return 0;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 2);
+        fn(arg);
+        _exit(0);
+    }
+    close(fds[1]);
+    char *err = read_fd_all(fds[0]);
+    close(fds[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    int exited_nonzero = WIFEXITED(st) && WEXITSTATUS(st) != 0;
+    int ok = exited_nonzero && strstr(err, needle) != NULL;
+    if (!ok) fprintf(stderr, "  child status %d, stderr: %s\n", st, err);
+    free(err);
+    return ok;
+}
+
+int run_swlstm(const char *args, char *out, size_t outlen) {
+    const char *bin = getenv("SWLSTM_BIN");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "./swlstm", args);
+    fflush(stdout);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = 0;
+    char tmp[4096];
+    size_t got;
+    while ((got = fread(tmp, 1, sizeof tmp, p)) > 0) {
+        if (out && n + 1 < outlen) {
+            size_t take = got < outlen - 1 - n ? got : outlen - 1 - n;
+            memcpy(out + n, tmp, take);
+            n += take;
+        }
+    }
+    if (out && outlen) out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void cleanup_tmp(void) {
+    if (tmpdir[0] && !getenv("KEEP_TEST_TMP")) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd)) {}
+    }
+}
+
+// Usage: tests [substring-filter]
+int main(int argc, char **argv) {
+    const char *filter = argc > 1 ? argv[1] : NULL;
+    atexit(cleanup_tmp);
+    int passed = 0, failed = 0;
+    for (int i = 0; i < ntests; i++) {
+        if (filter && !strstr(tests[i].name, filter)) continue;
+        cur_failed = 0;
+        printf("%-44s ", tests[i].name);
+        fflush(stdout);
+        tests[i].fn();
+        printf("%s\n", cur_failed ? "FAIL" : "ok");
+        if (cur_failed) { failed++; fprintf(stderr, "  (in %s)\n", tests[i].file); }
+        else passed++;
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
