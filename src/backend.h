@@ -34,6 +34,9 @@ typedef struct Backend {
     void (*sync)(void);
     void (*bsmat_upload)(BsMat *w);   // gives the backend its copy of w's indices (w->dev)
     void (*bsmat_release)(BsMat *w);
+    // The model's flat parameter buffer (n elements): a backend may keep a lower-precision
+    // copy of it (bf16) and refresh it in `adam`. The CPU backend ignores it.
+    void (*register_params)(real *params, size_t n);
 
     // ---- embedding ----
     // out[N,E] = table[tok[n], :]

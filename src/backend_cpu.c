@@ -10,6 +10,7 @@ static void cpu_zero(void *p, size_t bytes) { if (bytes) memset(p, 0, bytes); }
 static void cpu_sync(void) {}
 static void cpu_bsmat_upload(BsMat *w) { w->dev = NULL; }
 static void cpu_bsmat_release(BsMat *w) { w->dev = NULL; }
+static void cpu_register_params(real *params, size_t n) { (void)params; (void)n; }
 
 // Defined in the *_cpu.c files beside this one.
 void embed_fwd_cpu(real *out, const real *table, const int *tok, int N, int E);
@@ -34,6 +35,7 @@ static const Backend cpu = {
     .alloc = cpu_alloc, .free = cpu_free, .to_device = cpu_copy, .to_host = cpu_copy,
     .copy = cpu_copy, .zero = cpu_zero, .sync = cpu_sync,
     .bsmat_upload = cpu_bsmat_upload, .bsmat_release = cpu_bsmat_release,
+    .register_params = cpu_register_params,
     .embed_fwd = embed_fwd_cpu, .embed_bwd = embed_bwd_cpu,
     .matmul_fwd = matmul_fwd_cpu, .matmul_bwd = matmul_bwd_cpu,
     .bsmm_fwd = bsmm_fwd_cpu, .bsmm_bwd_data = bsmm_bwd_data_cpu, .bsmm_bwd_weight = bsmm_bwd_weight_cpu,
