@@ -39,12 +39,18 @@ typedef struct Model {
 // Builds masks from cfg (sparsity, mask_seed), allocates and initialises the parameters from
 // cfg->seed. Initial values are drawn on the host, so every backend starts from the same weights.
 Model *model_create(const Config *cfg, const Backend *be);
+// Same, with the masks given (2 per layer: W_h then W_x; W_x of layer 0 ignored). The model
+// keeps copies. Used when loading checkpoints, which store their masks.
+Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask *masks);
+// Mask seeds per layer and matrix, so that users can rebuild any mask with `swlstm mask`.
+uint64_t model_mask_seed(long mask_seed, int layer, int is_input);
 void model_free(Model *m);
 const ParamTensor *model_tensor(const Model *m, const char *name);  // NULL if absent
 
 // ---- training window (T steps of B streams) ----
 typedef struct {
     int B, T;
+    int T_run;                         // steps of the last model_forward (<= T)
     int *tok, *tgt;                    // backend ints [T*B]
     real *x0, *dx0;                    // embedding out / grad [T*B, E]
     real *z[SW_MAX_LAYERS], *dz[SW_MAX_LAYERS];      // [T*B, 4H]
@@ -55,7 +61,7 @@ typedef struct {
     real *dc[SW_MAX_LAYERS];                         // [B, H] running; ends as grad of carried c
     real *logits;                                    // [T*B, 256] (becomes dlogits)
     real *loss;                                      // [T*B]
-    float *loss_host;
+    real *loss_host;                                 // host copy of loss
 } Acts;
 
 Acts *acts_create(const Model *m, int B, int T);
