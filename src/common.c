@@ -96,3 +96,21 @@ int mkdir_p(const char *path) {
     free(tmp);
     return rc;
 }
+
+long parse_long(const char *what, const char *s, long lo, long hi) {
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < lo || v > hi)
+        die("%s = '%s': expected an integer from %ld to %ld", what, s ? s : "", lo, hi);
+    return v;
+}
+
+double parse_double(const char *what, const char *s, double lo, double hi) {
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || !*s || *end || errno || !(v >= lo && v <= hi))
+        die("%s = '%s': expected a number from %g to %g", what, s ? s : "", lo, hi);
+    return v;
+}

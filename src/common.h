@@ -34,6 +34,9 @@ FILE *xfopen(const char *path, const char *mode, const char *what);
 char *read_text_file(const char *path, size_t *len, const char *what);
 int ends_with(const char *s, const char *suffix);
 int mkdir_p(const char *path);     // 0 on success
+// Command-line numbers: die "<what> = '<s>': expected ..." unless s is a number in [lo, hi].
+long parse_long(const char *what, const char *s, long lo, long hi);
+double parse_double(const char *what, const char *s, double lo, double hi);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,230 @@
+// model_io.c: checkpoint sections of a model: "config", "masks", "params" (always fp32,
+// whatever the device), and for training "state", "adam_m", "adam_v", "hidden".
+#include "model_io.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backend.h"
+
+typedef struct { uint8_t *p; size_t n, cap; } Buf;
+
+static void buf_put(Buf *b, const void *src, size_t n) {
+    if (b->n + n > b->cap) b->p = xrealloc(b->p, b->cap = 2 * (b->n + n));
+    memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+static void buf_i32(Buf *b, int32_t v) { buf_put(b, &v, 4); }
+
+typedef struct { const uint8_t *p; size_t n, at; const char *path, *tag; } Rd;
+
+static void rd_get(Rd *r, void *dst, size_t n) {
+    if (n > r->n - r->at) die("checkpoint '%s': section '%s' is malformed (too short)", r->path, r->tag);
+    memcpy(dst, r->p + r->at, n);
+    r->at += n;
+}
+static int32_t rd_i32(Rd *r) { int32_t v; rd_get(r, &v, 4); return v; }
+
+static Rd reader(const Ckpt *c, const char *tag) {
+    const CkptSection *s = ckpt_find(c, tag, 1);
+    return (Rd){s->data, s->len, 0, c->path, tag};
+}
+
+// Device reals -> host fp32 bytes.
+static void add_reals(CkptWriter *w, const char *tag, const Backend *be, const real *src, size_t n) {
+    real *tmp = xmalloc(n * sizeof(real));
+    float *f = xmalloc(n * sizeof(float));
+    be->to_host(tmp, src, n * sizeof(real));
+    for (size_t i = 0; i < n; i++) f[i] = (float)tmp[i];
+    ckpt_add(w, tag, f, n * sizeof(float));
+    free(tmp);
+    free(f);
+}
+
+// Host fp32 section -> device reals; the section must hold exactly n values.
+static void get_reals(const Ckpt *c, const char *tag, const Backend *be, real *dst, size_t n) {
+    const CkptSection *s = ckpt_find(c, tag, 1);
+    if (s->len != n * sizeof(float))
+        die("checkpoint '%s': section '%s' holds %llu values, the model needs %zu",
+            c->path, tag, (unsigned long long)(s->len / sizeof(float)), n);
+    real *tmp = xmalloc(n * sizeof(real));
+    for (size_t i = 0; i < n; i++) {
+        float f;
+        memcpy(&f, s->data + 4 * i, 4);
+        tmp[i] = (real)f;
+    }
+    be->to_device(dst, tmp, n * sizeof(real));
+    free(tmp);
+}
+
+static void put_mask(Buf *b, const Mask *mk) {
+    buf_i32(b, mk->nr);
+    buf_i32(b, mk->nc);
+    buf_put(b, mk->m, (size_t)mk->nr * mk->nc);
+}
+
+static void add_masks(CkptWriter *w, const Model *m) {
+    Buf b = {0};
+    buf_i32(&b, m->L);
+    for (int l = 0; l < m->L; l++) {
+        put_mask(&b, &m->layer[l].mask_h);
+        put_mask(&b, m->layer[l].sparse_x ? &m->layer[l].mask_x : &(Mask){0, 0, NULL});
+    }
+    ckpt_add(w, "masks", b.p, b.n);
+    free(b.p);
+}
+
+static void add_state(CkptWriter *w, const TrainState *ts) {
+    Buf b = {0};
+    int64_t step = ts->step;
+    buf_put(&b, &step, 8);
+    buf_put(&b, &ts->best_valid_bpc, 8);
+    buf_put(&b, &ts->elapsed_sec, 8);
+    buf_put(&b, &ts->bytes_seen, 8);
+    buf_put(&b, &ts->data_pos, 8);
+    buf_put(&b, ts->rng.s, 32);
+    ckpt_add(w, "state", b.p, b.n);
+    free(b.p);
+}
+
+static void add_hidden(CkptWriter *w, const Model *m, const Acts *a) {
+    size_t blk = (size_t)a->B * m->H;
+    real *tmp = xmalloc(2 * m->L * blk * sizeof(real));
+    for (int l = 0; l < m->L; l++) {
+        m->be->to_host(tmp + 2 * l * blk, a->h[l], blk * sizeof(real));
+        m->be->to_host(tmp + (2 * l + 1) * blk, a->c[l], blk * sizeof(real));
+    }
+    float *f = xmalloc(2 * m->L * blk * sizeof(float));
+    for (size_t i = 0; i < 2 * m->L * blk; i++) f[i] = (float)tmp[i];
+    Buf b = {0};
+    buf_i32(&b, a->B);
+    buf_put(&b, f, 2 * m->L * blk * sizeof(float));
+    ckpt_add(w, "hidden", b.p, b.n);
+    free(b.p);
+    free(f);
+    free(tmp);
+}
+
+void model_save(const char *path, const Model *m, const TrainState *ts, const real *adam_m,
+                const real *adam_v, const Acts *a) {
+    CkptWriter *w = ckpt_writer_new();
+    char *text = config_to_text(&m->cfg);
+    ckpt_add(w, "config", text, strlen(text));
+    free(text);
+    add_masks(w, m);
+    add_reals(w, "params", m->be, m->params, m->nparams);
+    if (ts) {
+        add_state(w, ts);
+        add_reals(w, "adam_m", m->be, adam_m, m->nparams);
+        add_reals(w, "adam_v", m->be, adam_v, m->nparams);
+        add_hidden(w, m, a);
+    }
+    ckpt_commit(w, path);
+}
+
+void ckpt_config(const Ckpt *c, Config *cfg) {
+    const CkptSection *s = ckpt_find(c, "config", 1);
+    char *text = xmalloc(s->len + 1);
+    memcpy(text, s->data, s->len);
+    text[s->len] = 0;
+    char where[600];
+    snprintf(where, sizeof where, "checkpoint '%s' config", c->path);
+    config_defaults(cfg);
+    config_from_text(cfg, text, where);
+    free(text);
+}
+
+int ckpt_masks(const Ckpt *c, Mask *masks, int max_masks) {
+    Rd r = reader(c, "masks");
+    int L = rd_i32(&r);
+    if (L < 1 || 2 * L > max_masks) die("checkpoint '%s': section 'masks' is malformed (%d layers)", c->path, L);
+    for (int i = 0; i < 2 * L; i++) {
+        int nr = rd_i32(&r), nc = rd_i32(&r);
+        if (nr < 0 || nc < 0 || (size_t)nr * (size_t)nc > r.n - r.at)
+            die("checkpoint '%s': section 'masks' is malformed (mask %d is %d x %d)", c->path, i, nr, nc);
+        masks[i] = (Mask){nr, nc, xmalloc((size_t)nr * nc + 1)};
+        rd_get(&r, masks[i].m, (size_t)nr * nc);
+    }
+    return 2 * L;
+}
+
+// Checks that the stored masks fit the stored config before building anything from them.
+static void check_masks(const Ckpt *c, const Config *cfg, const Mask *masks, int n) {
+    int nb = cfg->hidden_size / cfg->block_size;
+    if (n != 2 * cfg->num_layers) die("checkpoint '%s': %d masks for %d layers", c->path, n, cfg->num_layers);
+    for (int l = 0; l < cfg->num_layers; l++) {
+        int want_x = l > 0 ? nb : 0;
+        if (masks[2 * l].nr != nb || masks[2 * l].nc != nb || masks[2 * l + 1].nr != want_x || masks[2 * l + 1].nc != want_x)
+            die("checkpoint '%s': masks of layer %d do not match hidden_size/block_size = %d blocks", c->path, l, nb);
+    }
+}
+
+Model *model_load(const char *path, const char *device, const char *precision) {
+    Ckpt c;
+    ckpt_read(&c, path);
+    Config cfg;
+    ckpt_config(&c, &cfg);
+    config_validate(&cfg);
+    Mask masks[2 * SW_MAX_LAYERS];
+    int n = ckpt_masks(&c, masks, 2 * SW_MAX_LAYERS);
+    check_masks(&c, &cfg, masks, n);
+    if (device) snprintf(cfg.device, sizeof cfg.device, "%s", device);
+    if (precision) snprintf(cfg.precision, sizeof cfg.precision, "%s", precision);
+    Model *m = model_create_with_masks(&cfg, backend_get(cfg.device, cfg.precision), masks);
+    for (int i = 0; i < n; i++) mask_free(&masks[i]);
+    model_load_weights(m, &c);
+    ckpt_close(&c);
+    return m;
+}
+
+void model_load_weights(Model *m, const Ckpt *c) {
+    Mask masks[2 * SW_MAX_LAYERS];
+    int n = ckpt_masks(c, masks, 2 * SW_MAX_LAYERS);
+    int same = n == 2 * m->L;
+    for (int l = 0; same && l < m->L; l++) {
+        const Mask *mh = &m->layer[l].mask_h;
+        same = masks[2 * l].nr == mh->nr && masks[2 * l].nc == mh->nc &&
+               !memcmp(masks[2 * l].m, mh->m, (size_t)mh->nr * mh->nc);
+        const Mask *mx = &m->layer[l].mask_x;
+        if (same && m->layer[l].sparse_x)
+            same = masks[2 * l + 1].nr == mx->nr && !memcmp(masks[2 * l + 1].m, mx->m, (size_t)mx->nr * mx->nc);
+    }
+    for (int i = 0; i < n; i++) mask_free(&masks[i]);
+    if (!same) die("checkpoint '%s': its masks differ from this model's (check sparsity, mask_seed, hidden_size, num_layers)", c->path);
+    get_reals(c, "params", m->be, m->params, m->nparams);
+}
+
+int ckpt_train_state(const Ckpt *c, TrainState *ts) {
+    if (!ckpt_find(c, "state", 0)) return 0;
+    Rd r = reader(c, "state");
+    int64_t step;
+    rd_get(&r, &step, 8);
+    ts->step = (long)step;
+    rd_get(&r, &ts->best_valid_bpc, 8);
+    rd_get(&r, &ts->elapsed_sec, 8);
+    rd_get(&r, &ts->bytes_seen, 8);
+    rd_get(&r, &ts->data_pos, 8);
+    rd_get(&r, ts->rng.s, 32);
+    return 1;
+}
+
+void model_load_train_state(const Model *m, const Ckpt *c, TrainState *ts, real *adam_m,
+                            real *adam_v, Acts *a) {
+    if (!ckpt_train_state(c, ts)) die("checkpoint '%s' has no training state (a weights-only file): use init_from instead of --resume", c->path);
+    get_reals(c, "adam_m", m->be, adam_m, m->nparams);
+    get_reals(c, "adam_v", m->be, adam_v, m->nparams);
+    Rd r = reader(c, "hidden");
+    int B = rd_i32(&r);
+    size_t blk = (size_t)a->B * m->H;
+    if (B != a->B || r.n - r.at != 2 * m->L * blk * sizeof(float))
+        die("checkpoint '%s': carried state is for batch_size %d, this run uses %d (keep batch_size to resume)", c->path, B, a->B);
+    real *tmp = xmalloc(blk * sizeof(real));
+    for (int i = 0; i < 2 * m->L; i++) {
+        for (size_t k = 0; k < blk; k++) {
+            float f;
+            rd_get(&r, &f, 4);
+            tmp[k] = (real)f;
+        }
+        m->be->to_device(i % 2 ? a->c[i / 2] : a->h[i / 2], tmp, blk * sizeof(real));
+    }
+    free(tmp);
+}
