@@ -1,0 +1,50 @@
+// adam_cpu.c: AdamW step and the reductions used for global-norm clipping (CPU reference;
+// the CUDA versions are in cuda/adam.cu).
+#include "backend.h"
+#include <math.h>
+#include <stdlib.h>
+
+// Below this many elements threads cost more than they save.
+#define PAR_MIN 32768
+// sumsq sums fixed chunks so its result never depends on the thread count.
+#define SUMSQ_CHUNK 4096
+
+// p[n] -= lr * (mhat / (sqrt(vhat) + eps) + wd * p), with m, v updated in place and
+// g scaled by grad_scale first. Weight decay is decoupled (AdamW) and uses the old p.
+void adam_cpu(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a) {
+    const real bc1 = (real)(1.0 - pow((double)a.beta1, (double)a.step));
+    const real bc2 = (real)(1.0 - pow((double)a.beta2, (double)a.step));
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        real gi = g[i] * a.grad_scale;
+        real mi = a.beta1 * m[i] + (1 - a.beta1) * gi;
+        real vi = a.beta2 * v[i] + (1 - a.beta2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        real mhat = mi / bc1, vhat = vi / bc2;
+        p[i] -= a.lr * (mhat / ((real)sqrt(vhat) + a.eps) + a.weight_decay * p[i]);
+    }
+}
+
+// sum_i x[i]^2 in double: each chunk summed in order, then the chunk sums in order.
+double sumsq_cpu(const real *x, size_t n) {
+    size_t nchunk = (n + SUMSQ_CHUNK - 1) / SUMSQ_CHUNK;
+    double *part = xmalloc(nchunk * sizeof(double));
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (size_t c = 0; c < nchunk; c++) {
+        size_t lo = c * SUMSQ_CHUNK, hi = lo + SUMSQ_CHUNK < n ? lo + SUMSQ_CHUNK : n;
+        double s = 0;
+        for (size_t i = lo; i < hi; i++) s += (double)x[i] * (double)x[i];
+        part[c] = s;
+    }
+    double total = 0;
+    for (size_t c = 0; c < nchunk; c++) total += part[c];
+    free(part);
+    return total;
+}
+
+// y[n] += alpha * x[n]
+void axpy_cpu(real *y, const real *x, real alpha, size_t n) {
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) y[i] += alpha * x[i];
+}
