@@ -43,11 +43,11 @@ swlstm: $(BUILD)/swlstm
 $(BUILD)/swlstm: $(BUILD)/src/main.o $(LIBOBJ) $(CUOBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests: $(TESTSRC:%.c=$(BUILD)/%.o) $(LIBOBJ) $(CUOBJ)
+$(BUILD)/run_tests: $(TESTSRC:%.c=$(BUILD)/%.o) $(LIBOBJ) $(CUOBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Finite-difference gradient checks: the same sources in double precision, CPU only.
-$(DBL)/tests: $(TESTSRC:%.c=$(DBL)/%.o) $(DBLOBJ)
+$(DBL)/run_tests: $(TESTSRC:%.c=$(DBL)/%.o) $(DBLOBJ)
 	$(CC) $(CFLAGS) -o $@ $^ -lz -lm
 
 $(BUILD)/%.o: %.c
@@ -62,14 +62,14 @@ $(BUILD)/cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c -o $@ $<
 
-test: $(BUILD)/swlstm $(BUILD)/tests $(DBL)/tests
-	SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/tests $(DBL)/tests
+test: $(BUILD)/swlstm $(BUILD)/run_tests $(DBL)/run_tests
+	SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/run_tests $(DBL)/run_tests
 
-$(BUILD)/tests_gpu: $(GPUTEST:%.c=$(BUILD)/%.o) $(BUILD)/tests/test_framework.o $(LIBOBJ) $(CUOBJ)
+$(BUILD)/run_tests_gpu: $(GPUTEST:%.c=$(BUILD)/%.o) $(BUILD)/tests/test_framework.o $(LIBOBJ) $(CUOBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-test-gpu: $(BUILD)/swlstm $(BUILD)/tests_gpu
-	SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/tests_gpu
+test-gpu: $(BUILD)/swlstm $(BUILD)/run_tests_gpu
+	SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/run_tests_gpu
 
 bench: swlstm
 	./swlstm bench

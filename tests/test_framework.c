@@ -28,8 +28,10 @@ void test_fail(const char *file, int line, const char *fmt, ...) {
 }
 
 static char tmpdir[256];
+static pid_t tmpdir_owner;  // forked children (CHECK_DIES) must not remove it at exit
 const char *test_tmpdir(void) {
     if (!tmpdir[0]) {
+        tmpdir_owner = getpid();
         snprintf(tmpdir, sizeof tmpdir, "/tmp/swlstm-test-XXXXXX");
         if (!mkdtemp(tmpdir)) { perror("mkdtemp"); exit(2); }
     }
@@ -123,7 +125,7 @@ int run_swlstm(const char *args, char *out, size_t outlen) {
 }
 
 static void cleanup_tmp(void) {
-    if (tmpdir[0] && !getenv("KEEP_TEST_TMP")) {
+    if (tmpdir[0] && getpid() == tmpdir_owner && !getenv("KEEP_TEST_TMP")) {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
         if (system(cmd)) {}

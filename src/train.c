@@ -1,0 +1,239 @@
+// train.c: the `train` verb: truncated-BPTT training over stripes of the train split with
+// Adam, clipping, a learning-rate schedule, validation, checkpoints and JSON-lines logs.
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "data.h"
+#include "eval.h"
+#include "model_io.h"
+#include "optim.h"
+#include "train_log.h"
+#include "verbs.h"
+
+typedef struct {
+    Config cfg;
+    Model *m;
+    Acts *a, *ea;          // training window, validation window
+    real *adam_m, *adam_v;
+    Dataset ds;
+    Stripes st;
+    TrainState ts;
+    int *tok, *tgt;        // host window
+    TrainLog log;
+    long stop_after;       // --stop-after: end (with a checkpoint) after this step
+} Trainer;
+
+static volatile sig_atomic_t stop_signal;
+static void on_signal(int sig) { stop_signal = sig; }
+
+static void ckpt_path(const Trainer *tr, const char *name, char *out, size_t n) {
+    snprintf(out, n, "%s/%s", tr->cfg.out_dir, name);
+}
+
+static void save(Trainer *tr, const char *name) {
+    char path[CFG_STR + 32];
+    ckpt_path(tr, name, path, sizeof path);
+    model_save(path, tr->m, &tr->ts, tr->adam_m, tr->adam_v, tr->a);
+}
+
+// Keys that fix the model or the data order: a resumed run must keep them.
+static void check_resume_config(const Config *run, const Config *ck, const char *path) {
+#define SAME_INT(k) if (run->k != ck->k) die("--resume %s: " #k " = %ld in this run, %ld in the checkpoint (it must match)", path, (long)run->k, (long)ck->k)
+#define SAME_STR(k) if (strcmp(run->k, ck->k)) die("--resume %s: " #k " = '%s' in this run, '%s' in the checkpoint (it must match)", path, run->k, ck->k)
+    SAME_INT(hidden_size); SAME_INT(num_layers); SAME_INT(embed_size); SAME_INT(block_size);
+    SAME_INT(mask_seed); SAME_INT(layer_norm); SAME_INT(batch_size); SAME_INT(seq_length);
+    SAME_STR(sparsity); SAME_STR(input_sparsity); SAME_STR(split);
+#undef SAME_INT
+#undef SAME_STR
+}
+
+static void resume(Trainer *tr, const char *path) {
+    Ckpt c;
+    ckpt_read(&c, path);
+    Config ck;
+    ckpt_config(&c, &ck);
+    check_resume_config(&tr->cfg, &ck, path);
+    model_load_weights(tr->m, &c);
+    model_load_train_state(tr->m, &c, &tr->ts, tr->adam_m, tr->adam_v, tr->a);
+    if (tr->ts.data_pos >= tr->st.stripe_len) die("--resume %s: data position %llu is past this data's stripes (was the data file changed?)", path, (unsigned long long)tr->ts.data_pos);
+    tr->st.pos = tr->ts.data_pos;
+    ckpt_close(&c);
+    printf("resumed from %s at step %ld\n", path, tr->ts.step);
+}
+
+static void init_from(Trainer *tr) {
+    Ckpt c;
+    ckpt_read(&c, tr->cfg.init_from);
+    model_load_weights(tr->m, &c);
+    ckpt_close(&c);
+    printf("init_from %s: loaded weights only (optimizer state, step and data position start fresh)\n", tr->cfg.init_from);
+}
+
+static void setup_data(Trainer *tr) {
+    const Config *cfg = &tr->cfg;
+    dataset_open(&tr->ds, cfg->data);
+    dataset_split(&tr->ds, cfg->split, cfg->data);
+    stripes_init(&tr->st, tr->ds.bytes + tr->ds.off[SPLIT_TRAIN], tr->ds.n[SPLIT_TRAIN], cfg->batch_size, cfg->seq_length);
+    size_t vlen = tr->ds.n[SPLIT_VALID];
+    if (cfg->eval_bytes && (size_t)cfg->eval_bytes < vlen) vlen = (size_t)cfg->eval_bytes;
+    if (cfg->eval_every > 0 && vlen < 2)
+        die("data '%s': the valid split (split = %s) is empty; give it bytes or set eval_every = 0", cfg->data, cfg->split);
+    size_t N = (size_t)cfg->batch_size * cfg->seq_length;
+    tr->tok = xmalloc(N * sizeof(int));
+    tr->tgt = xmalloc(N * sizeof(int));
+}
+
+static void setup(Trainer *tr, const char *resume_path) {
+    const Config *cfg = &tr->cfg;
+#ifdef _OPENMP
+    if (cfg->threads > 0) omp_set_num_threads(cfg->threads);
+#endif
+    const Backend *be = backend_get(cfg->device, cfg->precision);
+    setup_data(tr);
+    tr->m = model_create(cfg, be);
+    tr->a = acts_create(tr->m, cfg->batch_size, cfg->seq_length);
+    tr->adam_m = be->alloc(tr->m->nparams * sizeof(real));
+    tr->adam_v = be->alloc(tr->m->nparams * sizeof(real));
+    tr->ts = (TrainState){.best_valid_bpc = INFINITY};
+    rng_seed(&tr->ts.rng, (uint64_t)cfg->seed ^ 0x5eedULL);
+    if (mkdir_p(cfg->out_dir)) die("out_dir '%s': cannot create the directory", cfg->out_dir);
+    if (resume_path) resume(tr, resume_path);
+    else if (cfg->init_from[0]) init_from(tr);
+    if (cfg->eval_every > 0) {
+        size_t vlen = tr->ds.n[SPLIT_VALID];
+        if (cfg->eval_bytes && (size_t)cfg->eval_bytes < vlen) vlen = (size_t)cfg->eval_bytes;
+        tr->ea = acts_create(tr->m, eval_batch_for(vlen, cfg->batch_size, cfg->seq_length), cfg->seq_length);
+    }
+    train_log_open(&tr->log, tr->m, cfg, resume_path != NULL);
+}
+
+static void apply_adam(Trainer *tr, double lr, double scale) {
+    const Config *cfg = &tr->cfg;
+    Model *m = tr->m;
+    for (int i = 0; i < m->ntensor; i++) {
+        const ParamTensor *t = &m->tensor[i];
+        AdamArgs a = {(real)lr, (real)cfg->beta1, (real)cfg->beta2, (real)cfg->adam_eps,
+                      (real)(t->decay ? cfg->weight_decay : 0), (real)scale, tr->ts.step};
+        m->be->adam(m->params + t->off, m->grads + t->off, tr->adam_m + t->off, tr->adam_v + t->off, t->n, a);
+    }
+}
+
+// One optimizer step. Returns 0 when a non-finite step was skipped.
+static int train_step(Trainer *tr, StepStats *s) {
+    const Config *cfg = &tr->cfg;
+    Model *m = tr->m;
+    int T = cfg->seq_length;
+    if (stripes_next(&tr->st, tr->tok, tr->tgt)) acts_reset_state(m, tr->a);
+    m->be->zero(m->grads, m->nparams * sizeof(real));
+    s->loss = model_forward(m, tr->a, tr->tok, tr->tgt, T);
+    model_backward(m, tr->a, T);
+    s->grad_norm = sqrt(m->be->sumsq(m->grads, m->nparams));
+    s->lr = lr_at(cfg->lr_schedule, cfg->learning_rate, cfg->min_lr, cfg->warmup_steps, cfg->max_steps, tr->ts.step + 1);
+    tr->ts.data_pos = tr->st.pos;
+    tr->ts.bytes_seen += (uint64_t)cfg->batch_size * T;
+    if (!isfinite(s->loss) || !isfinite(s->grad_norm)) {
+        if (strcmp(cfg->nan_policy, "skip"))
+            die("step %ld: non-finite %s (loss %g, grad norm %g). Hint: lower learning_rate, keep grad_clip > 0, "
+                "or set nan_policy = skip; the last good checkpoint is in %s",
+                tr->ts.step + 1, isfinite(s->loss) ? "gradient" : "loss", s->loss, s->grad_norm, cfg->out_dir);
+        warnf("step %ld: non-finite loss or gradient, step skipped and state reset (nan_policy = skip)", tr->ts.step + 1);
+        acts_reset_state(m, tr->a);
+        return 0;
+    }
+    tr->ts.step++;
+    apply_adam(tr, s->lr, clip_scale(s->grad_norm, cfg->grad_clip));
+    acts_carry_state(m, tr->a);
+    return 1;
+}
+
+static void validate(Trainer *tr) {
+    size_t vlen = tr->ds.n[SPLIT_VALID], count;
+    if (tr->cfg.eval_bytes && (size_t)tr->cfg.eval_bytes < vlen) vlen = (size_t)tr->cfg.eval_bytes;
+    double t0 = now_sec();
+    double bpc = eval_bpc(tr->m, tr->ea, tr->ds.bytes + tr->ds.off[SPLIT_VALID], vlen, &count);
+    int best = bpc < tr->ts.best_valid_bpc;
+    if (best) tr->ts.best_valid_bpc = bpc;
+    train_log_eval(&tr->log, tr->ts.step, bpc, count, now_sec() - t0, best);
+    save(tr, "latest.ckpt");
+    if (best) save(tr, "best.ckpt");
+}
+
+static int should(long every, long step) { return every > 0 && step % every == 0; }
+
+static void train_loop(Trainer *tr) {
+    const Config *cfg = &tr->cfg;
+    double t_prev = now_sec();
+    while (tr->ts.step < cfg->max_steps && !stop_signal) {
+        StepStats s = {0};
+        double t0 = now_sec();
+        if (!train_step(tr, &s)) continue;
+        double t1 = now_sec();
+        s.ms = 1e3 * (t1 - t0);
+        tr->ts.elapsed_sec += t1 - t_prev;
+        t_prev = t1;
+        train_log_step(&tr->log, tr->ts.step, &s, tr->ts.elapsed_sec, should(cfg->log_every, tr->ts.step) || tr->ts.step == 1);
+        if (should(cfg->eval_every, tr->ts.step) || (tr->ts.step == cfg->max_steps && cfg->eval_every > 0)) validate(tr);
+        else if (should(cfg->save_every, tr->ts.step)) save(tr, "latest.ckpt");
+        if (tr->ts.step == tr->stop_after) break;
+    }
+}
+
+static void finish(Trainer *tr) {
+    int evaluated_last = tr->cfg.eval_every > 0 && (tr->ts.step % tr->cfg.eval_every == 0 || tr->ts.step == tr->cfg.max_steps);
+    if (!evaluated_last) save(tr, "latest.ckpt");
+    if (stop_signal) printf("stopped by signal %d at step %ld; saved %s/latest.ckpt (resume with --resume)\n", (int)stop_signal, tr->ts.step, tr->cfg.out_dir);
+    else printf("done: %ld steps in %.1f s; best valid bpc %.4f; checkpoints in %s\n", tr->ts.step, tr->ts.elapsed_sec, tr->ts.best_valid_bpc, tr->cfg.out_dir);
+    train_log_close(&tr->log);
+    acts_free(tr->m, tr->a);
+    acts_free(tr->m, tr->ea);
+    tr->m->be->free(tr->adam_m);
+    tr->m->be->free(tr->adam_v);
+    model_free(tr->m);
+    dataset_close(&tr->ds);
+    free(tr->tok);
+    free(tr->tgt);
+}
+
+static void train_usage(void) {
+    printf("usage: swlstm train CONFIG [--key=value ...] [--resume CKPT] [--stop-after STEP]\n"
+           "Trains a char-LM described by CONFIG (key = value lines). Any key can be overridden\n"
+           "on the command line. --resume continues a run bit-exactly from a checkpoint's full\n"
+           "training state; --stop-after ends early with a checkpoint. Keys:\n\n");
+    config_print_help();
+}
+
+int cmd_train(int argc, char **argv) {
+    Trainer tr = {.stop_after = -1};
+    const char *cfg_path = NULL, *resume_path = NULL;
+    char **over = xmalloc(sizeof(char *) * (size_t)argc);
+    int nover = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { train_usage(); free(over); return 0; }
+        if (!strcmp(a, "--resume") || !strcmp(a, "--stop-after")) {
+            if (i + 1 >= argc) die("train: %s needs a value", a);
+            if (a[2] == 'r') resume_path = argv[++i];
+            else tr.stop_after = parse_long("train --stop-after", argv[++i], 1, LONG_MAX);
+        } else if (!strncmp(a, "--resume=", 9)) resume_path = a + 9;
+        else if (!strncmp(a, "--", 2)) over[nover++] = argv[i];
+        else if (!cfg_path) cfg_path = a;
+        else die("train: unexpected argument '%s' (one CONFIG file; keys as --key=value)", a);
+    }
+    if (!cfg_path) die("train: missing CONFIG (usage: swlstm train CONFIG [--key=value ...] [--resume CKPT])");
+    config_defaults(&tr.cfg);
+    config_load_file(&tr.cfg, cfg_path);
+    config_apply_overrides(&tr.cfg, nover, over);
+    free(over);
+    config_validate(&tr.cfg);
+    setup(&tr, resume_path);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    train_loop(&tr);
+    finish(&tr);
+    return 0;
+}
