@@ -1,0 +1,66 @@
+// cmd_info.c: the `info` verb: what a checkpoint holds.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model_io.h"
+#include "verbs.h"
+
+static void print_sections(const Ckpt *c) {
+    printf("file: %s (%zu bytes), format version %u, %d sections:", c->path, c->len, c->version, c->nsec);
+    for (int i = 0; i < c->nsec; i++) printf(" %s(%llu)", c->sec[i].tag, (unsigned long long)c->sec[i].len);
+    printf("\n");
+}
+
+static void print_mask(const char *what, int l, const Mask *mk, int bs) {
+    MaskStats st = mask_stats(mk);
+    printf("  layer %d %s: %d x %d blocks of %d, %ld stored (%.2f%%), degree %d/%.1f/%d, "
+           "path length %.2f, clustering %.3f\n", l, what, mk->nr, mk->nc, bs, st.blocks,
+           100 * st.density, st.deg_min, st.deg_mean, st.deg_max, st.avg_path, st.clustering);
+}
+
+static void print_model(const Ckpt *c, const Config *cfg) {
+    Mask masks[2 * SW_MAX_LAYERS];
+    int n = ckpt_masks(c, masks, 2 * SW_MAX_LAYERS);
+    printf("model: embed %d, %d layer(s) of %d units, block %d, sparsity %s, layer_norm %s\n",
+           cfg->embed_size, cfg->num_layers, cfg->hidden_size, cfg->block_size, cfg->sparsity,
+           cfg->layer_norm ? "true" : "false");
+    for (int i = 0; i < n; i++) {
+        if (masks[i].nr) print_mask(i % 2 ? "W_x" : "W_h", i / 2, &masks[i], cfg->block_size);
+        mask_free(&masks[i]);
+    }
+    const CkptSection *p = ckpt_find(c, "params", 1);
+    double dense = 256.0 * cfg->embed_size + 256.0 * cfg->hidden_size + 256;
+    for (int l = 0; l < cfg->num_layers; l++)
+        dense += 4.0 * cfg->hidden_size * ((l ? cfg->hidden_size : cfg->embed_size) + cfg->hidden_size + (cfg->layer_norm ? 2 : 1));
+    printf("parameters: %llu stored (fp32), %.0f for the same shapes dense\n",
+           (unsigned long long)(p->len / 4), dense);
+}
+
+static void print_state(const Ckpt *c) {
+    TrainState ts;
+    if (!ckpt_train_state(c, &ts)) { printf("training state: none (weights only)\n"); return; }
+    printf("training state: step %ld, %llu chars seen, %.1f s of training, best valid bpc ",
+           ts.step, (unsigned long long)ts.bytes_seen, ts.elapsed_sec);
+    if (isfinite(ts.best_valid_bpc)) printf("%.4f\n", ts.best_valid_bpc);
+    else printf("none yet\n");
+}
+
+int cmd_info(int argc, char **argv) {
+    if (argc != 2 || argv[1][0] == '-') {
+        printf("usage: swlstm info CKPT\nPrints a checkpoint's format version, sections, shapes, masks,\n"
+               "parameter counts, training step, best valid bpc and config.\n");
+        return argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? 0 : 2;
+    }
+    Ckpt c;
+    ckpt_read(&c, argv[1]);
+    Config cfg;
+    ckpt_config(&c, &cfg);
+    print_sections(&c);
+    print_model(&c, &cfg);
+    print_state(&c);
+    char *text = config_to_text(&cfg);
+    printf("config:\n%s", text);
+    free(text);
+    ckpt_close(&c);
+    return 0;
+}
