@@ -1,5 +1,4 @@
 // test_framework.c: the registry, process helpers and main() of the test binaries.
-#define _GNU_SOURCE
 #include "test.h"
 #include <stdarg.h>
 #include <stdio.h>

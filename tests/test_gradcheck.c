@@ -1,0 +1,107 @@
+// test_gradcheck.c: finite-difference check of the whole model's gradient (double build):
+// every parameter tensor and the carried state h_0, c_0 of every layer, for dense, random,
+// ba and ws masks and block sizes 8, 16 and 32, with and without layer norm.
+#ifdef SW_DOUBLE
+#include <stdlib.h>
+#include <string.h>
+#include "../src/model.h"
+#include "test.h"
+
+typedef struct {
+    Model *m;
+    Acts *a;
+    int *tok, *tgt;
+} Fixture;
+
+static Fixture fixture(int H, int bs, int L, const char *sparsity, int ln, int B, int T) {
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.hidden_size = H;
+    cfg.block_size = bs;
+    cfg.num_layers = L;
+    cfg.embed_size = 5;
+    cfg.layer_norm = ln;
+    cfg.seed = 7;
+    snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", sparsity);
+    Fixture f = {model_create(&cfg, backend_cpu()), NULL, xmalloc(sizeof(int) * B * T), xmalloc(sizeof(int) * B * T)};
+    f.a = acts_create(f.m, B, T);
+    unsigned long long s = 99;
+    for (int i = 0; i < B * T; i++) {
+        f.tok[i] = (int)(test_rand(&s) * 256);
+        f.tgt[i] = (int)(test_rand(&s) * 256);
+    }
+    // A random carried state, so that its gradient is exercised from a non-zero point.
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < B * H; i++) {
+            f.a->h[l][i] = 0.5 * (2 * test_rand(&s) - 1);
+            f.a->c[l][i] = 2 * test_rand(&s) - 1;
+        }
+    return f;
+}
+
+static void fixture_free(Fixture *f) {
+    acts_free(f->m, f->a);
+    model_free(f->m);
+    free(f->tok);
+    free(f->tgt);
+}
+
+static double loss_at(Fixture *f) { return model_forward(f->m, f->a, f->tok, f->tgt, f->a->T); }
+
+// Central difference of the loss w.r.t. *x.
+static double numeric(Fixture *f, real *x) {
+    const double eps = 1e-5;  // balances truncation (eps^2) against roundoff (1e-16/eps)
+    real keep = *x;
+    *x = keep + eps;
+    double lp = loss_at(f);
+    *x = keep - eps;
+    double lm = loss_at(f);
+    *x = keep;
+    return (lp - lm) / (2 * eps);
+}
+
+static double rel_err(double a, double b) { return fabs(a - b) / fmax(1e-7, fabs(a) + fabs(b)); }
+
+// Checks up to `samples` entries of x (evenly spread) against the analytic gradient g.
+static int check_entries(Fixture *f, const char *name, real *x, const real *g, size_t n, int samples) {
+    size_t stride = n > (size_t)samples ? n / samples : 1;
+    for (size_t i = 0; i < n; i += stride) {
+        double num = numeric(f, x + i);
+        if (rel_err(g[i], num) > 1e-5 && fabs(g[i] - num) > 1e-9) {
+            test_fail(__FILE__, __LINE__, "%s[%zu]: analytic %.10g, numeric %.10g", name, i, (double)g[i], num);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void run_check(int H, int bs, int L, const char *sparsity, int ln) {
+    Fixture f = fixture(H, bs, L, sparsity, ln, 3, 4);
+    Model *m = f.m;
+    size_t BH = (size_t)f.a->B * H;
+    real *dh0 = xmalloc(sizeof(real) * L * BH), *dc0 = xmalloc(sizeof(real) * L * BH);
+    memset(m->grads, 0, m->nparams * sizeof(real));
+    loss_at(&f);
+    model_backward(m, f.a, f.a->T);
+    for (int l = 0; l < L; l++) {
+        memcpy(dh0 + l * BH, f.a->dh[l], BH * sizeof(real));
+        memcpy(dc0 + l * BH, f.a->dc[l], BH * sizeof(real));
+    }
+    int ok = 1;
+    for (int i = 0; ok && i < m->ntensor; i++)
+        ok = check_entries(&f, m->tensor[i].name, m->params + m->tensor[i].off, m->grads + m->tensor[i].off, m->tensor[i].n, 40);
+    for (int l = 0; ok && l < L; l++) {
+        ok = check_entries(&f, "h0", f.a->h[l], dh0 + l * BH, BH, 24);
+        ok = ok && check_entries(&f, "c0", f.a->c[l], dc0 + l * BH, BH, 24);
+    }
+    free(dh0);
+    free(dc0);
+    fixture_free(&f);
+}
+
+TEST(gradcheck_dense_bs8_two_layers) { run_check(16, 8, 2, "dense", 0); }
+TEST(gradcheck_ba_bs8_layernorm) { run_check(48, 8, 2, "ba_2", 1); }
+TEST(gradcheck_ws_bs16) { run_check(64, 16, 2, "ws_2_0.5", 0); }
+TEST(gradcheck_random_bs32_layernorm) { run_check(96, 32, 2, "random_0.4", 1); }
+TEST(gradcheck_ba_bs16_one_layer) { run_check(64, 16, 1, "ba_1", 0); }
+#endif
