@@ -24,6 +24,9 @@ void dataset_open(Dataset *d, const char *path);
 // "a,b,c" as fractions (sum <= 1) or as byte counts (integers); dies on a bad value.
 // Fractions round down; for a 100e6-byte file "0.9,0.05,0.05" gives exactly 90e6/5e6/5e6.
 void dataset_split(Dataset *d, const char *split, const char *path_for_errors);
+// The arithmetic of dataset_split: sizes n[train, valid, test] of a len-byte corpus.
+// Fractions are written with '.' or an exponent; plain integers are byte counts.
+void split_sizes(const char *split, size_t len, size_t n[3], const char *path_for_errors);
 void dataset_close(Dataset *d);
 int split_from_name(const char *name);  // "train"|"valid"|"test" -> index, -1 otherwise
 

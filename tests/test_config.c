@@ -1,0 +1,199 @@
+// test_config.c: defaults, file and command-line parsing, errors, canonical text round trip.
+#ifndef SW_DOUBLE
+#include "common.h"
+#include "config.h"
+#include "test.h"
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+static Config loaded(const char *name, const char *text) {
+    Config c;
+    config_defaults(&c);
+    config_load_file(&c, write_file(tmp_path(name), text, strlen(text)));
+    return c;
+}
+
+TEST(config_defaults_values) {
+    Config c;
+    config_defaults(&c);
+    CHECK(!strcmp(c.data, "../shared/data/tinyshakespeare.txt"));
+    CHECK(!strcmp(c.split, "0.9,0.05,0.05"));
+    CHECK(!strcmp(c.device, "cpu") && !strcmp(c.precision, "fp32") && !strcmp(c.lr_schedule, "cosine"));
+    CHECK(!strcmp(c.sparsity, "dense") && c.input_sparsity[0] == 0 && c.init_from[0] == 0);
+    CHECK_EQ(c.seed, 1337); CHECK_EQ(c.hidden_size, 256); CHECK_EQ(c.block_size, 16);
+    CHECK_EQ(c.num_layers, 1); CHECK_EQ(c.embed_size, 64); CHECK_EQ(c.layer_norm, 0);
+    CHECK_EQ(c.batch_size, 32); CHECK_EQ(c.seq_length, 64); CHECK_EQ(c.max_steps, 1000);
+    CHECK(c.learning_rate == 2e-3 && c.beta1 == 0.9 && c.beta2 == 0.999 && c.adam_eps == 1e-8);
+    CHECK(c.grad_clip == 1.0 && c.min_lr == 0 && c.weight_decay == 0);
+    CHECK_EQ(c.eval_every, 200); CHECK_EQ(c.log_every, 10); CHECK_EQ(c.save_every, 0); CHECK_EQ(c.eval_bytes, 0);
+    config_validate(&c);
+    // one line per Config field
+    char *text = config_to_text(&c);
+    int lines = 0;
+    for (char *p = text; *p; p++) lines += *p == '\n';
+    CHECK_EQ(lines, 33);
+    CHECK(strstr(text, "data = \"../shared/data/tinyshakespeare.txt\"\n") != NULL);
+    CHECK(strstr(text, "learning_rate = 0.002\n") != NULL);
+    free(text);
+}
+
+TEST(config_file_syntax) {
+    Config c = loaded("syntax.cfg",
+                      "# a run\n"
+                      "\n"
+                      "  hidden_size = 512   # trailing comment\n"
+                      "block_size=32\r\n"
+                      "\tlayer_norm = yes\n"
+                      "data = \"/tmp/a # b/enwik8.zip\"  # the quotes keep the '#'\n"
+                      "out_dir = runs/x y\n"
+                      "sparsity = \"ba_2\"\n"
+                      "init_from = \"\"\n"
+                      "learning_rate = 1e-3\n"
+                      "split = \"say \\\"hi\\\" \\\\ ok\"\n"
+                      "device = cuda");  // no final newline
+    CHECK_EQ(c.hidden_size, 512);
+    CHECK_EQ(c.block_size, 32);
+    CHECK_EQ(c.layer_norm, 1);
+    CHECK(!strcmp(c.data, "/tmp/a # b/enwik8.zip"));
+    CHECK(!strcmp(c.out_dir, "runs/x y"));
+    CHECK(!strcmp(c.sparsity, "ba_2"));
+    CHECK(c.init_from[0] == 0);
+    CHECK(c.learning_rate == 1e-3);
+    CHECK(!strcmp(c.split, "say \"hi\" \\ ok"));
+    CHECK(!strcmp(c.device, "cuda"));
+    CHECK_EQ(c.embed_size, 64);  // untouched keys keep their defaults
+    const char *bools[] = {"true", "1", "yes", "TRUE", "false", "0", "no", "No"};
+    for (int i = 0; i < 8; i++) {
+        config_set(&c, "layer_norm", bools[i], "test");
+        CHECK_EQ(c.layer_norm, i < 4);
+    }
+}
+
+TEST(config_overrides) {
+    Config c;
+    config_defaults(&c);
+    char *args[] = {"--hidden-size=512", "--sparsity=ws_4_0.1", "--learning_rate=0.01", "--init_from="};
+    config_apply_overrides(&c, 4, args);
+    CHECK_EQ(c.hidden_size, 512);
+    CHECK(!strcmp(c.sparsity, "ws_4_0.1"));
+    CHECK(c.learning_rate == 0.01);
+    CHECK(c.init_from[0] == 0);
+}
+
+static void load_text(void *text) {
+    Config c;
+    config_defaults(&c);
+    config_load_file(&c, write_file(tmp_path("x.cfg"), text, strlen(text)));
+}
+
+static Config with_override(char *arg) {
+    Config c;
+    config_defaults(&c);
+    config_apply_overrides(&c, 1, &arg);
+    return c;
+}
+
+static void override(void *arg) { with_override(arg); }
+
+TEST(config_file_errors) {
+    static const char *cases[][2] = {  // config text, the error it must give
+        {"seed = 1\nhiden_size = 5\n", "x.cfg:2: unknown key 'hiden_size' (did you mean 'hidden_size'?)"},
+        {"zzzzzzzz = 5\n", "x.cfg:1: unknown key 'zzzzzzzz' (swlstm train --help lists the keys)"},
+        {"batch_size = abc\n", "x.cfg:1: key 'batch_size' = 'abc': expected a positive integer"},
+        {"batch_size = 0\n", "key 'batch_size' = '0': expected a positive integer"},
+        {"batch_size = 12x\n", "key 'batch_size' = '12x': expected a positive integer"},
+        {"batch_size = 3000000000\n", "key 'batch_size' = '3000000000'"},
+        {"max_steps = 99999999999999999999\n", "key 'max_steps' = '99999999999999999999'"},
+        {"warmup_steps = -1\n", "expected a non-negative integer"},
+        {"device = tpu\n", "x.cfg:1: key 'device' = 'tpu': expected one of cpu, cuda"},
+        {"learning_rate = 0\n", "key 'learning_rate' = '0': expected a number > 0"},
+        {"learning_rate = nan\n", "expected a number > 0"},
+        {"beta2 = 1\n", "key 'beta2' = '1': expected a number in [0, 1)"},
+        {"layer_norm = maybe\n", "key 'layer_norm' = 'maybe': expected true or false"},
+        {"\n\nhidden_size 512\n", "x.cfg:3: expected 'key = value', got 'hidden_size 512'"},
+        {"data = \"abc\n", "x.cfg:1: key 'data': bad quoted string"},
+        {"data = \"a\" b\n", "x.cfg:1: key 'data': bad quoted string"},
+        {"= 5\n", "x.cfg:1: expected 'key = value', got an empty key"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK_DIES(load_text, (void *)cases[i][0], cases[i][1]);
+}
+
+TEST(config_override_errors) {
+    static const char *cases[][2] = {  // --key=value, the error it must give
+        {"--hidden_size", "command line: expected --key=value, got '--hidden_size'"},
+        {"hidden_size=5", "command line: expected --key=value, got 'hidden_size=5'"},
+        {"--hiden-size=5", "command line: unknown key 'hiden_size' (did you mean 'hidden_size'?)"},
+        {"--precision=fp8", "command line: key 'precision' = 'fp8': expected one of fp32, bf16"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK_DIES(override, (void *)cases[i][0], cases[i][1]);
+}
+
+TEST(config_text_round_trip) {
+    Config a, b;
+    config_defaults(&a);
+    config_defaults(&b);
+    char *args[] = {"--data=/d/\"q\" #x\\y", "--split=100,10,10", "--device=cuda", "--precision=bf16",
+                    "--seed=0", "--threads=3", "--hidden_size=1024", "--num_layers=4", "--embed_size=7",
+                    "--block_size=32", "--sparsity=ba_3", "--input_sparsity=random_0.25", "--mask_seed=9",
+                    "--layer_norm=1", "--learning_rate=0.1", "--min_lr=1e-300", "--lr_schedule=linear",
+                    "--warmup_steps=5", "--max_steps=123456789012", "--beta1=0.30000000000000004",
+                    "--beta2=0", "--adam_eps=3.3e-7", "--weight_decay=0.1", "--grad_clip=0",
+                    "--nan_policy=skip", "--log_every=1", "--eval_every=7", "--eval_bytes=5000000",
+                    "--save_every=100", "--out_dir=r", "--init_from=x.ckpt", "--batch_size=5", "--seq_length=9"};
+    config_apply_overrides(&a, (int)(sizeof args / sizeof args[0]), args);
+    char *text = config_to_text(&a);
+    config_from_text(&b, text, "round trip");
+    CHECK_MSG(memcmp(&a, &b, sizeof a) == 0, "configs differ after a round trip:\n%s", text);
+    char *again = config_to_text(&b);
+    CHECK(!strcmp(text, again));
+    free(text);
+    free(again);
+    Config d;
+    config_defaults(&d);
+    CHECK(memcmp(&a, &d, sizeof a) != 0);  // the overrides really changed the config
+}
+
+static void validate_with(void *arg) {
+    Config c = with_override(arg);
+    config_validate(&c);
+}
+
+TEST(config_validate_errors) {
+    static const char *cases[][2] = {  // override, the error config_validate must give
+        {"--hidden_size=100", "hidden_size = 100 is not a multiple of block_size = 16"},
+        {"--block_size=12", "block_size = 12: expected 8, 16 or 32"},
+        {"--num_layers=9", "num_layers = 9: expected 1 to 8"},
+        {"--sparsity=bogus", "swlstm: error: sparsity: sparsity 'bogus'"},
+        {"--input_sparsity=ba_99", "input_sparsity: sparsity 'ba_99'"},
+        {"--precision=bf16", "precision = bf16 needs device = cuda"},
+        {"--min_lr=0.1", "min_lr = 0.1 is above learning_rate = 0.002"},
+        {"--warmup_steps=2000", "warmup_steps = 2000 is more than max_steps = 1000"},
+        {"--data=", "data: empty path"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK_DIES(validate_with, (void *)cases[i][0], cases[i][1]);
+}
+
+// Every key on its own "  key ..." line, with its default.
+TEST(config_help_lists_every_key) {
+    fflush(stdout);
+    int saved = dup(1), fd = open(tmp_path("help.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    config_print_help();
+    fflush(stdout);
+    dup2(saved, 1);
+    close(fd);
+    close(saved);
+    char *help = read_text_file(tmp_path("help.txt"), NULL, "help");
+    int keys = 0;
+    for (char *p = strstr(help, "\n  "); p; p = strstr(p + 1, "\n  ")) keys++;
+    CHECK_EQ(keys, 33);
+    CHECK(strstr(help, "\n  hidden_size ") && strstr(help, "(default 256)"));
+    CHECK(strstr(help, "(default cpu; one of cpu, cuda)"));
+    free(help);
+}
+#endif
