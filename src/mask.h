@@ -29,6 +29,11 @@ Mask mask_make(const char *desc, int nr, int nc, uint64_t seed);
 void mask_free(Mask *m);
 long mask_count(const Mask *m);
 MaskStats mask_stats(const Mask *m);
+// avg_path is exact (a BFS from every node) up to MASK_STATS_EXACT_MAX nodes; above, it is the
+// mean over MASK_STATS_SOURCES sources sampled with a fixed seed.
+#define MASK_STATS_EXACT_MAX 4096
+#define MASK_STATS_SOURCES 256
+int mask_path_sources(int n);  // how many BFS sources mask_stats uses for n nodes
 // Writes a greyscale PNG, one pixel per block (scaled up for small layouts).
 void mask_write_png(const Mask *m, const char *path);
 
