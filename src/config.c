@@ -57,8 +57,8 @@ static const Key keys[] = {
     KEY(weight_decay, T_DOUBLE, R_NONNEG, "0", "decoupled weight decay (AdamW)", NULL),
     KEY(grad_clip, T_DOUBLE, R_NONNEG, "1.0", "global gradient-norm clip (0 = off)", NULL),
     KEY(nan_policy, T_CHOICE, R_ANY, "stop", "on a non-finite loss: stop, or skip the step", "stop, skip"),
-    KEY(log_every, T_LONG, R_POS, "10", "steps between log lines", NULL),
-    KEY(eval_every, T_LONG, R_POS, "200", "steps between validation evals", NULL),
+    KEY(log_every, T_LONG, R_NONNEG, "10", "steps between progress lines (0 = none)", NULL),
+    KEY(eval_every, T_LONG, R_NONNEG, "200", "steps between validation evals (0 = none)", NULL),
     KEY(eval_bytes, T_LONG, R_NONNEG, "0", "validation bytes per eval (0 = whole valid split)", NULL),
     KEY(save_every, T_LONG, R_NONNEG, "0", "steps between checkpoints (0 = only at evals and the end)", NULL),
 };

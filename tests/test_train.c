@@ -1,0 +1,241 @@
+// test_train.c: the train/eval/sample/info verbs end to end on a tiny model: bit-exact
+// resume, checkpoint round trip, signals, NaN handling, determinism and bad inputs.
+#ifndef SW_DOUBLE
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "../src/ckpt.h"
+#include "../src/model_io.h"
+#include "test.h"
+
+// A 40 kB corpus: Tiny Shakespeare's start when present, else generated English-like text.
+static const char *corpus(void) {
+    static char path[512];
+    if (path[0]) return path;
+    snprintf(path, sizeof path, "%s", tmp_path("corpus.txt"));
+    char *buf = malloc(40000);
+    const char *src = shared_data("tinyshakespeare.txt");
+    FILE *f = src ? fopen(src, "rb") : NULL;
+    size_t got = f ? fread(buf, 1, 40000, f) : 0;
+    if (f) fclose(f);
+    unsigned long long s = 5;
+    static const char *words[] = {"the ", "king ", "and ", "queen ", "of ", "all ", "men\n", "speak ", "thou "};
+    for (size_t i = got, w = 0; i < 40000; i++, w++) buf[i] = words[(int)(test_rand(&s) * 9)][0] + (char)(w % 3 == 0);
+    write_file(path, buf, 40000);
+    free(buf);
+    return path;
+}
+
+static const char *tiny_cfg(void) {
+    static char path[512];
+    if (path[0]) return path;
+    snprintf(path, sizeof path, "%s", tmp_path("tiny.cfg"));
+    char text[2048];
+    int n = snprintf(text, sizeof text,
+                     "data = %s\nsplit = 0.8,0.1,0.1\nhidden_size = 32\nembed_size = 8\nblock_size = 8\n"
+                     "num_layers = 2\nsparsity = ba_1\nbatch_size = 4\nseq_length = 16\nmax_steps = 8\n"
+                     "learning_rate = 1e-2\nlr_schedule = cosine\nwarmup_steps = 2\nlog_every = 1\n"
+                     "eval_every = 4\neval_bytes = 2000\nthreads = 2\n", corpus());
+    write_file(path, text, (size_t)n);
+    return path;
+}
+
+static int train(const char *out_dir, const char *extra, char *log, size_t loglen) {
+    char args[2048];
+    snprintf(args, sizeof args, "train %s --out_dir=%s %s", tiny_cfg(), out_dir, extra);
+    return run_swlstm(args, log, loglen);
+}
+
+static int same_section(const char *a, const char *b, const char *tag) {
+    Ckpt ca, cb;
+    ckpt_read(&ca, a);
+    ckpt_read(&cb, b);
+    const CkptSection *sa = ckpt_find(&ca, tag, 1), *sb = ckpt_find(&cb, tag, 1);
+    int same = sa->len == sb->len && memcmp(sa->data, sb->data, sa->len) == 0;
+    ckpt_close(&ca);
+    ckpt_close(&cb);
+    return same;
+}
+
+TEST(train_resume_is_bit_exact) {
+    char log[8192], d1[512], d2[512], p1[600], p2[600];
+    snprintf(d1, sizeof d1, "%s", tmp_path("full"));
+    snprintf(d2, sizeof d2, "%s", tmp_path("split"));
+    CHECK_EQ(train(d1, "", log, sizeof log), 0);
+    CHECK_EQ(train(d2, "--stop-after 3", log, sizeof log), 0);
+    snprintf(p2, sizeof p2, "%s/latest.ckpt", d2);
+    char extra[700];
+    snprintf(extra, sizeof extra, "--resume %s", p2);
+    CHECK_EQ(train(d2, extra, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "resumed from") != NULL, "no resume message: %s", log);
+    snprintf(p1, sizeof p1, "%s/latest.ckpt", d1);
+    CHECK(same_section(p1, p2, "params"));
+    CHECK(same_section(p1, p2, "adam_m"));
+    CHECK(same_section(p1, p2, "adam_v"));
+    CHECK(same_section(p1, p2, "hidden"));
+}
+
+TEST(train_writes_log_best_and_info) {
+    char log[16384], dir[512], args[1024];
+    snprintf(dir, sizeof dir, "%s", tmp_path("info"));
+    CHECK_EQ(train(dir, "", log, sizeof log), 0);
+    CHECK(strstr(log, "parameters:") && strstr(log, "dense model of this shape"));
+    CHECK(strstr(log, "valid bpc") != NULL);
+    snprintf(args, sizeof args, "info %s/best.ckpt", dir);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "format version 1") && strstr(log, "step 8") && strstr(log, "hidden_size = 32"), "%s", log);
+    snprintf(args, sizeof args, "%s/log.jsonl", dir);
+    size_t n;
+    char *jl = read_text_file(args, &n, "log");
+    CHECK(strstr(jl, "\"type\":\"step\",\"step\":8") && strstr(jl, "\"type\":\"eval\""));
+    free(jl);
+}
+
+TEST(eval_json_matches_model) {
+    char log[4096], dir[512], args[1024];
+    snprintf(dir, sizeof dir, "%s", tmp_path("evalj"));
+    CHECK_EQ(train(dir, "--max_steps=2 --eval_every=0", log, sizeof log), 0);
+    snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --max-bytes 1000 --json", dir);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    double bpc = -1;
+    long bytes = -1;
+    const char *p = strstr(log, "\"bpc\": "), *q = strstr(log, "\"bytes\": ");
+    CHECK(p && q);
+    bpc = atof(p + 7);
+    bytes = atol(q + 9);
+    CHECK(bpc > 3 && bpc < 8.5);
+    CHECK_EQ(bytes, 4 * (1000 / 4 - 1));
+}
+
+TEST(checkpoint_round_trip_keeps_weights) {
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.hidden_size = 32; cfg.block_size = 8; cfg.embed_size = 4; cfg.num_layers = 2;
+    snprintf(cfg.sparsity, sizeof cfg.sparsity, "ws_2_0.5");
+    Model *m = model_create(&cfg, backend_cpu());
+    const char *path = tmp_path("rt.ckpt");
+    model_save(path, m, NULL, NULL, NULL, NULL);
+    Model *r = model_load(path, "cpu", "fp32");
+    CHECK_EQ(r->nparams, m->nparams);
+    CHECK(memcmp(r->params, m->params, m->nparams * sizeof(real)) == 0);
+    CHECK(memcmp(r->layer[1].mask_x.m, m->layer[1].mask_x.m, 16) == 0);
+    model_free(m);
+    model_free(r);
+}
+
+static void load_bad(void *path) { model_load(path, "cpu", "fp32"); }
+
+TEST(checkpoint_corruption_is_a_clean_error) {
+    char log[4096], dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s", tmp_path("corrupt"));
+    CHECK_EQ(train(dir, "--max_steps=1 --eval_every=0", log, sizeof log), 0);
+    snprintf(path, sizeof path, "%s/latest.ckpt", dir);
+    size_t n;
+    char *buf = read_text_file(path, &n, "ckpt");
+    buf[n / 2] ^= 0x20;
+    write_file(tmp_path("flipped.ckpt"), buf, n);
+    CHECK_DIES(load_bad, (void *)tmp_path("flipped.ckpt"), "corrupt");
+    buf[n / 2] ^= 0x20;
+    write_file(tmp_path("cut.ckpt"), buf, n - 100);
+    CHECK_DIES(load_bad, (void *)tmp_path("cut.ckpt"), "checkpoint");
+    buf[8] = 9;  // format version field
+    write_file(tmp_path("v9.ckpt"), buf, n);
+    CHECK_DIES(load_bad, (void *)tmp_path("v9.ckpt"), "version 9");
+    free(buf);
+    char args[700];
+    snprintf(args, sizeof args, "sample %s -n 5", tmp_path("v9.ckpt"));
+    CHECK(run_swlstm(args, log, sizeof log) != 0 && strstr(log, "swlstm: error: checkpoint"));
+}
+
+TEST(sample_is_deterministic) {
+    char log[4096], dir[512], a1[2048], a2[2048], a3[2048], args[1024];
+    snprintf(dir, sizeof dir, "%s", tmp_path("sample"));
+    CHECK_EQ(train(dir, "--max_steps=3 --eval_every=0", log, sizeof log), 0);
+    snprintf(args, sizeof args, "sample %s/latest.ckpt -n 200 -t 0.9 --top-k 40 -s 11 -i 'The '", dir);
+    CHECK_EQ(run_swlstm(args, a1, sizeof a1), 0);
+    CHECK_EQ(run_swlstm(args, a2, sizeof a2), 0);
+    CHECK(strcmp(a1, a2) == 0 && strncmp(a1, "The ", 4) == 0 && strlen(a1) >= 150);
+    snprintf(args, sizeof args, "sample %s/latest.ckpt -n 200 -t 0.9 --top-k 40 -s 12 -i 'The '", dir);
+    CHECK_EQ(run_swlstm(args, a3, sizeof a3), 0);
+    CHECK(strcmp(a1, a3) != 0);
+    snprintf(args, sizeof args, "sample %s/latest.ckpt -n 50 -t 0 -s 1", dir);
+    CHECK_EQ(run_swlstm(args, a1, sizeof a1), 0);
+    snprintf(args, sizeof args, "sample %s/latest.ckpt -n 50 -t 0 -s 2", dir);
+    CHECK_EQ(run_swlstm(args, a2, sizeof a2), 0);
+    CHECK(strcmp(a1, a2) == 0);
+}
+
+TEST(sigint_saves_checkpoint_and_exits_cleanly) {
+    char dir[512], cfgarg[600], jl[600], ck[600];
+    snprintf(dir, sizeof dir, "%s", tmp_path("sigint"));
+    snprintf(cfgarg, sizeof cfgarg, "--out_dir=%s", dir);
+    snprintf(jl, sizeof jl, "%s/log.jsonl", dir);
+    const char *bin = getenv("SWLSTM_BIN") ? getenv("SWLSTM_BIN") : "./swlstm";
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout)) _exit(3);
+        execl(bin, bin, "train", tiny_cfg(), cfgarg, "--max_steps=100000", "--eval_every=0", (char *)NULL);
+        _exit(127);
+    }
+    int started = 0;
+    for (int i = 0; i < 600 && !started; i++) {
+        usleep(50000);
+        FILE *f = fopen(jl, "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f)) started |= strstr(line, "\"step\":2") != NULL;
+        if (f) fclose(f);
+    }
+    kill(pid, SIGINT);
+    int st;
+    waitpid(pid, &st, 0);
+    CHECK(started);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    snprintf(ck, sizeof ck, "%s/latest.ckpt", dir);
+    Ckpt c;
+    ckpt_read(&c, ck);
+    TrainState ts;
+    CHECK(ckpt_train_state(&c, &ts) && ts.step >= 2);
+    ckpt_close(&c);
+}
+
+TEST(nan_loss_stops_with_hint_or_skips) {
+    char log[16384], dir[512];
+    snprintf(dir, sizeof dir, "%s", tmp_path("nan"));
+    CHECK(train(dir, "--learning_rate=1e30 --grad_clip=0 --max_steps=30 --eval_every=0", log, sizeof log) != 0);
+    CHECK_MSG(strstr(log, "non-finite") && strstr(log, "Hint"), "%s", log);
+    CHECK_EQ(train(dir, "--learning_rate=1e30 --grad_clip=0 --max_steps=30 --eval_every=0 --nan_policy=skip", log, sizeof log), 0);
+    CHECK(strstr(log, "step skipped") != NULL);
+}
+
+// Each bad input: a one-line error naming what is wrong, and a non-zero exit.
+static void expect_cli_error(const char *args, const char *needle, int *ok) {
+    char out[4096];
+    int rc = run_swlstm(args, out, sizeof out);
+    if (rc == 0 || !strstr(out, needle) || !strstr(out, "swlstm: error: ")) {
+        test_fail(__FILE__, __LINE__, "'%s': exit %d, output: %s", args, rc, out);
+        *ok = 0;
+    }
+}
+
+TEST(bad_inputs_are_clear_errors) {
+    char args[1200];
+    int ok = 1;
+    write_file(tmp_path("empty.txt"), "", 0);
+    snprintf(args, sizeof args, "train %s --data=%s/nope.txt", tiny_cfg(), test_tmpdir());
+    expect_cli_error(args, "nope.txt", &ok);
+    snprintf(args, sizeof args, "train %s --data=%s", tiny_cfg(), tmp_path("empty.txt"));
+    expect_cli_error(args, "empty", &ok);
+    snprintf(args, sizeof args, "train %s --hiden_size=64", tiny_cfg());
+    expect_cli_error(args, "hidden_size", &ok);
+    snprintf(args, sizeof args, "train %s --hidden_size=36", tiny_cfg());
+    expect_cli_error(args, "multiple of block_size", &ok);
+    snprintf(args, sizeof args, "train %s --sparsity=ba_x", tiny_cfg());
+    expect_cli_error(args, "ba_x", &ok);
+    expect_cli_error("train /nonexistent.cfg", "nonexistent.cfg", &ok);
+    expect_cli_error("sample /nonexistent.ckpt", "nonexistent.ckpt", &ok);
+    expect_cli_error("frobnicate", "frobnicate", &ok);
+    CHECK(ok);
+}
+#endif
