@@ -1,8 +1,160 @@
-// backend_cuda.cu: entry point of the CUDA backend (kernels arrive with the CUDA issue).
-#include "common.h"
-#include "backend.h"
+// backend_cuda.cu: the CUDA backend table (twin of src/backend_cpu.c), device setup,
+// memory operations and the device copy of block-sparse indices. Ops live in the other
+// cuda/*.cu files.
+#include <stdlib.h>
+#include <string.h>
+#include "common.cuh"
+
+static_assert(sizeof(real) == 4, "the CUDA backend computes in float");
+
+CudaState g_cuda;
+void register_params_cuda(real *params, size_t n, int want_shadow);  // shadow.cu
+
+void cuda_fail(const char *what, const char *err, const char *file, int line, const char *hint) {
+    die("CUDA call %s failed at %s:%d: %s (%s)", what, file, line, err, hint);
+}
+
+const char *cuda_hint(cudaError_t e) {
+    switch (e) {
+    case cudaErrorMemoryAllocation: return "out of GPU memory: lower batch_size, seq_length or hidden_size";
+    case cudaErrorNoKernelImageForDevice: return "this build targets sm_90 (H100/H200)";
+    case cudaErrorInsufficientDriver: return "the NVIDIA driver is older than this CUDA runtime";
+    default: return "a kernel fault often shows up at the next call; rerun with CUDA_LAUNCH_BLOCKING=1";
+    }
+}
+
+void *cuda_scratch(int slot, size_t bytes) {
+    if (bytes > g_cuda.scratch_bytes[slot]) {
+        if (g_cuda.scratch[slot]) CUDA_CHECK(cudaFree(g_cuda.scratch[slot]));
+        CUDA_CHECK(cudaMalloc(&g_cuda.scratch[slot], bytes));
+        g_cuda.scratch_bytes[slot] = bytes;
+    }
+    return g_cuda.scratch[slot];
+}
+
+// ---- memory ----
+static void *cu_alloc(size_t bytes) {
+    void *p = NULL;
+    bytes = bytes ? bytes : 1;
+    CUDA_CHECK(cudaMalloc(&p, bytes));
+    CUDA_CHECK(cudaMemset(p, 0, bytes));
+    return p;
+}
+static void cu_free(void *p) {
+    if (!p) return;
+    if (p == g_cuda.params) register_params_cuda(NULL, 0, 0);  // a later buffer may reuse the address
+    CUDA_CHECK(cudaFree(p));
+}
+static void cu_to_device(void *dst, const void *src, size_t bytes) {
+    if (!bytes) return;
+    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    shadow_refresh((const real *)dst, bytes / sizeof(real));
+}
+static void cu_to_host(void *dst, const void *src, size_t bytes) {
+    if (bytes) CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+static void cu_copy(void *dst, const void *src, size_t bytes) {
+    if (!bytes) return;
+    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+    shadow_refresh((const real *)dst, bytes / sizeof(real));
+}
+static void cu_zero(void *p, size_t bytes) {
+    if (!bytes) return;
+    CUDA_CHECK(cudaMemset(p, 0, bytes));
+    shadow_refresh((const real *)p, bytes / sizeof(real));
+}
+static void cu_sync(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
+
+// ---- block-sparse indices ----
+static int *upload_ints(const int *h, int n) {
+    int *d = (int *)cu_alloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (n) CUDA_CHECK(cudaMemcpy(d, h, sizeof(int) * (size_t)n, cudaMemcpyHostToDevice));
+    return d;
+}
+
+// bwd_weight groups: consecutive blocks of one block row, at most 256/bs per group.
+static void upload_groups(DevBsMat *d, const BsMat *w) {
+    int G = 256 / w->bs, n = 0;
+    for (int br = 0; br < w->nbr; br++) n += cdiv(w->row_ptr[br + 1] - w->row_ptr[br], G);
+    int *row = (int *)xmalloc(sizeof(int) * (size_t)(n + 1)), *k0 = (int *)xmalloc(sizeof(int) * (size_t)(n + 1));
+    int *cnt = (int *)xmalloc(sizeof(int) * (size_t)(n + 1));
+    n = 0;
+    for (int br = 0; br < w->nbr; br++)
+        for (int k = w->row_ptr[br]; k < w->row_ptr[br + 1]; k += G, n++) {
+            row[n] = br;
+            k0[n] = k;
+            cnt[n] = w->row_ptr[br + 1] - k < G ? w->row_ptr[br + 1] - k : G;
+        }
+    d->ngroups = n;
+    d->grp_row = upload_ints(row, n);
+    d->grp_k0 = upload_ints(k0, n);
+    d->grp_cnt = upload_ints(cnt, n);
+    free(row); free(k0); free(cnt);
+}
+
+static void cu_bsmat_upload(BsMat *w) {
+    if (w->bs != 8 && w->bs != 16 && w->bs != 32)
+        die("block_size = %d: the CUDA backend supports 8, 16 and 32", w->bs);
+    DevBsMat *d = (DevBsMat *)xcalloc(1, sizeof *d);
+    d->row_ptr = upload_ints(w->row_ptr, w->nbr + 1);
+    d->col_idx = upload_ints(w->col_idx, w->nnzb);
+    d->col_ptr = upload_ints(w->col_ptr, w->nbc + 1);
+    d->csc_row = upload_ints(w->csc_row, w->nnzb);
+    d->csc_blk = upload_ints(w->csc_blk, w->nnzb);
+    upload_groups(d, w);
+    w->dev = d;
+}
+
+static void cu_bsmat_release(BsMat *w) {
+    DevBsMat *d = (DevBsMat *)w->dev;
+    if (!d) return;
+    int *all[] = {d->row_ptr, d->col_idx, d->col_ptr, d->csc_row, d->csc_blk, d->grp_row, d->grp_k0, d->grp_cnt};
+    for (int i = 0; i < 8; i++) cu_free(all[i]);
+    free(d);
+    w->dev = NULL;
+}
+
+static void cu_register_fp32(real *params, size_t n) { register_params_cuda(params, n, 0); }
+static void cu_register_bf16(real *params, size_t n) { register_params_cuda(params, n, 1); }
+
+// ---- device setup ----
+static void cuda_init(void) {
+    static int done;
+    if (done) return;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0)
+        die("device = cuda: no CUDA device found (cudaGetDeviceCount: %s); set device = cpu",
+            e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    if (prop.major < 9)
+        die("device = cuda: %s has compute capability %d.%d; this build runs on sm_90 (H100/H200) or newer; set device = cpu",
+            prop.name, prop.major, prop.minor);
+    g_cuda.nsm = prop.multiProcessorCount;
+    CUBLAS_CHECK(cublasCreate(&g_cuda.blas));
+    // No TF32 unless asked: fp32 products stay fp32 (matmul.cu also names its compute type).
+    CUBLAS_CHECK(cublasSetMathMode(g_cuda.blas, CUBLAS_DEFAULT_MATH));
+    done = 1;
+}
+
+#define CUDA_TABLE(BF, REG)                                                              \
+    {.name = "cuda", .alloc = cu_alloc, .free = cu_free, .to_device = cu_to_device,            \
+     .to_host = cu_to_host, .copy = cu_copy, .zero = cu_zero, .sync = cu_sync,                 \
+     .bsmat_upload = cu_bsmat_upload, .bsmat_release = cu_bsmat_release, .register_params = REG, \
+     .embed_fwd = embed_fwd_cuda, .embed_bwd = embed_bwd_cuda,                                  \
+     .matmul_fwd = matmul_fwd_cuda<BF>, .matmul_bwd = matmul_bwd_cuda<BF>,                      \
+     .bsmm_fwd = bsmm_fwd_cuda<BF>, .bsmm_bwd_data = bsmm_bwd_data_cuda<BF>,                    \
+     .bsmm_bwd_weight = bsmm_bwd_weight_cuda<BF>,                                               \
+     .lstm_fwd = lstm_fwd_cuda, .lstm_bwd = lstm_bwd_cuda, .softmax_xent = softmax_xent_cuda,   \
+     .adam = adam_cuda, .sumsq = sumsq_cuda, .axpy = axpy_cuda}
+
+static const Backend cuda_fp32 = CUDA_TABLE(false, cu_register_fp32);
+static const Backend cuda_bf16 = CUDA_TABLE(true, cu_register_bf16);
 
 extern "C" const Backend *backend_cuda(const char *precision) {
-    (void)precision;
-    die("device = cuda: the CUDA backend is not implemented in this version yet; set device = cpu");
+    int bf = strcmp(precision, "bf16") == 0;
+    if (!bf && strcmp(precision, "fp32") != 0) die("precision = %s: expected fp32 or bf16", precision);
+    cuda_init();
+    return bf ? &cuda_bf16 : &cuda_fp32;
 }

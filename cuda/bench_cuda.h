@@ -1,0 +1,25 @@
+// bench_cuda.h: GPU timing helpers behind `swlstm bench` (src/cmd_bench.c); cuda/bench.cu.
+#pragma once
+#include <stddef.h>
+#include "../src/bsmat.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// One timed call; `iter` counts calls so that inputs can rotate.
+typedef void (*BenchFn)(void *arg, int iter);
+// Median milliseconds of one call, each bracketed by CUDA events, after `warmup` calls.
+double cb_time_ms(BenchFn fn, void *arg, int warmup, int reps);
+// Device-to-device copy bandwidth, bytes read plus written, GB/s (median of a few 1 GB copies).
+double cb_copy_gbps(void);
+// cuBLAS dense y[N,R] = x[N,C] W^T with W stored in bf16 (bf16 = 1) or fp32, fp32 accumulate.
+double cb_dense_ms(int N, int R, int C, int bf16, int reps);
+// cuSPARSE BSR SpMM of the same product with w's blocks (vals: `nsets` rotated fp32 weight
+// sets on the device). Returns < 0 and says why in `why` when cuSPARSE refuses the problem.
+double cb_sparse_ms(const BsMat *w, const float *vals, int nsets, int N, int bf16, int reps, char *why, size_t whylen);
+// "NVIDIA H100 80GB HBM3, 132 SMs, 50 MB L2"
+void cb_device(char *buf, size_t n, size_t *l2_bytes);
+
+#ifdef __cplusplus
+}
+#endif

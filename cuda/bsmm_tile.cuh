@@ -1,0 +1,193 @@
+// bsmm_tile.cuh: the pieces the block-sparse kernels (bsmm.cu) are made of: 8-element
+// global->shared staging with conversion, and one thread group's tile product
+// acc[TM x BS] += A[TM x K] B[K x BS] from shared memory, either bf16 tensor cores
+// (mma.sync m16n8k16, fp32 accumulate) or fp32 FFMA.
+//
+// A group is TM consecutive threads (TM/32 whole warps). Each thread ends up with BS
+// accumulators; acc_row/acc_col say which output element acc[e] is.
+// Shared layouts: "k-major" means stored [k][m] (or [k][n]), else [m][k] (or [n][k]).
+#pragma once
+#include <stdint.h>
+#include "common.cuh"
+
+#define BSMM_THREADS 256
+
+constexpr int cdiv_c(int a, int b) { return (a + b - 1) / b; }
+
+// Shared-memory row stride (elements) for rows of L elements: bf16 rows an odd number of
+// 16-byte units apart (ldmatrix reads 8 rows at once without bank conflicts), fp32 rows
+// 4 floats of padding.
+template <typename T>
+__host__ __device__ constexpr int sm_ld(int L) {
+    return sizeof(T) == 2 ? ((L / 8) % 2 ? L : L + 8) : L + 4;
+}
+
+// ---- 8 elements between global and shared memory ----
+template <typename S> struct Chunk8;
+template <> struct Chunk8<float> { float4 a, b; };
+template <> struct Chunk8<bf16> { uint4 a; };
+
+__device__ inline void ld8(Chunk8<float> &c, const float *p) {
+    c.a = __ldg((const float4 *)p);
+    c.b = __ldg((const float4 *)p + 1);
+}
+__device__ inline void ld8(Chunk8<bf16> &c, const bf16 *p) { c.a = __ldg((const uint4 *)p); }
+__device__ inline void zero8(Chunk8<float> &c) { c.a = c.b = make_float4(0.f, 0.f, 0.f, 0.f); }
+__device__ inline void zero8(Chunk8<bf16> &c) { c.a = make_uint4(0, 0, 0, 0); }
+
+__device__ inline void st8(float *d, const Chunk8<float> &c) {
+    *(float4 *)d = c.a;
+    *(float4 *)(d + 4) = c.b;
+}
+__device__ inline uint32_t pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *(uint32_t *)&v;
+}
+__device__ inline void st8(bf16 *d, const Chunk8<float> &c) {
+    *(uint4 *)d = make_uint4(pack_bf16(c.a.x, c.a.y), pack_bf16(c.a.z, c.a.w),
+                             pack_bf16(c.b.x, c.b.y), pack_bf16(c.b.z, c.b.w));
+}
+__device__ inline void st8(bf16 *d, const Chunk8<bf16> &c) { *(uint4 *)d = c.a; }
+
+// ---- bf16 tensor cores ----
+template <bool TRANS>
+__device__ inline void ldsm_x4(uint32_t (&r)[4], const bf16 *p) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+template <bool TRANS>
+__device__ inline void ldsm_x2(uint32_t (&r)[2], const bf16 *p) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                     : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                     : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+}
+__device__ inline void mma_bf16(float *c, const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Each warp owns 32 rows (two m16 tiles) and all BS columns (BS/8 n8 tiles).
+// acc[(mt*NT + nt)*4 + c] is row 16mt + g + 8(c/2), column 8nt + 2t + c%2 of the warp's rows
+// (g = lane/4, t = lane%4).
+template <int BS, int K, bool AK, bool BK>
+__device__ inline void tile_mma(float (&acc)[BS], const bf16 *A, int lda, const bf16 *B, int ldb, int lt) {
+    constexpr int NT = BS / 8;
+    const int m_base = (lt / 32) * 32, lane = lt % 32, mat = lane >> 3, r = lane & 7;
+#pragma unroll
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        uint32_t a[2][4], b[NT][2];
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++) {
+            int m0 = m_base + mt * 16;
+            const bf16 *p = AK ? A + (k0 + r + (mat >> 1) * 8) * lda + m0 + (mat & 1) * 8
+                               : A + (m0 + r + (mat & 1) * 8) * lda + k0 + (mat >> 1) * 8;
+            ldsm_x4<AK>(a[mt], p);
+        }
+        if constexpr (NT == 1) {
+            uint32_t t2[2];
+            const int m2 = mat & 1;
+            ldsm_x2<BK>(t2, BK ? B + (k0 + r + m2 * 8) * ldb : B + r * ldb + k0 + m2 * 8);
+            b[0][0] = t2[0];
+            b[0][1] = t2[1];
+        } else {
+#pragma unroll
+            for (int np = 0; np < NT / 2; np++) {
+                uint32_t t4[4];
+                const int n0 = np * 16;
+                ldsm_x4<BK>(t4, BK ? B + (k0 + r + (mat & 1) * 8) * ldb + n0 + (mat >> 1) * 8
+                                   : B + (n0 + r + (mat >> 1) * 8) * ldb + k0 + (mat & 1) * 8);
+                b[2 * np][0] = t4[0];
+                b[2 * np][1] = t4[1];
+                b[2 * np + 1][0] = t4[2];
+                b[2 * np + 1][1] = t4[3];
+            }
+        }
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) mma_bf16(acc + (mt * NT + nt) * 4, a[mt], b[nt][0], b[nt][1]);
+    }
+}
+
+// ---- fp32 FFMA ----
+// Thread (ty = lt/4, tx = lt%4) owns rows 4ty..4ty+3 and BS/4 columns: contiguous when B is
+// k-major (float4 reads along n), else every 4th (rows of B 4 apart: no bank conflicts).
+template <int BS, bool BK>
+__device__ inline int ffma_col(int tx, int c) { return BK ? tx * (BS / 4) + c : tx + 4 * c; }
+
+template <int BS, int K, bool AK, bool BK>
+__device__ inline void tile_ffma(float (&acc)[BS], const float *A, int lda, const float *B, int ldb, int lt) {
+    constexpr int RN = BS / 4;
+    const int ty = lt / 4, tx = lt % 4;
+#pragma unroll 2
+    for (int k = 0; k < K; k += 4) {
+        float a[4][4], b[4][RN];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            float4 v = *(const float4 *)(AK ? A + (k + i) * lda + ty * 4 : A + (ty * 4 + i) * lda + k);
+            float *d = &v.x;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                if (AK) a[j][i] = d[j];
+                else a[i][j] = d[j];
+            }
+        }
+        if constexpr (BK) {
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+                for (int c = 0; c < RN; c += 2) {
+                    float2 v = *(const float2 *)(B + (k + kk) * ldb + tx * RN + c);
+                    b[kk][c] = v.x;
+                    b[kk][c + 1] = v.y;
+                }
+        } else {
+#pragma unroll
+            for (int c = 0; c < RN; c++) {
+                float4 v = *(const float4 *)(B + ffma_col<BS, BK>(tx, c) * ldb + k);
+                b[0][c] = v.x; b[1][c] = v.y; b[2][c] = v.z; b[3][c] = v.w;
+            }
+        }
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int c = 0; c < RN; c++) acc[i * RN + c] = fmaf(a[i][kk], b[kk][c], acc[i * RN + c]);
+    }
+}
+
+// One call for both precisions: T = bf16 runs tile_mma, T = float tile_ffma.
+template <int BS, int K, bool AK, bool BK>
+__device__ inline void tile_product(float (&acc)[BS], const bf16 *A, int lda, const bf16 *B, int ldb, int lt) {
+    tile_mma<BS, K, AK, BK>(acc, A, lda, B, ldb, lt);
+}
+template <int BS, int K, bool AK, bool BK>
+__device__ inline void tile_product(float (&acc)[BS], const float *A, int lda, const float *B, int ldb, int lt) {
+    tile_ffma<BS, K, AK, BK>(acc, A, lda, B, ldb, lt);
+}
+
+// Row and column (within the group's TM x BS tile) of accumulator e.
+template <typename T, int BS, bool BK>
+__device__ inline void acc_coord(int e, int lt, int &row, int &col) {
+    if constexpr (sizeof(T) == 2) {
+        constexpr int NT = BS / 8;
+        int lane = lt % 32, mt = e / (NT * 4), nt = (e / 4) % NT, c = e % 4;
+        row = (lt / 32) * 32 + mt * 16 + (lane >> 2) + (c >> 1) * 8;
+        col = nt * 8 + 2 * (lane & 3) + (c & 1);
+    } else {
+        constexpr int RN = BS / 4;
+        row = (lt / 4) * 4 + e / RN;
+        col = ffma_col<BS, BK>(lt % 4, e % RN);
+    }
+}

@@ -1,0 +1,89 @@
+// common.cuh: what the CUDA backend's files share: checked calls, the backend state
+// (cuBLAS handle, bf16 weight shadow, scratch buffers) and the op entry points.
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include "backend.h"
+#include "common.h"
+
+typedef __nv_bfloat16 bf16;
+
+// Every CUDA / cuBLAS call goes through these: the message names the call, where it was
+// made and what to try.
+void cuda_fail(const char *what, const char *err, const char *file, int line, const char *hint);
+const char *cuda_hint(cudaError_t e);
+#define CUDA_CHECK(call)                                                                   \
+    do { cudaError_t e_ = (call);                                                          \
+         if (e_ != cudaSuccess) cuda_fail(#call, cudaGetErrorString(e_), __FILE__, __LINE__, cuda_hint(e_)); } while (0)
+#define CUBLAS_CHECK(call)                                                                 \
+    do { cublasStatus_t s_ = (call);                                                       \
+         if (s_ != CUBLAS_STATUS_SUCCESS) cuda_fail(#call, cublasGetStatusString(s_), __FILE__, __LINE__, \
+             "check the matrix shapes; out of memory shows as ALLOC_FAILED"); } while (0)
+// After a kernel launch: catches bad launch configurations at once.
+#define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
+
+enum { SCRATCH_WBF16, SCRATCH_SUMSQ, SCRATCH_COLSUM, SCRATCH_N };
+
+typedef struct {
+    int nsm;                 // multiprocessors
+    cublasHandle_t blas;
+    real *params;            // the registered flat parameter buffer (device)
+    size_t nparams;
+    bf16 *shadow;            // bf16 copy of params, NULL until a bf16 backend registers them
+    void *scratch[SCRATCH_N];  // grown on demand, see cuda_scratch
+    size_t scratch_bytes[SCRATCH_N];
+} CudaState;
+extern CudaState g_cuda;
+
+void *cuda_scratch(int slot, size_t bytes);
+
+static inline int cdiv(long a, long b) { return (int)((a + b - 1) / b); }
+static inline unsigned grid_for(size_t n, int threads) {
+    size_t g = (n + threads - 1) / threads;
+    return (unsigned)(g < 65535u * 16 ? (g ? g : 1) : 65535u * 16);
+}
+
+// Keeps the bf16 shadow equal to params over [p, p+n) if that range overlaps them.
+void shadow_refresh(const real *p, size_t n);
+// bf16 weights for vals[n]: the shadow when vals lies in the registered params, else a
+// converted copy in scratch (tests and benches pass their own weight buffers; kernels
+// also need 16-byte alignment).
+const bf16 *weights_bf16(const real *vals, size_t n);
+void to_bf16(bf16 *dst, const real *src, size_t n);
+
+// Column sums of a row-major [N, R] matrix: out[r] += sum_n in[n][r], n in order.
+void colsum_acc(real *out, const real *in, int N, int R);
+
+// ---- the ops (names and shapes as in backend.h; BF selects bf16 tensor-core math) ----
+void embed_fwd_cuda(real *out, const real *table, const int *tok, int N, int E);
+void embed_bwd_cuda(real *dtable, const real *dout, const int *tok, int N, int E);
+template <bool BF>
+void matmul_fwd_cuda(real *y, const real *x, const real *W, const real *bias, int N, int C, int R, int acc);
+template <bool BF>
+void matmul_bwd_cuda(real *dx, real *dW, real *dbias, const real *dy, const real *x, const real *W,
+                     int N, int C, int R);
+template <bool BF>
+void bsmm_fwd_cuda(real *y, const real *x, const BsMat *w, const real *vals, int N, int acc);
+template <bool BF>
+void bsmm_bwd_data_cuda(real *dx, const real *dy, const BsMat *w, const real *vals, int N, int acc);
+template <bool BF>
+void bsmm_bwd_weight_cuda(real *dvals, const real *dy, const real *x, const BsMat *w, int N);
+void lstm_fwd_cuda(real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
+                   const real *bias, const real *ln_gain, int B, int H);
+void lstm_bwd_cuda(real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh, const real *dc,
+                   const real *act, const real *c, const real *c_prev, const real *z, const real *lnstat,
+                   const real *ln_gain, int B, int H);
+void softmax_xent_cuda(real *loss, real *dlogits, const real *logits, const int *target, int N, int V, real dscale);
+void adam_cuda(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);
+double sumsq_cuda(const real *x, size_t n);
+void axpy_cuda(real *y, const real *x, real alpha, size_t n);
+
+// bsmat_upload's device copy of the indices (w->dev).
+typedef struct {
+    int *row_ptr, *col_idx, *col_ptr, *csc_row, *csc_blk;
+    // bwd_weight work list: group g owns blocks [grp_k0[g], grp_k0[g] + grp_cnt[g]) of block
+    // row grp_row[g] (at most 256/bs blocks of one row, so they share their dy slab).
+    int ngroups;
+    int *grp_row, *grp_k0, *grp_cnt;
+} DevBsMat;

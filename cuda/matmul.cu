@@ -1,0 +1,49 @@
+// matmul.cu: dense matmul through cuBLAS (CPU twin: src/matmul_cpu.c). W is [R, C] row-major.
+//   fwd  y[N,R] (=|+=) x[N,C] W^T + bias
+//   bwd  dx[N,C] = dy W; dW[R,C] += dy^T x; dbias[R] += sum_n dy
+// Row-major X[a,b] is column-major X^T, so each product is written for cuBLAS on the
+// transposes. fp32 mode computes in plain fp32 (no TF32); bf16 mode rounds the operands to
+// bf16 inside cuBLAS and accumulates in fp32.
+#include "common.cuh"
+
+template <bool BF>
+static void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const real *A, int lda,
+                 const real *B, int ldb, float beta, real *Cm, int ldc) {
+    const float one = 1.0f;
+    CUBLAS_CHECK(cublasGemmEx(g_cuda.blas, ta, tb, m, n, k, &one, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, &beta,
+                              Cm, CUDA_R_32F, ldc, BF ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_PEDANTIC,
+                              CUBLAS_GEMM_DEFAULT));
+}
+
+// y[n][r] = (acc ? y[n][r] : 0) + bias[r]
+__global__ void bias_rows_kernel(real *y, const real *bias, long N, int R, int acc) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N * R; i += (long)gridDim.x * blockDim.x)
+        y[i] = (acc ? y[i] : 0.f) + bias[i % R];
+}
+
+template <bool BF>
+void matmul_fwd_cuda(real *y, const real *x, const real *W, const real *bias, int N, int C, int R, int acc) {
+    if (N <= 0) return;
+    if (bias) {
+        bias_rows_kernel<<<grid_for((size_t)N * R, 256), 256>>>(y, bias, N, R, acc);
+        LAUNCH_CHECK();
+    }
+    // y^T[R,N] = W[R,C] x^T[C,N]; W^T is W's column-major view (ld C), x^T is x's (ld C).
+    gemm<BF>(CUBLAS_OP_T, CUBLAS_OP_N, R, N, C, W, C, x, C, bias || acc ? 1.f : 0.f, y, R);
+}
+
+template <bool BF>
+void matmul_bwd_cuda(real *dx, real *dW, real *dbias, const real *dy, const real *x, const real *W,
+                     int N, int C, int R) {
+    if (N <= 0) return;
+    // dx^T[C,N] = W^T[C,R] dy^T[R,N]
+    if (dx) gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_N, C, N, R, W, C, dy, R, 0.f, dx, C);
+    // dW^T[C,R] += x^T[C,N] dy[N,R]
+    gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_T, C, R, N, x, C, dy, R, 1.f, dW, C);
+    if (dbias) colsum_acc(dbias, dy, N, R);
+}
+
+template void matmul_fwd_cuda<false>(real *, const real *, const real *, const real *, int, int, int, int);
+template void matmul_fwd_cuda<true>(real *, const real *, const real *, const real *, int, int, int, int);
+template void matmul_bwd_cuda<false>(real *, real *, real *, const real *, const real *, const real *, int, int, int);
+template void matmul_bwd_cuda<true>(real *, real *, real *, const real *, const real *, const real *, int, int, int);

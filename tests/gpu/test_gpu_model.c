@@ -1,0 +1,180 @@
+// test_gpu_model.c: the whole model on the GPU against the CPU: the same config and batch give
+// the same loss and parameter gradients (fp32 and bf16), 50 Adam steps track the CPU loss
+// curve, and two GPU runs give identical bits.
+#include <stdio.h>
+#include "../../src/model.h"
+#include "../../src/optim.h"
+#include "gpu_check.h"
+
+typedef struct {
+    const char *sparsity;
+    int bs, ln, L;
+} Shape;
+
+static const Shape shapes[] = {{"ba_2", 16, 0, 2}, {"random_0.3", 32, 1, 2}, {"ws_4_0.2", 8, 1, 1}, {"dense", 16, 0, 1}};
+#define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
+
+static Model *make_model(const Shape *sh, const Backend *be) {
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.hidden_size = 8 * sh->bs;
+    cfg.block_size = sh->bs;
+    cfg.num_layers = sh->L;
+    cfg.embed_size = 24;
+    cfg.layer_norm = sh->ln;
+    cfg.seed = 11;
+    snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", sh->sparsity);
+    return model_create(&cfg, be);
+}
+
+// Tokens, targets and a carried state (h_0, c_0), the same for every backend.
+typedef struct {
+    int B, T, H, *tok, *tgt;
+    real *h0, *c0;
+} Batch;
+
+static Batch batch_make(int B, int T, int H, unsigned long long seed) {
+    Batch b = {B, T, H, xmalloc(sizeof(int) * B * T), xmalloc(sizeof(int) * B * T), NULL, NULL};
+    for (int i = 0; i < B * T; i++) {
+        b.tok[i] = (int)(test_rand(&seed) * 256);
+        b.tgt[i] = (int)(test_rand(&seed) * 256);
+    }
+    b.h0 = h_rand((size_t)B * H, &seed, 0.5);
+    b.c0 = h_rand((size_t)B * H, &seed, 1);
+    return b;
+}
+
+static void batch_free(Batch *b) { free(b->tok); free(b->tgt); free(b->h0); free(b->c0); }
+
+// Loss of one window from the batch's carried state; gradients land in m->grads.
+static double fwd_bwd(Model *m, Acts *a, const Batch *b) {
+    const Backend *be = m->be;
+    size_t bytes = sizeof(real) * b->B * b->H;
+    for (int l = 0; l < m->L; l++) {
+        be->to_device(a->h[l], b->h0, bytes);
+        be->to_device(a->c[l], b->c0, bytes);
+    }
+    be->zero(m->grads, m->nparams * sizeof(real));
+    double loss = model_forward(m, a, b->tok, b->tgt, b->T);
+    model_backward(m, a, b->T);
+    return loss;
+}
+
+// Same config and batch on CPU and GPU: loss and every gradient tensor (and the carried
+// state's gradient) within tolerance.
+static void check_grads(const char *prec, double loss_tol, double grad_tol) {
+    const Backend *cpu = backend_cpu(), *gpu = backend_cuda(prec);
+    for (int si = 0; si < NSHAPES; si++) {
+        const Shape *sh = &shapes[si];
+        Model *mc = make_model(sh, cpu), *mg = make_model(sh, gpu);
+        Batch b = batch_make(7, 5, mc->H, 100 + si);
+        Acts *ac = acts_create(mc, b.B, b.T), *ag = acts_create(mg, b.B, b.T);
+        double lc = fwd_bwd(mc, ac, &b), lg = fwd_bwd(mg, ag, &b);
+        double worst = 0;
+        const char *worst_name = "";
+        CHECK_MSG(fabs(lg - lc) < loss_tol * lc, "%s %s: loss gpu %.9g cpu %.9g", prec, sh->sparsity, lg, lc);
+        for (int t = 0; t < mc->ntensor; t++) {
+            const ParamTensor *pt = &mc->tensor[t];
+            double e = d_err(gpu, mg->grads + pt->off, mc->grads + pt->off, pt->n);
+            if (e > worst) worst = e, worst_name = pt->name;
+            CHECK_MSG(e < grad_tol, "%s %s bs=%d ln=%d: gradient of %s: rel L2 %.3g (tol %g)", prec, sh->sparsity,
+                      sh->bs, sh->ln, pt->name, e, grad_tol);
+        }
+        for (int l = 0; l < mc->L; l++) {
+            double e = d_err(gpu, ag->dh[l], ac->dh[l], (size_t)b.B * mc->H);
+            CHECK_MSG(e < grad_tol, "%s %s: gradient of carried h of layer %d: rel L2 %.3g", prec, sh->sparsity, l, e);
+        }
+        printf("  %s %-10s bs=%2d ln=%d L=%d: loss %.7f vs %.7f, worst grad rel L2 %.2g (%s)\n", prec, sh->sparsity,
+               sh->bs, sh->ln, sh->L, lg, lc, worst, worst_name);
+        acts_free(mc, ac); acts_free(mg, ag);
+        model_free(mc); model_free(mg);
+        batch_free(&b);
+    }
+}
+
+TEST(gpu_model_fp32_matches_cpu) { check_grads("fp32", 1e-5, 1e-4); }
+TEST(gpu_model_bf16_matches_cpu) { check_grads("bf16", 1e-2, 1e-2); }
+
+TEST(gpu_model_deterministic) {
+    const char *precs[] = {"fp32", "bf16"};
+    for (int p = 0; p < 2; p++) {
+        const Backend *gpu = backend_cuda(precs[p]);
+        Model *m = make_model(&shapes[1], gpu);
+        Batch b = batch_make(7, 5, m->H, 5);
+        Acts *a = acts_create(m, b.B, b.T);
+        double l1 = fwd_bwd(m, a, &b);
+        real *g1 = h_from(gpu, m->grads, m->nparams);
+        double l2 = fwd_bwd(m, a, &b);
+        real *g2 = h_from(gpu, m->grads, m->nparams);
+        int same = l1 == l2 && memcmp(g1, g2, sizeof(real) * m->nparams) == 0;
+        free(g1); free(g2);
+        acts_free(m, a); model_free(m); batch_free(&b);
+        CHECK_MSG(same, "%s: two identical steps gave different loss or gradient bits", precs[p]);
+    }
+}
+
+// A text-like byte stream: words from a small list (the device machine has no corpus).
+static unsigned char *toy_text(size_t n, unsigned long long s) {
+    static const char *words[] = {"the ", "quick ", "brown ", "fox ", "jumps ", "over ", "a ", "lazy ", "dog. ",
+                                  "And ", "then ", "it ", "sleeps ", "under ", "trees\n"};
+    unsigned char *t = xmalloc(n);
+    for (size_t i = 0; i < n;) {
+        const char *w = words[(int)(test_rand(&s) * 15)];
+        for (; *w && i < n; w++) t[i++] = (unsigned char)*w;
+    }
+    return t;
+}
+
+// Trainer-like steps (clipped AdamW, carried state) over B stripes of the text.
+static void train_steps(Model *m, int B, int T, int steps, const unsigned char *text, size_t len, double *loss) {
+    const Backend *be = m->be;
+    Acts *a = acts_create(m, B, T);
+    real *am = be->alloc(m->nparams * sizeof(real)), *av = be->alloc(m->nparams * sizeof(real));
+    int *tok = xmalloc(sizeof(int) * B * T), *tgt = xmalloc(sizeof(int) * B * T);
+    size_t stripe = len / B;
+    for (int s = 0; s < steps; s++) {
+        for (int t = 0; t < T; t++)
+            for (int b = 0; b < B; b++) {
+                size_t at = b * stripe + ((size_t)s * T + t) % (stripe - 1);
+                tok[t * B + b] = text[at];
+                tgt[t * B + b] = text[at + 1];
+            }
+        be->zero(m->grads, m->nparams * sizeof(real));
+        loss[s] = model_forward(m, a, tok, tgt, T);
+        model_backward(m, a, T);
+        double scale = clip_scale(sqrt(be->sumsq(m->grads, m->nparams)), 1.0);
+        for (int i = 0; i < m->ntensor; i++) {
+            const ParamTensor *pt = &m->tensor[i];
+            AdamArgs ad = {3e-3f, 0.9f, 0.999f, 1e-8f, pt->decay ? 0.01f : 0.f, (real)scale, s + 1};
+            be->adam(m->params + pt->off, m->grads + pt->off, am + pt->off, av + pt->off, pt->n, ad);
+        }
+        acts_carry_state(m, a);
+    }
+    be->free(am); be->free(av);
+    free(tok); free(tgt);
+    acts_free(m, a);
+}
+
+// 50 steps: the GPU loss stays within tol (relative) of the CPU loss at every step.
+static void check_curve(const char *prec, double tol) {
+    enum { STEPS = 50, B = 8, T = 16 };
+    size_t len = 64 * 1024;
+    unsigned char *text = toy_text(len, 9);
+    Model *mc = make_model(&shapes[0], backend_cpu()), *mg = make_model(&shapes[0], backend_cuda(prec));
+    double lc[STEPS], lg[STEPS], worst = 0;
+    train_steps(mc, B, T, STEPS, text, len, lc);
+    train_steps(mg, B, T, STEPS, text, len, lg);
+    for (int s = 0; s < STEPS; s++) {
+        double e = fabs(lg[s] - lc[s]) / lc[s];
+        worst = e > worst ? e : worst;
+    }
+    printf("  %s: loss %.4f -> %.4f (cpu %.4f -> %.4f), worst step rel diff %.2g\n", prec, lg[0], lg[STEPS - 1], lc[0],
+           lc[STEPS - 1], worst);
+    model_free(mc); model_free(mg);
+    free(text);
+    CHECK_MSG(worst < tol, "%s: GPU loss curve leaves the CPU's by %.3g (tol %g)", prec, worst, tol);
+    CHECK_MSG(lg[STEPS - 1] < lg[0] - 1, "%s: loss did not fall over %d steps (%.4f -> %.4f)", prec, STEPS, lg[0], lg[STEPS - 1]);
+}
+
+TEST(gpu_train_fp32_tracks_cpu) { check_curve("fp32", 1e-3); }
+TEST(gpu_train_bf16_tracks_cpu) { check_curve("bf16", 3e-2); }
