@@ -26,8 +26,10 @@ void shadow_refresh(const real *p, size_t n) {
 }
 
 const bf16 *weights_bf16(const real *vals, size_t n) {
-    const bf16 *w = g_cuda.shadow + (vals - g_cuda.params);
-    if (g_cuda.shadow && in_params(vals) && in_params(vals + n - 1) && (uintptr_t)w % 16 == 0) return w;
+    if (g_cuda.shadow && in_params(vals) && in_params(vals + n - 1)) {
+        const bf16 *w = g_cuda.shadow + (vals - g_cuda.params);
+        if ((uintptr_t)w % 16 == 0) return w;
+    }
     bf16 *tmp = (bf16 *)cuda_scratch(SCRATCH_WBF16, n * sizeof(bf16));
     to_bf16(tmp, vals, n);
     return tmp;
