@@ -26,7 +26,10 @@ typedef struct {
     int *tok, *tgt;        // host window
     TrainLog log;
     long stop_after;       // --stop-after: end (with a checkpoint) after this step
+    int skipped_in_row;    // consecutive non-finite steps skipped (nan_policy = skip)
 } Trainer;
+
+#define MAX_SKIPPED_IN_ROW 20
 
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
@@ -142,9 +145,13 @@ static int train_step(Trainer *tr, StepStats *s) {
                 "or set nan_policy = skip; the last good checkpoint is in %s",
                 tr->ts.step + 1, isfinite(s->loss) ? "gradient" : "loss", s->loss, s->grad_norm, cfg->out_dir);
         warnf("step %ld: non-finite loss or gradient, step skipped and state reset (nan_policy = skip)", tr->ts.step + 1);
+        if (++tr->skipped_in_row >= MAX_SKIPPED_IN_ROW)
+            die("%d steps in a row were non-finite: the weights are no longer usable. Hint: lower learning_rate "
+                "and resume from the last good checkpoint in %s", tr->skipped_in_row, cfg->out_dir);
         acts_reset_state(m, tr->a);
         return 0;
     }
+    tr->skipped_in_row = 0;
     tr->ts.step++;
     apply_adam(tr, s->lr, clip_scale(s->grad_norm, cfg->grad_clip));
     acts_carry_state(m, tr->a);
