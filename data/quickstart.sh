@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# quickstart.sh: build, find a corpus, train configs/tiny.cfg (about two minutes) and print a sample.
+# Uses the GPU when swlstm was built with CUDA and nvidia-smi sees a device, else the CPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+make -j"$(nproc)" swlstm
+corpus=$(bash data/get_corpus.sh)
+device=cpu
+if nvidia-smi -L >/dev/null 2>&1 && ! ./swlstm train configs/tiny.cfg --device=cuda --max_steps=0 2>&1 | grep -q "built without CUDA"; then
+    device=cuda
+fi
+echo "quickstart: training configs/tiny.cfg on $corpus ($device)"
+./swlstm train configs/tiny.cfg --data="$corpus" --device="$device"
+echo; echo "quickstart: a sample from checkpoints/tiny/best.ckpt:"; echo
+./swlstm sample checkpoints/tiny/best.ckpt -n 600 -t 0.8 -i "The "
+echo
