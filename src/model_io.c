@@ -9,6 +9,7 @@
 typedef struct { uint8_t *p; size_t n, cap; } Buf;
 
 static void buf_put(Buf *b, const void *src, size_t n) {
+    if (!n) return;
     if (b->n + n > b->cap) b->p = xrealloc(b->p, b->cap = 2 * (b->n + n));
     memcpy(b->p + b->n, src, n);
     b->n += n;
