@@ -27,6 +27,7 @@ void *cuda_scratch(int slot, size_t bytes) {
     if (bytes > g_cuda.scratch_bytes[slot]) {
         if (g_cuda.scratch[slot]) CUDA_CHECK(cudaFree(g_cuda.scratch[slot]));
         CUDA_CHECK(cudaMalloc(&g_cuda.scratch[slot], bytes));
+        CUDA_CHECK(cudaMemset(g_cuda.scratch[slot], 0, bytes));
         g_cuda.scratch_bytes[slot] = bytes;
     }
     return g_cuda.scratch[slot];
@@ -92,6 +93,40 @@ static void upload_groups(DevBsMat *d, const BsMat *w) {
     free(row); free(k0); free(cnt);
 }
 
+// Cuts each of the n lists ptr[i]..ptr[i+1] into pieces of at most `most` entries (an empty
+// list is one empty piece: its output is still written). Lists are taken longest first, so
+// CTAs launched in this order start the long work first and the last wave holds short pieces.
+typedef struct { int len, i; } ListLen;
+static int longest_first(const void *a, const void *b) {
+    const ListLen *x = (const ListLen *)a, *y = (const ListLen *)b;
+    return x->len != y->len ? y->len - x->len : x->i - y->i;
+}
+
+static void *upload_pieces(const int *ptr, int n, int most, int *npieces) {
+    ListLen *l = (ListLen *)xmalloc(sizeof(ListLen) * (size_t)(n ? n : 1));
+    int total = 0;
+    for (int i = 0; i < n; i++) {
+        l[i] = (ListLen){ptr[i + 1] - ptr[i], i};
+        total += l[i].len ? cdiv(l[i].len, most) : 1;
+    }
+    qsort(l, (size_t)n, sizeof *l, longest_first);
+    MmPiece *pc = (MmPiece *)xmalloc(sizeof(MmPiece) * (size_t)(total ? total : 1));
+    int k = 0;
+    for (int j = 0; j < n; j++) {
+        int i = l[j].i, parts = l[j].len ? cdiv(l[j].len, most) : 1;
+        for (int r = 0; r < parts; r++, k++) {
+            int beg = ptr[i] + r * most, end = beg + most < ptr[i + 1] ? beg + most : ptr[i + 1];
+            pc[k] = (MmPiece){i, beg, end, r, parts};
+        }
+    }
+    void *d = cu_alloc(sizeof(MmPiece) * (size_t)(total ? total : 1));
+    if (total) CUDA_CHECK(cudaMemcpy(d, pc, sizeof(MmPiece) * (size_t)total, cudaMemcpyHostToDevice));
+    free(l);
+    free(pc);
+    *npieces = total;
+    return d;
+}
+
 static void cu_bsmat_upload(BsMat *w) {
     if (w->bs != 8 && w->bs != 16 && w->bs != 32)
         die("block_size = %d: the CUDA backend supports 8, 16 and 32", w->bs);
@@ -101,6 +136,8 @@ static void cu_bsmat_upload(BsMat *w) {
     d->col_ptr = upload_ints(w->col_ptr, w->nbc + 1);
     d->csc_row = upload_ints(w->csc_row, w->nnzb);
     d->csc_blk = upload_ints(w->csc_blk, w->nnzb);
+    d->fwd_pieces = upload_pieces(w->row_ptr, w->nbr, mm_piece_len(w->bs), &d->fwd_npieces);
+    d->bwd_pieces = upload_pieces(w->col_ptr, w->nbc, mm_piece_len(w->bs), &d->bwd_npieces);
     upload_groups(d, w);
     w->dev = d;
 }
@@ -108,8 +145,9 @@ static void cu_bsmat_upload(BsMat *w) {
 static void cu_bsmat_release(BsMat *w) {
     DevBsMat *d = (DevBsMat *)w->dev;
     if (!d) return;
-    int *all[] = {d->row_ptr, d->col_idx, d->col_ptr, d->csc_row, d->csc_blk, d->grp_row, d->grp_k0, d->grp_cnt};
-    for (int i = 0; i < 8; i++) cu_free(all[i]);
+    void *all[] = {d->row_ptr, d->col_idx, d->col_ptr, d->csc_row, d->csc_blk, d->fwd_pieces, d->bwd_pieces,
+                   d->grp_row, d->grp_k0, d->grp_cnt};
+    for (int i = 0; i < 10; i++) cu_free(all[i]);
     free(d);
     w->dev = NULL;
 }

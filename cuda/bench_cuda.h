@@ -8,7 +8,8 @@ extern "C" {
 
 // One timed call; `iter` counts calls so that inputs can rotate.
 typedef void (*BenchFn)(void *arg, int iter);
-// Median milliseconds of one call, each bracketed by CUDA events, after `warmup` calls.
+// Milliseconds per call after `warmup` calls: the median over groups of 10 calls issued back
+// to back between two CUDA events (launch gaps hide behind running work, as in training).
 double cb_time_ms(BenchFn fn, void *arg, int warmup, int reps);
 // Device-to-device copy bandwidth, bytes read plus written, GB/s (median of a few 1 GB copies).
 double cb_copy_gbps(void);

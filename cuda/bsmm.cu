@@ -2,6 +2,7 @@
 // stored bs x bs blocks (bsmat.h): vals[k*bs*bs + i*bs + j] = W[br*bs + i][bc*bs + j].
 //   fwd         y[N,rows] (=|+=) x[N,cols] W^T   one CTA per (block row, TM rows of N), CSR
 //   bwd_data    dx[N,cols] (=|+=) dy[N,rows] W   one CTA per (block column, TM rows), CSC
+//               (both: the same kernel, a cp.async pipeline over pieces of the block lists)
 //   bwd_weight  dvals += dy^T x, stored blocks    one CTA per group of blocks of a block row
 // Each output element is owned by one CTA and summed in a fixed order: no atomics, the
 // same bits every run. bf16 mode reads bf16 weights (the shadow) and rounds activations to
@@ -10,91 +11,127 @@
 #include "bsmm_tile.cuh"
 
 // ---- fwd and bwd_data: out[:, ob] = sum over the list of ob of in[:, slab] x block ----
+// A CTA owns TM rows and one piece of the list of an output block column ob (a block row of
+// W in fwd; pieces: common.cuh). Its KG groups of TM threads take KB entries each per stage.
+// Stages stream through an S-deep ring of shared memory with cp.async, so S-1 stages of
+// weights (from DRAM) and activations (mostly L2) are in flight while one is multiplied:
+// with compute this light, bytes in flight are what sets the speed. bf16 mode reads a bf16
+// copy of the input (one conversion pass: half the bytes on the hot path). The piece's
+// indices are copied to shared memory first, so no copy's address waits on a load; each
+// thread's copy addresses are fixed but for the slab and block. A column cut into several
+// pieces is finished by the CTA that completes last: it adds the pieces' partial tiles in
+// piece order, so the result does not depend on which CTA ran when.
+#define MM_THREADS 128
+#define MM_LIST 256
+static_assert(MM_LIST >= 2048 / 8, "a piece's indices (mm_piece_len) fit in shared memory");
+
 template <typename T, int BS, int TM, bool FWD>
 struct Mm {
-    static constexpr int KS = BS < 16 ? 16 : BS;  // k per stage: two 8x8 blocks when BS = 8
+    static constexpr int S = 3;                    // ring depth (3 CTAs of bf16 per SM; deeper measured slower)
+    static constexpr int E = 16 / sizeof(T);      // elements per 16-byte copy
+    static constexpr int KS = 32;                 // k per stage: 32 / BS blocks side by side
     static constexpr int KB = KS / BS;            // list entries per group per stage
-    static constexpr int KG = BSMM_THREADS / TM;  // groups: they split the list, summed at the end
-    static constexpr int LDA = sm_ld<T>(KS);      // A: [TM][KS] per group, 256 rows in all
+    static constexpr int KG = MM_THREADS / TM;    // groups: they split the list, summed at the end
+    static constexpr int PER = KG * KB;           // list entries per stage
+    static constexpr int LDA = sm_ld<T>(KS);      // A: [MM_THREADS rows][KS], group g's rows g*TM..
     static constexpr int WR = FWD ? BS : KS, WC = FWD ? KS : BS;  // W: [n][k] fwd, [k][n] bwd
     static constexpr int LDW = sm_ld<T>(WC);
-    static constexpr int A_CH = KS / 8;           // 8-element chunks per thread and stage
-    static constexpr int W_TOTAL = KG * WR * WC / 8;
-    static constexpr int W_CH = cdiv_c(W_TOTAL, BSMM_THREADS);
-    static constexpr size_t STAGE = (size_t)(BSMM_THREADS * LDA + KG * WR * LDW) * sizeof(T);
-    static constexpr size_t RED = (size_t)BSMM_THREADS * BS * sizeof(float);
-    static constexpr size_t SMEM = STAGE > RED ? STAGE : RED;
+    static constexpr int A_CPR = KS / E;          // copies per A row
+    static constexpr int A_CH = A_CPR;             // A copies per thread and stage (MM_THREADS rows)
+    static constexpr int W_PER_G = WR * WC / E, W_TOTAL = KG * W_PER_G;
+    static constexpr int W_CH = cdiv_c(W_TOTAL, MM_THREADS);
+    static constexpr size_t A_BYTES = (size_t)MM_THREADS * LDA * sizeof(T);
+    static constexpr size_t STAGE = A_BYTES + (size_t)KG * WR * LDW * sizeof(T);
+    static constexpr size_t RING = S * STAGE;
+    static constexpr size_t SMEM = RING + 2 * MM_LIST * sizeof(int);
+    static_assert(STAGE % 16 == 0 && (size_t)MM_THREADS * BS * 4 <= RING, "ring layout");
 };
 
 typedef struct {
     real *out;
-    const real *in;
-    const void *w;                // bf16 or float blocks
-    const int *ptr, *idx, *blk;   // entries ptr[ob]..ptr[ob+1]: input slab idx[p], block blk[p] (NULL: p)
+    const void *in;               // activations: bf16 or float, like the blocks
+    const void *w;
+    const MmPiece *pieces;        // one per blockIdx.x
+    const int *idx, *blk;         // entry p: input slab idx[p], block blk[p] (NULL: p)
+    float *part;                  // [piece][gridDim.y][TM * BS] partial tiles of cut columns
+    int *count;                   // [ob][gridDim.y] pieces finished (back to 0 when done)
     int N, ld_in, ld_out, acc;
 } MmArgs;
 
-template <typename T, typename TW, int BS, int TM, bool FWD>
-__global__ void __launch_bounds__(BSMM_THREADS, 2) bsmm_mm_kernel(MmArgs p) {
+template <typename T, int BS, int TM, bool FWD>
+__global__ void __launch_bounds__(MM_THREADS) bsmm_mm_kernel(MmArgs p) {
     using C = Mm<T, BS, TM, FWD>;
     extern __shared__ __align__(16) unsigned char smem[];
-    T *As = (T *)smem, *Ws = As + BSMM_THREADS * C::LDA;
+    __shared__ int s_last;
+    int *s_idx = (int *)(smem + C::RING), *s_blk = s_idx + MM_LIST;
     const int tid = threadIdx.x, g = tid / TM, lt = tid % TM;
-    const int ob = blockIdx.x, n0 = blockIdx.y * TM;
-    const int beg = p.ptr[ob], end = p.ptr[ob + 1], per_it = C::KG * C::KB;
-    const int nit = (end - beg + per_it - 1) / per_it;
-    const TW *w = (const TW *)p.w;
-    Chunk8<float> ra[C::A_CH];
-    Chunk8<TW> rw[C::W_CH];
+    const MmPiece pc = p.pieces[blockIdx.x];
+    const int n0 = blockIdx.y * TM, cnt = pc.end - pc.beg, nst = (cnt + C::PER - 1) / C::PER;
+    const T *in = (const T *)p.in, *w = (const T *)p.w;
     float acc[BS] = {};
 
-    // Stage `it`: group gg takes list entries base + gg*KB .. + KB-1 (zeros past the end).
-    auto fetch = [&](int it) {
-        const int base = beg + it * per_it;
+    // This thread's copies: A column ac of rows tid / A_CPR + i * (MM_THREADS / A_CPR).
+    const int ac = tid % C::A_CPR * C::E;
+    const T *a_src[C::A_CH];
+    int a_pos[C::A_CH], a_dst[C::A_CH], w_pos[C::W_CH], w_el[C::W_CH], w_dst[C::W_CH];
 #pragma unroll
-        for (int i = 0; i < C::A_CH; i++) {
-            int id = tid + i * BSMM_THREADS, row = id / (C::KS / 8), c8 = id % (C::KS / 8) * 8;
-            int pos = base + row / TM * C::KB + c8 / BS, n = n0 + row % TM;
-            if (pos < end && n < p.N) ld8(ra[i], p.in + (long)n * p.ld_in + p.idx[pos] * BS + c8 % BS);
-            else zero8(ra[i]);
-        }
-#pragma unroll
-        for (int i = 0; i < C::W_CH; i++) {
-            int id = tid + i * BSMM_THREADS, rem = id % (C::WR * C::WC / 8);
-            int wr = rem / (C::WC / 8), wc = rem % (C::WC / 8) * 8;
-            int pos = base + id / (C::WR * C::WC / 8) * C::KB + (FWD ? wc / BS : wr / BS);
-            if (id < C::W_TOTAL && pos < end) {
-                long b = p.blk ? p.blk[pos] : pos;
-                ld8(rw[i], w + b * BS * BS + (FWD ? wr * BS + wc % BS : wr % BS * BS + wc));
-            } else {
-                zero8(rw[i]);
-            }
-        }
-    };
-    auto stash = [&]() {
-#pragma unroll
-        for (int i = 0; i < C::A_CH; i++) {
-            int id = tid + i * BSMM_THREADS;
-            st8(As + id / (C::KS / 8) * C::LDA + id % (C::KS / 8) * 8, ra[i]);
-        }
-#pragma unroll
-        for (int i = 0; i < C::W_CH; i++) {
-            int id = tid + i * BSMM_THREADS, rem = id % (C::WR * C::WC / 8);
-            if (id < C::W_TOTAL)
-                st8(Ws + (id / (C::WR * C::WC / 8) * C::WR + rem / (C::WC / 8)) * C::LDW + rem % (C::WC / 8) * 8, rw[i]);
-        }
-    };
-
-    if (nit > 0) fetch(0);
-    for (int it = 0; it < nit; it++) {
-        __syncthreads();  // the previous stage's readers are done
-        stash();
-        __syncthreads();
-        if (it + 1 < nit) fetch(it + 1);  // in flight while this stage computes
-        tile_product<BS, C::KS, false, !FWD>(acc, As + g * TM * C::LDA, C::LDA, Ws + g * C::WR * C::LDW, C::LDW, lt);
+    for (int i = 0; i < C::A_CH; i++) {
+        int row = tid / C::A_CPR + i * (MM_THREADS / C::A_CPR), n = n0 + row % TM;
+        a_src[i] = n < p.N ? in + (long)n * p.ld_in + ac % BS : NULL;
+        a_pos[i] = row / TM * C::KB + ac / BS;
+        a_dst[i] = row * C::LDA + ac;
     }
+#pragma unroll
+    for (int i = 0; i < C::W_CH; i++) {
+        int id = tid + i * MM_THREADS, gw = id / C::W_PER_G, rem = id % C::W_PER_G;
+        int wr = rem / (C::WC / C::E), wc = rem % (C::WC / C::E) * C::E;
+        w_pos[i] = id < C::W_TOTAL ? gw * C::KB + (FWD ? wc / BS : wr / BS) : -1;
+        w_el[i] = FWD ? wr * BS + wc % BS : wr % BS * BS + wc;
+        w_dst[i] = (gw * C::WR + wr) * C::LDW + wc;
+    }
+    auto a_at = [&](int slot) { return (T *)(smem + slot * C::STAGE); };
+    auto w_at = [&](int slot) { return (T *)(smem + slot * C::STAGE + C::A_BYTES); };
 
-    // Sum the groups' partial tiles in group order; write along rows (coalesced).
+    for (int i = tid; i < cnt; i += MM_THREADS) {
+        s_idx[i] = p.idx[pc.beg + i];
+        s_blk[i] = p.blk ? p.blk[pc.beg + i] : pc.beg + i;
+    }
+    __syncthreads();
+    // Stage st into ring slot st % S: group gg takes entries st*PER + gg*KB + e.
+    auto issue = [&](int st) {
+        T *As = a_at(st % C::S), *Ws = w_at(st % C::S);
+        const int base = st * C::PER;
+#pragma unroll
+        for (int i = 0; i < C::A_CH; i++) {
+            int pos = base + a_pos[i];
+            bool ok = pos < cnt && a_src[i];
+            cp_async16(As + a_dst[i], ok ? a_src[i] + s_idx[pos] * BS : in, ok);
+        }
+#pragma unroll
+        for (int i = 0; i < C::W_CH; i++) {
+            if (w_pos[i] < 0) break;
+            int pos = base + w_pos[i];
+            bool ok = pos < cnt;
+            cp_async16(Ws + w_dst[i], ok ? w + (long)s_blk[pos] * BS * BS + w_el[i] : w, ok);
+        }
+    };
+#pragma unroll
+    for (int st = 0; st < C::S - 1; st++) {
+        if (st < nst) issue(st);
+        cp_commit();
+    }
+    for (int st = 0; st < nst; st++) {
+        cp_wait<C::S - 2>();  // stage st has landed (for this thread's copies)
+        __syncthreads();      // ... for everyone's, and slot (st-1) % S is free again
+        if (st + C::S - 1 < nst) issue(st + C::S - 1);
+        cp_commit();
+        const int slot = st % C::S;
+        tile_product<BS, C::KS, false, !FWD>(acc, a_at(slot) + g * TM * C::LDA, C::LDA,
+                                             w_at(slot) + g * C::WR * C::LDW, C::LDW, lt);
+    }
+    cp_wait<0>();
+
+    // Sum the groups' partial tiles in group order.
     __syncthreads();
     float *red = (float *)smem;
 #pragma unroll
@@ -104,14 +141,38 @@ __global__ void __launch_bounds__(BSMM_THREADS, 2) bsmm_mm_kernel(MmArgs p) {
         red[(g * TM + row) * BS + col] = acc[e];
     }
     __syncthreads();
-    for (int i = tid; i < TM * BS; i += BSMM_THREADS) {
-        int m = i / BS, c = i % BS, n = n0 + m;
-        if (n >= p.N) continue;
+    for (int i = tid; i < TM * BS; i += MM_THREADS) {
         float s = 0;
 #pragma unroll
-        for (int gg = 0; gg < C::KG; gg++) s += red[(gg * TM + m) * BS + c];
-        real *o = p.out + (long)n * p.ld_out + (long)ob * BS + c;
-        *o = p.acc ? *o + s : s;
+        for (int gg = 0; gg < C::KG; gg++) s += red[gg * TM * BS + i];
+        red[i] = s;  // only this thread reads element i of every group
+    }
+    if (pc.nparts > 1) {  // publish this piece's tile; the last piece of the column finishes it
+        float *mine = p.part + ((long)blockIdx.x * gridDim.y + blockIdx.y) * TM * BS;
+        for (int i = tid; i < TM * BS; i += MM_THREADS) __stcg(mine + i, red[i]);
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) {
+            int *c = p.count + (long)pc.ob * gridDim.y + blockIdx.y;
+            s_last = atomicAdd(c, 1) == pc.nparts - 1;
+            if (s_last) *c = 0;  // ready for the next call
+        }
+        __syncthreads();
+        if (!s_last) return;
+        __threadfence();
+        const float *first = p.part + ((long)(blockIdx.x - pc.rank) * gridDim.y + blockIdx.y) * TM * BS;
+        for (int i = tid; i < TM * BS; i += MM_THREADS) {
+            float s = 0;
+            for (int r = 0; r < pc.nparts; r++) s += __ldcg(first + (long)r * gridDim.y * TM * BS + i);
+            red[i] = s;
+        }
+    }
+    // Write along rows (coalesced).
+    for (int i = tid; i < TM * BS; i += MM_THREADS) {
+        int m = i / BS, c = i % BS, n = n0 + m;
+        if (n >= p.N) continue;
+        real *o = p.out + (long)n * p.ld_out + (long)pc.ob * BS + c;
+        *o = p.acc ? *o + red[i] : red[i];
     }
 }
 
@@ -204,28 +265,31 @@ static void allow_smem(K kernel, size_t bytes) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
-template <typename T, typename TW, int BS, int TM, bool FWD>
-static void launch_mm(const MmArgs &a, int nob) {
+template <typename T, int BS, int TM, bool FWD>
+static void launch_mm(MmArgs a, int npieces, int nob) {
     using C = Mm<T, BS, TM, FWD>;
     static bool ready;
-    if (!ready) allow_smem(bsmm_mm_kernel<T, TW, BS, TM, FWD>, C::SMEM), ready = true;
-    bsmm_mm_kernel<T, TW, BS, TM, FWD><<<dim3(nob, cdiv(a.N, TM)), BSMM_THREADS, C::SMEM>>>(a);
+    if (!ready) allow_smem(bsmm_mm_kernel<T, BS, TM, FWD>, C::SMEM), ready = true;
+    int gy = cdiv(a.N, TM);
+    a.part = (float *)cuda_scratch(SCRATCH_PART, sizeof(float) * (size_t)npieces * gy * TM * BS);
+    a.count = (int *)cuda_scratch(SCRATCH_COUNT, sizeof(int) * (size_t)nob * gy);
+    bsmm_mm_kernel<T, BS, TM, FWD><<<dim3(npieces, gy), MM_THREADS, C::SMEM>>>(a);
     LAUNCH_CHECK();
 }
 
 // Rows per CTA: enough to cover N, then smaller while the grid would leave SMs idle.
-static int pick_tm(int N, int nob) {
+static int pick_tm(int N, int npieces) {
     int tm = N <= 32 ? 32 : N <= 64 ? 64 : 128;
-    while (tm > 32 && (long)nob * cdiv(N, tm) < 2L * g_cuda.nsm) tm /= 2;
+    while (tm > 32 && (long)npieces * cdiv(N, tm) < 2L * g_cuda.nsm) tm /= 2;
     return tm;
 }
 
-template <typename T, typename TW, int BS, bool FWD>
-static void launch_mm_bs(const MmArgs &a, int nob) {
-    switch (pick_tm(a.N, nob)) {
-    case 32: launch_mm<T, TW, BS, 32, FWD>(a, nob); break;
-    case 64: launch_mm<T, TW, BS, 64, FWD>(a, nob); break;
-    default: launch_mm<T, TW, BS, 128, FWD>(a, nob); break;
+template <typename T, int BS, bool FWD>
+static void launch_mm_bs(const MmArgs &a, int npieces, int nob) {
+    switch (pick_tm(a.N, npieces)) {
+    case 32: launch_mm<T, BS, 32, FWD>(a, npieces, nob); break;
+    case 64: launch_mm<T, BS, 64, FWD>(a, npieces, nob); break;
+    default: launch_mm<T, BS, 128, FWD>(a, npieces, nob); break;
     }
 }
 
@@ -233,10 +297,10 @@ template <bool BF, bool FWD>
 static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals, int N, int acc) {
     if (N <= 0) return;
     const DevBsMat *d = dev_of(w);
-    MmArgs a;
+    MmArgs a = {};
     a.out = out;
     a.in = in;
-    a.ptr = FWD ? d->row_ptr : d->col_ptr;
+    a.pieces = (const MmPiece *)(FWD ? d->fwd_pieces : d->bwd_pieces);
     a.idx = FWD ? d->col_idx : d->csc_row;
     a.blk = FWD ? NULL : d->csc_blk;
     a.N = N;
@@ -246,12 +310,18 @@ static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals,
     a.w = BF ? (const void *)weights_bf16(vals, (size_t)bsmat_nvals(w)) : (const void *)vals;
     check_aligned(in, "input");
     check_aligned(a.w, "weight");
-    int nob = FWD ? w->nbr : w->nbc;
+    if (BF) {
+        size_t nin = (size_t)N * a.ld_in;
+        bf16 *xb = (bf16 *)cuda_scratch(SCRATCH_XBF16, nin * sizeof(bf16));
+        to_bf16(xb, in, nin);
+        a.in = xb;
+    }
+    int np = FWD ? d->fwd_npieces : d->bwd_npieces, nob = FWD ? w->nbr : w->nbc;
     typedef typename std::conditional<BF, bf16, float>::type T;
     switch (w->bs) {
-    case 8: launch_mm_bs<T, T, 8, FWD>(a, nob); break;
-    case 16: launch_mm_bs<T, T, 16, FWD>(a, nob); break;
-    default: launch_mm_bs<T, T, 32, FWD>(a, nob); break;
+    case 8: launch_mm_bs<T, 8, FWD>(a, np, nob); break;
+    case 16: launch_mm_bs<T, 16, FWD>(a, np, nob); break;
+    default: launch_mm_bs<T, 32, FWD>(a, np, nob); break;
     }
 }
 

@@ -1,5 +1,6 @@
 // bsmm_tile.cuh: the pieces the block-sparse kernels (bsmm.cu) are made of: 8-element
-// global->shared staging with conversion, and one thread group's tile product
+// global->shared staging with conversion, asynchronous 16-byte copies (cp.async), and one
+// thread group's tile product
 // acc[TM x BS] += A[TM x K] B[K x BS] from shared memory, either bf16 tensor cores
 // (mma.sync m16n8k16, fp32 accumulate) or fp32 FFMA.
 //
@@ -48,6 +49,16 @@ __device__ inline void st8(bf16 *d, const Chunk8<float> &c) {
                              pack_bf16(c.b.x, c.b.y), pack_bf16(c.b.z, c.b.w));
 }
 __device__ inline void st8(bf16 *d, const Chunk8<bf16> &c) { *(uint4 *)d = c.a; }
+
+// ---- asynchronous global->shared copies: 16 bytes, zero-filled when !valid ----
+__device__ inline void cp_async16(void *dst, const void *src, bool valid) {
+    uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ inline void cp_commit() { asm volatile("cp.async.commit_group;\n"); }
+// Waits until at most N of this thread's groups are still in flight.
+template <int N>
+__device__ inline void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 // ---- bf16 tensor cores ----
 template <bool TRANS>

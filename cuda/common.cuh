@@ -23,7 +23,7 @@ const char *cuda_hint(cudaError_t e);
 // After a kernel launch: catches bad launch configurations at once.
 #define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
 
-enum { SCRATCH_WBF16, SCRATCH_SUMSQ, SCRATCH_COLSUM, SCRATCH_N };
+enum { SCRATCH_WBF16, SCRATCH_XBF16, SCRATCH_PART, SCRATCH_COUNT, SCRATCH_SUMSQ, SCRATCH_COLSUM, SCRATCH_N };
 
 typedef struct {
     int nsm;                 // multiprocessors
@@ -31,7 +31,7 @@ typedef struct {
     real *params;            // the registered flat parameter buffer (device)
     size_t nparams;
     bf16 *shadow;            // bf16 copy of params, NULL until a bf16 backend registers them
-    void *scratch[SCRATCH_N];  // grown on demand, see cuda_scratch
+    void *scratch[SCRATCH_N];  // grown on demand (zero-filled when allocated), see cuda_scratch
     size_t scratch_bytes[SCRATCH_N];
 } CudaState;
 extern CudaState g_cuda;
@@ -79,9 +79,19 @@ void adam_cuda(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);
 double sumsq_cuda(const real *x, size_t n);
 void axpy_cuda(real *y, const real *x, real alpha, size_t n);
 
+// A piece of one output block column's list: entries [beg, end) of its CSR (fwd) or CSC
+// (bwd_data) list, piece `rank` of `nparts`; pieces of one column are consecutive.
+typedef struct { int ob, beg, end, rank, nparts; } MmPiece;
+// Most entries in a piece: long lists (hub nodes of small-world masks) are cut so that no
+// CTA walks far longer than the others; the pieces' partial sums are added in a fixed order.
+static inline int mm_piece_len(int bs) { return 2048 / bs; }
+
 // bsmat_upload's device copy of the indices (w->dev).
 typedef struct {
     int *row_ptr, *col_idx, *col_ptr, *csc_row, *csc_blk;
+    // fwd / bwd_data work: each output block column's list cut into pieces (bsmm.cu, MmPiece)
+    void *fwd_pieces, *bwd_pieces;
+    int fwd_npieces, bwd_npieces;
     // bwd_weight work list: group g owns blocks [grp_k0[g], grp_k0[g] + grp_cnt[g]) of block
     // row grp_row[g] (at most 256/bs blocks of one row, so they share their dy slab).
     int ngroups;

@@ -100,13 +100,25 @@ static void kernel_row(int bs, double density, const char *prec, double copy_gbp
     mask_free(&mk);
 }
 
-static void bench_kernels(void) {
+// Rows to run: bs / density / dtype of 0 / NULL mean all.
+typedef struct {
+    int bs;
+    double density;
+    const char *dtype;
+} KFilter;
+
+static int wanted(const KFilter *f, int bs, double density, const char *prec) {
+    return (!f->bs || f->bs == bs) && (!f->density || fabs(f->density - density) < 1e-9) && (!f->dtype || !strcmp(f->dtype, prec));
+}
+
+static void bench_kernels(const KFilter *f) {
     char dev[256];
     size_t l2;
     cb_device(dev, sizeof dev, &l2);
     double copy = cb_copy_gbps();
     printf("device: %s\ndevice-to-device copy: %.0f GB/s (read + write)\n\n", dev, copy);
-    printf("block-sparse %d x %d weight, N = %d rows; times are medians of %d calls (us), weights rotated "
+    printf("block-sparse %d x %d weight, N = %d rows; us per call: median over groups of 10 calls issued back to back "
+           "(%d calls), weights rotated "
            "through sets larger than L2; GB/s = stored weight bytes (bwd-weight: fp32 gradient read + write) / time\n\n",
            KDIM, KDIM, KROWS, REPS);
     printf("| bs | density | dtype | fwd us | GB/s | %%copy | bwd-data us | GB/s | %%copy | bwd-weight us | GB/s | "
@@ -114,15 +126,64 @@ static void bench_kernels(void) {
     const double dens[] = {1, 0.5, 0.25, 0.1, 0.05, 0.02};
     const char *precs[] = {"fp32", "bf16"};
     for (int p = 0; p < 2; p++)
-        for (int d = 0; d < 6; d++) kernel_row(32, dens[d], precs[p], copy, l2);
+        for (int d = 0; d < 6; d++)
+            if (wanted(f, 32, dens[d], precs[p])) kernel_row(32, dens[d], precs[p], copy, l2);
     for (int p = 0; p < 2; p++)
-        for (int bs = 8; bs <= 16; bs *= 2) kernel_row(bs, 0.1, precs[p], copy, l2);
+        for (int bs = 8; bs <= 16; bs *= 2)
+            if (wanted(f, bs, 0.1, precs[p])) kernel_row(bs, 0.1, precs[p], copy, l2);
 }
 
 // ---- training throughput ----
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+// The recurrent layer's ops on the model's own buffers, one call each: what a time step
+// (and, for bwd-weight, a window) costs, to see where a training step goes.
+enum { OP_BSMM_FWD, OP_LSTM_FWD, OP_LSTM_BWD, OP_BSMM_BWD_DATA, OP_BSMM_BWD_WEIGHT, NOPS };
+typedef struct {
+    Model *m;
+    Acts *a;
+    int op;
+} OpArg;
+
+static void run_op(void *p, int it) {
+    (void)it;
+    OpArg *o = p;
+    Model *m = o->m;
+    Acts *a = o->a;
+    const Backend *be = m->be;
+    const Layer *L = &m->layer[0];
+    real *wh = m->params + L->off_wh, *b = m->params + L->off_b;
+    int B = a->B, H = m->H;
+    switch (o->op) {
+    case OP_BSMM_FWD: be->bsmm_fwd(a->z[0], a->h[0], &L->wh, wh, B, 1); break;
+    case OP_LSTM_FWD: be->lstm_fwd(a->h[0] + B * H, a->c[0] + B * H, a->act[0], NULL, a->z[0], a->c[0], b, NULL, B, H); break;
+    case OP_LSTM_BWD:
+        be->lstm_bwd(a->dz[0], a->dc[0], m->grads + L->off_b, NULL, a->dh[0] + B * H, a->dc[0], a->act[0],
+                     a->c[0] + B * H, a->c[0], a->z[0], NULL, NULL, B, H);
+        break;
+    case OP_BSMM_BWD_DATA: be->bsmm_bwd_data(a->dh[0], a->dz[0], &L->wh, wh, B, 1); break;
+    default: be->bsmm_bwd_weight(m->grads + L->off_wh, a->dz[0], a->h[0], &L->wh, B * a->T); break;
+    }
+}
+
+typedef struct {
+    int H;
+    const char *mask, *prec;
+    double us[NOPS];
+} OpRow;
+static OpRow op_rows[4];
+static int n_op_rows;
+
+static void time_ops(Model *m, Acts *a, int H, const char *sparsity, const char *prec) {
+    OpRow *r = &op_rows[n_op_rows++];
+    *r = (OpRow){H, sparsity, prec, {0}};
+    for (int op = 0; op < NOPS; op++) {
+        OpArg o = {m, a, op};
+        r->us[op] = 1e3 * cb_time_ms(run_op, &o, 3, op == OP_BSMM_BWD_WEIGHT ? 10 : 50);
+    }
 }
 
 static void train_row(int H, const char *sparsity, const char *prec) {
@@ -167,6 +228,7 @@ static void train_row(int H, const char *sparsity, const char *prec) {
            bsmat_nvals(&L->wh) / 1e6, prec, fwd[STEPS / 2], step[STEPS / 2] - fwd[STEPS / 2], step[STEPS / 2],
            B * T / (step[STEPS / 2] * 1e-3));
     fflush(stdout);
+    time_ops(m, a, H, sparsity, prec);
     be->free(am);
     be->free(av);
     free(tok);
@@ -187,20 +249,47 @@ static void bench_train(void) {
         train_row(2048, "dense", precs[p]);
         train_row(8192, "ba_8", precs[p]);
     }
+    printf("\nthe recurrent layer's ops, us per call (medians of back-to-back calls); a window of T = 128 steps "
+           "runs each per-step op 128 times and bwd-weight once (N = T*B)\n\n"
+           "| H | W_h mask | dtype | bsmm fwd | lstm fwd | lstm bwd | bsmm bwd-data | step total x128 ms | bsmm bwd-weight |\n"
+           "|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < n_op_rows; i++) {
+        const OpRow *r = &op_rows[i];
+        double per_step = r->us[OP_BSMM_FWD] + r->us[OP_LSTM_FWD] + r->us[OP_LSTM_BWD] + r->us[OP_BSMM_BWD_DATA];
+        printf("| %5d | %-8s | %s | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f |\n", r->H, r->mask, r->prec,
+               r->us[OP_BSMM_FWD], r->us[OP_LSTM_FWD], r->us[OP_LSTM_BWD], r->us[OP_BSMM_BWD_DATA],
+               128 * per_step / 1e3, r->us[OP_BSMM_BWD_WEIGHT]);
+    }
+}
+
+static void bench_usage(void) {
+    printf("usage: swlstm bench [--train] [--bs 8|16|32] [--density D] [--dtype fp32|bf16]\n"
+           "  (default) block-sparse kernel table vs cuBLAS and cuSPARSE; --bs, --density and --dtype\n"
+           "            keep only the matching rows (block 32 runs densities 1 0.5 0.25 0.1 0.05 0.02;\n"
+           "            blocks 8 and 16 run 0.1)\n"
+           "  --train   training throughput, dense H=2048 vs small-world H=8192, fp32 and bf16\n");
 }
 
 int cmd_bench(int argc, char **argv) {
     int train = 0;
+    KFilter f = {0, 0, NULL};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--train")) train = 1;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: swlstm bench [--train]\n  (default) block-sparse kernel table vs cuBLAS and cuSPARSE\n"
-                   "  --train   training throughput, dense H=2048 vs small-world H=8192, fp32 and bf16\n");
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--train")) train = 1;
+        else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            bench_usage();
             return 0;
-        } else die("bench: unknown option '%s' (expected --train or --help)", argv[i]);
+        } else if (!strcmp(o, "--bs") || !strcmp(o, "--density") || !strcmp(o, "--dtype")) {
+            if (!v) die("bench: option '%s' needs a value (see swlstm bench --help)", o);
+            i++;
+            if (!strcmp(o, "--bs")) f.bs = (int)parse_long("bench --bs", v, 8, 32);
+            else if (!strcmp(o, "--density")) f.density = parse_double("bench --density", v, 1e-6, 1);
+            else if (!strcmp(v, "fp32") || !strcmp(v, "bf16")) f.dtype = v;
+            else die("bench --dtype %s: expected fp32 or bf16", v);
+        } else die("bench: unknown option '%s' (see swlstm bench --help)", o);
     }
     if (train) bench_train();
-    else bench_kernels();
+    else bench_kernels(&f);
     return 0;
 }
 #endif
