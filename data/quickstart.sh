@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 make -j"$(nproc)" swlstm
 corpus=$(bash data/get_corpus.sh)
 device=cpu
-if nvidia-smi -L >/dev/null 2>&1 && ! ./swlstm train configs/tiny.cfg --device=cuda --max_steps=0 2>&1 | grep -q "built without CUDA"; then
+if nvidia-smi -L >/dev/null 2>&1 && ldd ./swlstm | grep -q libcudart; then
     device=cuda
 fi
 echo "quickstart: training configs/tiny.cfg on $corpus ($device)"
