@@ -177,71 +177,78 @@ __global__ void __launch_bounds__(MM_THREADS) bsmm_mm_kernel(MmArgs p) {
 }
 
 // ---- bwd_weight: M = the group's blocks' columns stacked (256 rows), N = BS, K = N rows ----
+// The same cp.async ring as above over KC rows of N per stage (bf16 mode: bf16 copies of dy
+// and x). Each group's K loop is long (all T*B rows), so the ring stays full.
+#define BW_THREADS 256
+#define BW_STAGES 3
+
 template <typename T, int BS>
 struct Bw {
+    static constexpr int E = 16 / sizeof(T);      // elements per 16-byte copy
     static constexpr int KC = 32;                 // rows of N per stage
-    static constexpr int G = BSMM_THREADS / BS;   // blocks per group
-    static constexpr int LDD = sm_ld<T>(BS), LDX = sm_ld<T>(BSMM_THREADS);
-    static constexpr int D_TOTAL = KC * BS / 8, D_CH = cdiv_c(D_TOTAL, BSMM_THREADS);
-    static constexpr int X_CH = KC / 8;           // KC rows x 256 columns / 8 / 256 threads
-    static constexpr size_t SMEM = (size_t)(KC * LDD + KC * LDX) * sizeof(T);
+    static constexpr int G = BW_THREADS / BS;     // blocks per group
+    static constexpr int LDD = sm_ld<T>(BS), LDX = sm_ld<T>(BW_THREADS);
+    static constexpr int D_CPR = BS / E, D_TOTAL = KC * D_CPR, D_CH = cdiv_c(D_TOTAL, BW_THREADS);
+    static constexpr int X_CPR = BW_THREADS / E, X_CH = KC * X_CPR / BW_THREADS;
+    static constexpr size_t D_BYTES = (size_t)KC * LDD * sizeof(T);
+    static constexpr size_t STAGE = D_BYTES + (size_t)KC * LDX * sizeof(T);
+    static constexpr size_t SMEM = BW_STAGES * STAGE;
+    static_assert(D_BYTES % 16 == 0 && STAGE % 16 == 0, "ring layout");
 };
 
 typedef struct {
     real *dvals;
-    const real *dy, *x;
+    const void *dy, *x;           // bf16 or float, like the kernel's T
     const int *col_idx, *grp_row, *grp_k0, *grp_cnt;
     int N, ld_dy, ld_x;
 } BwArgs;
 
 template <typename T, int BS>
-__global__ void __launch_bounds__(BSMM_THREADS, 2) bsmm_bwd_weight_kernel(BwArgs p) {
+__global__ void __launch_bounds__(BW_THREADS) bsmm_bwd_weight_kernel(BwArgs p) {
     using C = Bw<T, BS>;
     extern __shared__ __align__(16) unsigned char smem[];
-    __shared__ int s_col[C::G];
-    T *Ds = (T *)smem, *Xs = Ds + C::KC * C::LDD;
     const int tid = threadIdx.x, gi = blockIdx.x;
     const int br = p.grp_row[gi], k0 = p.grp_k0[gi], cnt = p.grp_cnt[gi];
-    if (tid < C::G) s_col[tid] = tid < cnt ? p.col_idx[k0 + tid] : 0;
-    __syncthreads();
-    Chunk8<float> rd[C::D_CH], rx[C::X_CH];
+    const T *dy = (const T *)p.dy, *x = (const T *)p.x;
     float acc[BS] = {};
+    // This thread's copies: x column xc of rows tid / X_CPR + i * (BW_THREADS / X_CPR); dy chunks.
+    const int xc = tid % C::X_CPR * C::E, gb = xc / BS;
+    const T *x_src = gb < cnt ? x + (long)p.col_idx[k0 + gb] * BS + xc % BS : NULL;
+    auto d_at = [&](int slot) { return (T *)(smem + slot * C::STAGE); };
+    auto x_at = [&](int slot) { return (T *)(smem + slot * C::STAGE + C::D_BYTES); };
+    const int nst = (p.N + C::KC - 1) / C::KC;
 
-    auto fetch = [&](int n0) {
+    auto issue = [&](int st) {
+        T *Ds = d_at(st % BW_STAGES), *Xs = x_at(st % BW_STAGES);
+        const int n0 = st * C::KC;
 #pragma unroll
         for (int i = 0; i < C::D_CH; i++) {
-            int id = tid + i * BSMM_THREADS, n = n0 + id / (BS / 8);
-            if (id < C::D_TOTAL && n < p.N) ld8(rd[i], p.dy + (long)n * p.ld_dy + br * BS + id % (BS / 8) * 8);
-            else zero8(rd[i]);
+            int id = tid + i * BW_THREADS, r = id / C::D_CPR, c = id % C::D_CPR * C::E;
+            if (id >= C::D_TOTAL) break;
+            bool ok = n0 + r < p.N;
+            cp_async16(Ds + r * C::LDD + c, ok ? dy + (long)(n0 + r) * p.ld_dy + br * BS + c : dy, ok);
         }
 #pragma unroll
         for (int i = 0; i < C::X_CH; i++) {
-            int id = tid + i * BSMM_THREADS, n = n0 + id / 32, c8 = id % 32 * 8, gb = c8 / BS;
-            if (gb < cnt && n < p.N) ld8(rx[i], p.x + (long)n * p.ld_x + s_col[gb] * BS + c8 % BS);
-            else zero8(rx[i]);
+            int r = tid / C::X_CPR + i * (BW_THREADS / C::X_CPR);
+            bool ok = x_src && n0 + r < p.N;
+            cp_async16(Xs + r * C::LDX + xc, ok ? x_src + (long)(n0 + r) * p.ld_x : x, ok);
         }
     };
-    auto stash = [&]() {
 #pragma unroll
-        for (int i = 0; i < C::D_CH; i++) {
-            int id = tid + i * BSMM_THREADS;
-            if (id < C::D_TOTAL) st8(Ds + id / (BS / 8) * C::LDD + id % (BS / 8) * 8, rd[i]);
-        }
-#pragma unroll
-        for (int i = 0; i < C::X_CH; i++) {
-            int id = tid + i * BSMM_THREADS;
-            st8(Xs + id / 32 * C::LDX + id % 32 * 8, rx[i]);
-        }
-    };
-
-    if (p.N > 0) fetch(0);
-    for (int n0 = 0; n0 < p.N; n0 += C::KC) {
-        __syncthreads();
-        stash();
-        __syncthreads();
-        if (n0 + C::KC < p.N) fetch(n0 + C::KC);
-        tile_product<BS, C::KC, true, true>(acc, Xs, C::LDX, Ds, C::LDD, tid);
+    for (int st = 0; st < BW_STAGES - 1; st++) {
+        if (st < nst) issue(st);
+        cp_commit();
     }
+    for (int st = 0; st < nst; st++) {
+        cp_wait<BW_STAGES - 2>();
+        __syncthreads();
+        if (st + BW_STAGES - 1 < nst) issue(st + BW_STAGES - 1);
+        cp_commit();
+        const int slot = st % BW_STAGES;
+        tile_product<BS, C::KC, true, true>(acc, x_at(slot), C::LDX, d_at(slot), C::LDD, tid);
+    }
+    cp_wait<0>();
 #pragma unroll
     for (int e = 0; e < BS; e++) {
         int m, i;
@@ -258,6 +265,15 @@ static const DevBsMat *dev_of(const BsMat *w) {
 
 static void check_aligned(const void *p, const char *what) {
     if ((uintptr_t)p % 16) die("internal: bsmm %s pointer %p is not 16-byte aligned", what, p);
+}
+
+// The kernels' view of an fp32 activation: itself, or (bf16 mode) a bf16 copy in scratch.
+template <bool BF>
+static const void *input_as(const real *in, size_t n, int slot) {
+    if (!BF) return in;
+    bf16 *b = (bf16 *)cuda_scratch(slot, n * sizeof(bf16));
+    to_bf16(b, in, n);
+    return b;
 }
 
 template <typename K>
@@ -310,12 +326,7 @@ static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals,
     a.w = BF ? (const void *)weights_bf16(vals, (size_t)bsmat_nvals(w)) : (const void *)vals;
     check_aligned(in, "input");
     check_aligned(a.w, "weight");
-    if (BF) {
-        size_t nin = (size_t)N * a.ld_in;
-        bf16 *xb = (bf16 *)cuda_scratch(SCRATCH_XBF16, nin * sizeof(bf16));
-        to_bf16(xb, in, nin);
-        a.in = xb;
-    }
+    a.in = input_as<BF>(in, (size_t)N * a.ld_in, SCRATCH_XBF16);
     int np = FWD ? d->fwd_npieces : d->bwd_npieces, nob = FWD ? w->nbr : w->nbc;
     typedef typename std::conditional<BF, bf16, float>::type T;
     switch (w->bs) {
@@ -338,7 +349,7 @@ template <typename T, int BS>
 static void launch_bwd_weight(const BwArgs &a, int ngroups) {
     static bool ready;
     if (!ready) allow_smem(bsmm_bwd_weight_kernel<T, BS>, Bw<T, BS>::SMEM), ready = true;
-    bsmm_bwd_weight_kernel<T, BS><<<ngroups, BSMM_THREADS, Bw<T, BS>::SMEM>>>(a);
+    bsmm_bwd_weight_kernel<T, BS><<<ngroups, BW_THREADS, Bw<T, BS>::SMEM>>>(a);
     LAUNCH_CHECK();
 }
 
@@ -346,9 +357,10 @@ template <bool BF>
 void bsmm_bwd_weight_cuda(real *dvals, const real *dy, const real *x, const BsMat *w, int N) {
     const DevBsMat *d = dev_of(w);
     if (N <= 0 || d->ngroups == 0) return;
-    BwArgs a = {dvals, dy, x, d->col_idx, d->grp_row, d->grp_k0, d->grp_cnt, N, w->rows, w->cols};
     check_aligned(dy, "dy");
     check_aligned(x, "x");
+    BwArgs a = {dvals, input_as<BF>(dy, (size_t)N * w->rows, SCRATCH_DYBF16), input_as<BF>(x, (size_t)N * w->cols, SCRATCH_XBF16),
+                d->col_idx, d->grp_row, d->grp_k0, d->grp_cnt, N, w->rows, w->cols};
     typedef typename std::conditional<BF, bf16, float>::type T;
     switch (w->bs) {
     case 8: launch_bwd_weight<T, 8>(a, d->ngroups); break;

@@ -1,6 +1,5 @@
-// bsmm_tile.cuh: the pieces the block-sparse kernels (bsmm.cu) are made of: 8-element
-// global->shared staging with conversion, asynchronous 16-byte copies (cp.async), and one
-// thread group's tile product
+// bsmm_tile.cuh: the pieces the block-sparse kernels (bsmm.cu) are made of: asynchronous
+// 16-byte global->shared copies (cp.async) and one thread group's tile product
 // acc[TM x BS] += A[TM x K] B[K x BS] from shared memory, either bf16 tensor cores
 // (mma.sync m16n8k16, fp32 accumulate) or fp32 FFMA.
 //
@@ -11,8 +10,6 @@
 #include <stdint.h>
 #include "common.cuh"
 
-#define BSMM_THREADS 256
-
 constexpr int cdiv_c(int a, int b) { return (a + b - 1) / b; }
 
 // Shared-memory row stride (elements) for rows of L elements: bf16 rows an odd number of
@@ -22,33 +19,6 @@ template <typename T>
 __host__ __device__ constexpr int sm_ld(int L) {
     return sizeof(T) == 2 ? ((L / 8) % 2 ? L : L + 8) : L + 4;
 }
-
-// ---- 8 elements between global and shared memory ----
-template <typename S> struct Chunk8;
-template <> struct Chunk8<float> { float4 a, b; };
-template <> struct Chunk8<bf16> { uint4 a; };
-
-__device__ inline void ld8(Chunk8<float> &c, const float *p) {
-    c.a = __ldg((const float4 *)p);
-    c.b = __ldg((const float4 *)p + 1);
-}
-__device__ inline void ld8(Chunk8<bf16> &c, const bf16 *p) { c.a = __ldg((const uint4 *)p); }
-__device__ inline void zero8(Chunk8<float> &c) { c.a = c.b = make_float4(0.f, 0.f, 0.f, 0.f); }
-__device__ inline void zero8(Chunk8<bf16> &c) { c.a = make_uint4(0, 0, 0, 0); }
-
-__device__ inline void st8(float *d, const Chunk8<float> &c) {
-    *(float4 *)d = c.a;
-    *(float4 *)(d + 4) = c.b;
-}
-__device__ inline uint32_t pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *(uint32_t *)&v;
-}
-__device__ inline void st8(bf16 *d, const Chunk8<float> &c) {
-    *(uint4 *)d = make_uint4(pack_bf16(c.a.x, c.a.y), pack_bf16(c.a.z, c.a.w),
-                             pack_bf16(c.b.x, c.b.y), pack_bf16(c.b.z, c.b.w));
-}
-__device__ inline void st8(bf16 *d, const Chunk8<bf16> &c) { *(uint4 *)d = c.a; }
 
 // ---- asynchronous global->shared copies: 16 bytes, zero-filled when !valid ----
 __device__ inline void cp_async16(void *dst, const void *src, bool valid) {

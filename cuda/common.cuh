@@ -23,7 +23,7 @@ const char *cuda_hint(cudaError_t e);
 // After a kernel launch: catches bad launch configurations at once.
 #define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
 
-enum { SCRATCH_WBF16, SCRATCH_XBF16, SCRATCH_PART, SCRATCH_COUNT, SCRATCH_SUMSQ, SCRATCH_COLSUM, SCRATCH_N };
+enum { SCRATCH_WBF16, SCRATCH_XBF16, SCRATCH_DYBF16, SCRATCH_PART, SCRATCH_COUNT, SCRATCH_SUMSQ, SCRATCH_COLSUM, SCRATCH_N };
 
 typedef struct {
     int nsm;                 // multiprocessors
