@@ -38,7 +38,7 @@ endif
 all: swlstm
 
 swlstm: $(BUILD)/swlstm
-	cp $< $@
+	cp $< $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/swlstm: $(BUILD)/src/main.o $(LIBOBJ) $(CUOBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
