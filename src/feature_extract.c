@@ -92,10 +92,10 @@ typedef struct {
     Progress prog;
 } Extract;
 
-static const Docs *sort_docs;
-static int by_len_desc(const void *a, const void *b) {
+// Longer documents first; equal lengths keep input order (a stable, deterministic order).
+static int by_len_desc(const void *a, const void *b, void *docs) {
     int i = *(const int *)a, j = *(const int *)b;
-    size_t li = doc_len(sort_docs, i), lj = doc_len(sort_docs, j);
+    size_t li = doc_len(docs, i), lj = doc_len(docs, j);
     return li != lj ? (li < lj ? 1 : -1) : (i > j) - (i < j);
 }
 
@@ -143,8 +143,7 @@ float *features_extract(Model *m, const Docs *d, const FeatOpts *o) {
     if (B == 0) return e.out;
     int *order = xmalloc(d->n * sizeof(int));
     for (int i = 0; i < d->n; i++) order[i] = i;
-    sort_docs = d;
-    qsort(order, d->n, sizeof(int), by_len_desc);
+    qsort_r(order, d->n, sizeof(int), by_len_desc, (void *)d);
     e.s = infer_create(m, B, o->mean);
     e.c = xmalloc((size_t)B * m->H * sizeof(float));
     e.h = xmalloc((size_t)B * m->H * sizeof(float));

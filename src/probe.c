@@ -66,6 +66,11 @@ static void fold_job(Job *j, const ProbeSet *s, const int *fold, int f) {
     }
     j->tr = (LrSet){s->X, s->d, s->y, tr, ntr};
     j->ev = (LrSet){s->X, s->d, s->y, ev, nev};
+    int ones = 0;
+    for (int k = 0; k < ntr; k++) ones += s->y[tr[k]];
+    if (ones == 0 || ones == ntr)
+        die("probe: the training part of cross-validation fold %d has only label %d (%d documents): use fewer folds or more data",
+            f + 1, ones ? 1 : 0, ntr);
 }
 
 static int penalty_list(int mask, Penalty *p) {
