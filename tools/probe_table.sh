@@ -13,8 +13,12 @@ timeout -s TERM "$secs" ./swlstm train configs/probe_lm.cfg --data="$data/gcide.
     | tee "$res/train.log" | grep -E "^(eval|stopped|done)|parameters" || true
 ./swlstm info "$ck" | head -6 | tee "$res/info.txt"
 ./swlstm eval "$ck" --split test --max-bytes 2000000 --json | tee "$res/eval.json"
-# L1 sweeps on 4096 dense features are slow: both penalties on SST-2 (dev selection), L2 on MR.
-./swlstm probe "$ck" --train "$data/sst2.train" --dev "$data/sst2.dev" --test "$data/sst2.test" \
-    --device cuda --precision fp32 --json | tee "$res/sst2.json"
-./swlstm probe "$ck" --train "$data/mr.all" --folds 10 --penalty l2 --device cuda --precision fp32 --json \
+# Features once on the GPU, then L2 probes on the CPU (L1 sweeps over 4096 dense features take
+# far longer than the L2 ones; see docs/PROBES.md).
+feats() { ./swlstm features "$ck" --input "$1" --labels "$2.labels.npy" --out "$2.npy" --device cuda --precision fp32; }
+for f in sst2.train sst2.dev sst2.test mr.all; do feats "$data/$f" "$run/$f"; done
+./swlstm probe --features-file "$run/sst2.train.npy" --labels "$run/sst2.train.labels.npy" \
+    --dev-features "$run/sst2.dev.npy" --dev-labels "$run/sst2.dev.labels.npy" \
+    --test-features "$run/sst2.test.npy" --test-labels "$run/sst2.test.labels.npy" --penalty l2 --json | tee "$res/sst2.json"
+./swlstm probe --features-file "$run/mr.all.npy" --labels "$run/mr.all.labels.npy" --folds 10 --penalty l2 --json \
     | tee "$res/mr.json"
