@@ -1,6 +1,6 @@
 // adam_cpu.c: AdamW step and the reductions used for global-norm clipping (CPU reference;
 // the CUDA versions are in cuda/adam.cu).
-#include "backend.h"
+#include "adam_step.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -9,21 +9,12 @@
 // sumsq sums fixed chunks so its result never depends on the thread count.
 #define SUMSQ_CHUNK 4096
 
-// p[n] -= lr * (mhat / (sqrt(vhat) + eps) + wd * p), with m, v updated in place and
-// g scaled by grad_scale first. Weight decay is decoupled (AdamW) and uses the old p.
+// AdamW over n elements (adam_step.h), m and v updated in place.
 void adam_cpu(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a) {
-    const real bc1 = (real)(1.0 - pow((double)a.beta1, (double)a.step));
-    const real bc2 = (real)(1.0 - pow((double)a.beta2, (double)a.step));
+    real bc1, bc2;
+    adam_bias_corrections(&a, &bc1, &bc2);
 #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        real gi = g[i] * a.grad_scale;
-        real mi = a.beta1 * m[i] + (1 - a.beta1) * gi;
-        real vi = a.beta2 * v[i] + (1 - a.beta2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        real mhat = mi / bc1, vhat = vi / bc2;
-        p[i] -= a.lr * (mhat / ((real)sqrt(vhat) + a.eps) + a.weight_decay * p[i]);
-    }
+    for (size_t i = 0; i < n; i++) p[i] = adam_step(p[i], g[i], &m[i], &v[i], a, bc1, bc2);
 }
 
 // sum_i x[i]^2 in double: each chunk summed in order, then the chunk sums in order.
