@@ -29,11 +29,8 @@ static void print_model(const Ckpt *c, const Config *cfg) {
         mask_free(&masks[i]);
     }
     const CkptSection *p = ckpt_find(c, "params", 1);
-    double dense = 256.0 * cfg->embed_size + 256.0 * cfg->hidden_size + 256;
-    for (int l = 0; l < cfg->num_layers; l++)
-        dense += 4.0 * cfg->hidden_size * ((l ? cfg->hidden_size : cfg->embed_size) + cfg->hidden_size + (cfg->layer_norm ? 2 : 1));
     printf("parameters: %llu stored (fp32), %.0f for the same shapes dense\n",
-           (unsigned long long)(p->len / 4), dense);
+           (unsigned long long)(p->len / 4), model_dense_params(cfg));
 }
 
 static void print_state(const Ckpt *c) {

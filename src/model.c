@@ -9,6 +9,13 @@ uint64_t model_mask_seed(long mask_seed, int layer, int is_input) {
     return (uint64_t)mask_seed + 1000u * (uint64_t)layer + (is_input ? 500u : 0u);
 }
 
+double model_dense_params(const Config *cfg) {
+    double H = cfg->hidden_size, G = 4 * H, n = 256.0 * cfg->embed_size + 256.0 * H + 256;
+    for (int l = 0; l < cfg->num_layers; l++)
+        n += G * ((l ? H : cfg->embed_size) + H) + G * (cfg->layer_norm ? 2 : 1);
+    return n;
+}
+
 static size_t add_tensor(Model *m, const char *name, size_t n, int decay) {
     ParamTensor *t = &m->tensor[m->ntensor++];
     t->name = xstrdup(name);
@@ -43,7 +50,6 @@ static void layout_layer(Model *m, int l, const Mask *mh, const Mask *mx) {
         snprintf(name, sizeof name, "l%d.ln", l);
         L->off_g = add_tensor(m, name, G, 0);
     }
-    m->dense_equiv += (double)G * (L->in + m->H) + G * (m->ln ? 2 : 1);
 }
 
 // Uniform in +-1/sqrt(fan_in), where a sparse row's fan-in counts only its stored weights.
@@ -89,11 +95,10 @@ Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask 
     m->bs = cfg->block_size;
     m->ln = cfg->layer_norm;
     m->off_emb = add_tensor(m, "emb", 256 * (size_t)m->E, 0);
-    m->dense_equiv = 256.0 * m->E;
     for (int l = 0; l < m->L; l++) layout_layer(m, l, &masks[2 * l], &masks[2 * l + 1]);
     m->off_wo = add_tensor(m, "head.w", 256 * (size_t)m->H, 1);
     m->off_bo = add_tensor(m, "head.b", 256, 0);
-    m->dense_equiv += 256.0 * m->H + 256;
+    m->dense_equiv = model_dense_params(cfg);
     for (int l = 0; l < m->L; l++) {
         be->bsmat_upload(&m->layer[l].wh);
         if (m->layer[l].sparse_x) be->bsmat_upload(&m->layer[l].wx);

@@ -42,6 +42,8 @@ Model *model_create(const Config *cfg, const Backend *be);
 // Same, with the masks given (2 per layer: W_h then W_x; W_x of layer 0 ignored). The model
 // keeps copies. Used when loading checkpoints, which store their masks.
 Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask *masks);
+// Parameters of the model that cfg describes with every mask dense.
+double model_dense_params(const Config *cfg);
 // Mask seeds per layer and matrix, so that users can rebuild any mask with `swlstm mask`.
 uint64_t model_mask_seed(long mask_seed, int layer, int is_input);
 void model_free(Model *m);

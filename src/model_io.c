@@ -30,31 +30,43 @@ static Rd reader(const Ckpt *c, const char *tag) {
     return (Rd){s->data, s->len, 0, c->path, tag};
 }
 
-// Device reals -> host fp32 bytes.
-static void add_reals(CkptWriter *w, const char *tag, const Backend *be, const real *src, size_t n) {
+// Appends n backend reals to b as fp32.
+static void buf_reals(Buf *b, const Backend *be, const real *src, size_t n) {
     real *tmp = xmalloc(n * sizeof(real));
     float *f = xmalloc(n * sizeof(float));
     be->to_host(tmp, src, n * sizeof(real));
     for (size_t i = 0; i < n; i++) f[i] = (float)tmp[i];
-    ckpt_add(w, tag, f, n * sizeof(float));
-    free(tmp);
+    buf_put(b, f, n * sizeof(float));
     free(f);
+    free(tmp);
 }
 
-// Host fp32 section -> device reals; the section must hold exactly n values.
+// Uploads n fp32 values from (unaligned) checkpoint bytes as backend reals.
+static void upload_floats(const Backend *be, real *dst, const uint8_t *bytes, size_t n) {
+    real *tmp = xmalloc(n * sizeof(real));
+    for (size_t i = 0; i < n; i++) {
+        float f;
+        memcpy(&f, bytes + 4 * i, 4);
+        tmp[i] = (real)f;
+    }
+    be->to_device(dst, tmp, n * sizeof(real));
+    free(tmp);
+}
+
+static void add_reals(CkptWriter *w, const char *tag, const Backend *be, const real *src, size_t n) {
+    Buf b = {0};
+    buf_reals(&b, be, src, n);
+    ckpt_add(w, tag, b.p, b.n);
+    free(b.p);
+}
+
+// The section must hold exactly n values.
 static void get_reals(const Ckpt *c, const char *tag, const Backend *be, real *dst, size_t n) {
     const CkptSection *s = ckpt_find(c, tag, 1);
     if (s->len != n * sizeof(float))
         die("checkpoint '%s': section '%s' holds %llu values, the model needs %zu",
             c->path, tag, (unsigned long long)(s->len / sizeof(float)), n);
-    real *tmp = xmalloc(n * sizeof(real));
-    for (size_t i = 0; i < n; i++) {
-        float f;
-        memcpy(&f, s->data + 4 * i, 4);
-        tmp[i] = (real)f;
-    }
-    be->to_device(dst, tmp, n * sizeof(real));
-    free(tmp);
+    upload_floats(be, dst, s->data, n);
 }
 
 static void put_mask(Buf *b, const Mask *mk) {
@@ -89,20 +101,14 @@ static void add_state(CkptWriter *w, const TrainState *ts) {
 
 static void add_hidden(CkptWriter *w, const Model *m, const Acts *a) {
     size_t blk = (size_t)a->B * m->H;
-    real *tmp = xmalloc(2 * m->L * blk * sizeof(real));
-    for (int l = 0; l < m->L; l++) {
-        m->be->to_host(tmp + 2 * l * blk, a->h[l], blk * sizeof(real));
-        m->be->to_host(tmp + (2 * l + 1) * blk, a->c[l], blk * sizeof(real));
-    }
-    float *f = xmalloc(2 * m->L * blk * sizeof(float));
-    for (size_t i = 0; i < 2 * m->L * blk; i++) f[i] = (float)tmp[i];
     Buf b = {0};
     buf_i32(&b, a->B);
-    buf_put(&b, f, 2 * m->L * blk * sizeof(float));
+    for (int l = 0; l < m->L; l++) {
+        buf_reals(&b, m->be, a->h[l], blk);
+        buf_reals(&b, m->be, a->c[l], blk);
+    }
     ckpt_add(w, "hidden", b.p, b.n);
     free(b.p);
-    free(f);
-    free(tmp);
 }
 
 void model_save(const char *path, const Model *m, const TrainState *ts, const real *adam_m,
@@ -218,14 +224,6 @@ void model_load_train_state(const Model *m, const Ckpt *c, TrainState *ts, real 
     size_t blk = (size_t)a->B * m->H;
     if (B != a->B || r.n - r.at != 2 * m->L * blk * sizeof(float))
         die("checkpoint '%s': carried state is for batch_size %d, this run uses %d (keep batch_size to resume)", c->path, B, a->B);
-    real *tmp = xmalloc(blk * sizeof(real));
-    for (int i = 0; i < 2 * m->L; i++) {
-        for (size_t k = 0; k < blk; k++) {
-            float f;
-            rd_get(&r, &f, 4);
-            tmp[k] = (real)f;
-        }
-        m->be->to_device(i % 2 ? a->c[i / 2] : a->h[i / 2], tmp, blk * sizeof(real));
-    }
-    free(tmp);
+    for (int i = 0; i < 2 * m->L; i++)
+        upload_floats(m->be, i % 2 ? a->c[i / 2] : a->h[i / 2], r.p + r.at + 4 * blk * (size_t)i, blk);
 }

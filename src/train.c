@@ -77,14 +77,18 @@ static void init_from(Trainer *tr) {
     printf("init_from %s: loaded weights only (optimizer state, step and data position start fresh)\n", tr->cfg.init_from);
 }
 
+// Bytes of the valid split that evaluation covers (eval_bytes caps it; 0 = all).
+static size_t valid_len(const Trainer *tr) {
+    size_t vlen = tr->ds.n[SPLIT_VALID];
+    return tr->cfg.eval_bytes && (size_t)tr->cfg.eval_bytes < vlen ? (size_t)tr->cfg.eval_bytes : vlen;
+}
+
 static void setup_data(Trainer *tr) {
     const Config *cfg = &tr->cfg;
     dataset_open(&tr->ds, cfg->data);
     dataset_split(&tr->ds, cfg->split, cfg->data);
     stripes_init(&tr->st, tr->ds.bytes + tr->ds.off[SPLIT_TRAIN], tr->ds.n[SPLIT_TRAIN], cfg->batch_size, cfg->seq_length);
-    size_t vlen = tr->ds.n[SPLIT_VALID];
-    if (cfg->eval_bytes && (size_t)cfg->eval_bytes < vlen) vlen = (size_t)cfg->eval_bytes;
-    if (cfg->eval_every > 0 && vlen < 2)
+    if (cfg->eval_every > 0 && valid_len(tr) < 2)
         die("data '%s': the valid split (split = %s) is empty; give it bytes or set eval_every = 0", cfg->data, cfg->split);
     size_t N = (size_t)cfg->batch_size * cfg->seq_length;
     tr->tok = xmalloc(N * sizeof(int));
@@ -108,9 +112,7 @@ static void setup(Trainer *tr, const char *resume_path) {
     if (resume_path) resume(tr, resume_path);
     else if (cfg->init_from[0]) init_from(tr);
     if (cfg->eval_every > 0) {
-        size_t vlen = tr->ds.n[SPLIT_VALID];
-        if (cfg->eval_bytes && (size_t)cfg->eval_bytes < vlen) vlen = (size_t)cfg->eval_bytes;
-        tr->ea = acts_create(tr->m, eval_batch_for(vlen, cfg->batch_size, cfg->seq_length), cfg->seq_length);
+        tr->ea = acts_create(tr->m, eval_batch_for(valid_len(tr), cfg->batch_size, cfg->seq_length), cfg->seq_length);
     }
     train_log_open(&tr->log, tr->m, cfg, resume_path != NULL);
 }
@@ -159,10 +161,9 @@ static int train_step(Trainer *tr, StepStats *s) {
 }
 
 static void validate(Trainer *tr) {
-    size_t vlen = tr->ds.n[SPLIT_VALID], count;
-    if (tr->cfg.eval_bytes && (size_t)tr->cfg.eval_bytes < vlen) vlen = (size_t)tr->cfg.eval_bytes;
+    size_t count;
     double t0 = now_sec();
-    double bpc = eval_bpc(tr->m, tr->ea, tr->ds.bytes + tr->ds.off[SPLIT_VALID], vlen, &count);
+    double bpc = eval_bpc(tr->m, tr->ea, tr->ds.bytes + tr->ds.off[SPLIT_VALID], valid_len(tr), &count);
     int best = bpc < tr->ts.best_valid_bpc;
     if (best) tr->ts.best_valid_bpc = bpc;
     train_log_eval(&tr->log, tr->ts.step, bpc, count, now_sec() - t0, best);
