@@ -15,7 +15,7 @@ else
 endif
 CUDA ?= $(if $(CUDA_HOME),1,0)
 
-CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow -fopenmp $(OPT) -MMD -MP -Isrc
+CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow -fopenmp -pthread $(OPT) -MMD -MP -Isrc
 LDLIBS  := -lz -lm
 NVFLAGS := -O3 -std=c++17 -Isrc -Xcompiler -Wall,-fopenmp \
            -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90

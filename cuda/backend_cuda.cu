@@ -7,7 +7,7 @@
 
 static_assert(sizeof(real) == 4, "the CUDA backend computes in float");
 
-CudaState g_cuda;
+thread_local CudaState g_cuda;
 void register_params_cuda(real *params, size_t n, int want_shadow);  // shadow.cu
 
 void cuda_fail(const char *what, const char *err, const char *file, int line, const char *hint) {
@@ -157,15 +157,17 @@ static void cu_register_bf16(real *params, size_t n) { register_params_cuda(para
 
 // ---- device setup ----
 static void cuda_init(void) {
-    static int done;
+    static thread_local int done;  // per thread, like g_cuda
     if (done) return;
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0)
         die("device = cuda: no CUDA device found (cudaGetDeviceCount: %s); set device = cpu",
             e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
     cudaDeviceProp prop;
-    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
     if (prop.major < 9)
         die("device = cuda: %s has compute capability %d.%d; this build runs on sm_90 (H100/H200) or newer; set device = cpu",
             prop.name, prop.major, prop.minor);

@@ -284,7 +284,7 @@ static void allow_smem(K kernel, size_t bytes) {
 template <typename T, int BS, int TM, bool FWD>
 static void launch_mm(MmArgs a, int npieces, int nob) {
     using C = Mm<T, BS, TM, FWD>;
-    static bool ready;
+    static thread_local bool ready;  // the attribute is per device: one per rank thread
     if (!ready) allow_smem(bsmm_mm_kernel<T, BS, TM, FWD>, C::SMEM), ready = true;
     int gy = cdiv(a.N, TM);
     a.part = (float *)cuda_scratch(SCRATCH_PART, sizeof(float) * (size_t)npieces * gy * TM * BS);
@@ -347,7 +347,7 @@ void bsmm_bwd_data_cuda(real *dx, const real *dy, const BsMat *w, const real *va
 
 template <typename T, int BS>
 static void launch_bwd_weight(const BwArgs &a, int ngroups) {
-    static bool ready;
+    static thread_local bool ready;  // the attribute is per device: one per rank thread
     if (!ready) allow_smem(bsmm_bwd_weight_kernel<T, BS>, Bw<T, BS>::SMEM), ready = true;
     bsmm_bwd_weight_kernel<T, BS><<<ngroups, BW_THREADS, Bw<T, BS>::SMEM>>>(a);
     LAUNCH_CHECK();

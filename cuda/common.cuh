@@ -34,7 +34,8 @@ typedef struct {
     void *scratch[SCRATCH_N];  // grown on demand (zero-filled when allocated), see cuda_scratch
     size_t scratch_bytes[SCRATCH_N];
 } CudaState;
-extern CudaState g_cuda;
+// Per thread: `gpus = N` trains one rank per thread, each on its own device.
+extern thread_local CudaState g_cuda;
 
 void *cuda_scratch(int slot, size_t bytes);
 

@@ -10,7 +10,8 @@
 
 static_assert(sizeof(ncclUniqueId) == DIST_ID_BYTES, "the id exchange moves NCCL_UNIQUE_ID_BYTES");
 
-static struct {
+// One communicator per thread: `gpus = N` runs one rank per thread.
+static thread_local struct {
     ncclComm_t comm;
     cudaStream_t stream;       // non-blocking, so collectives can overlap the backend's kernels
     cudaEvent_t queued, done;  // the backend's work so far; the collectives so far
@@ -31,8 +32,7 @@ __attribute__((noreturn)) static void abort_die(const char *what, const char *wh
         ncclCommAbort(g_dist.comm);
         g_dist.comm = NULL;
     }
-    die("rank %d of %d: %s: %s%s%s (if another rank failed first, its log has the cause)", g_dist.rank,
-        g_dist.world, what, why, *detail ? ": " : "", detail);
+    die("%s: %s%s%s (if another rank failed first, its log has the cause)", what, why, *detail ? ": " : "", detail);
 }
 
 static void pause_briefly(void) {
@@ -74,17 +74,19 @@ void dist_nccl_get_unique_id(uint8_t id[DIST_ID_BYTES]) {
     memcpy(id, &u, DIST_ID_BYTES);
 }
 
+int dist_gpu_count(void) {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
 // The GPU of a rank: its local rank among the GPUs this process sees. One visible GPU
 // means the launcher bound one to each rank (CUDA_VISIBLE_DEVICES per task).
-static int pick_device(int rank, int world, int local_rank) {
-    int ndev = 0;
-    cudaError_t e = cudaGetDeviceCount(&ndev);
-    if (e != cudaSuccess || ndev == 0)
-        die("rank %d of %d: no CUDA device visible (%s)", rank, world, e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+static int pick_device(int rank, int local_rank) {
+    int ndev = dist_gpu_count();
+    if (ndev == 0) die("no CUDA device visible (cudaGetDeviceCount gives none)");
     int local = local_rank >= 0 ? local_rank : rank;
     if (ndev > 1 && local_rank >= ndev)
-        die("rank %d of %d: local rank %d, but this machine shows only %d GPUs: start at most %d ranks per machine",
-            rank, world, local_rank, ndev, ndev);
+        die("local rank %d, but this machine shows only %d GPUs: start at most %d ranks per machine", local_rank, ndev, ndev);
     return local % ndev;
 }
 
@@ -94,7 +96,7 @@ void dist_nccl_init(int rank, int world, int local_rank, const uint8_t id[DIST_I
     g_dist.rank = rank;
     g_dist.world = world;
     g_dist.timeout = timeout_sec;
-    CUDA_CHECK(cudaSetDevice(pick_device(rank, world, local_rank)));
+    CUDA_CHECK(cudaSetDevice(pick_device(rank, local_rank)));
     ncclUniqueId u;
     memcpy(&u, id, DIST_ID_BYTES);
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;

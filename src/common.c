@@ -6,25 +6,33 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+static _Thread_local char context[64];
+
+void die_context(const char *ctx) { snprintf(context, sizeof context, "%s%s", ctx, *ctx ? ": " : ""); }
+
+static void report(const char *kind, const char *fmt, va_list ap) {
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fflush(stdout);
+    fprintf(stderr, "swlstm: %s: %s%s\n", kind, context, msg);  // one write: ranks do not interleave
+    fflush(stderr);
+}
 
 void die(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fflush(stdout);
-    fputs("swlstm: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    report("error", fmt, ap);
     va_end(ap);
-    exit(1);
+    fflush(NULL);
+    _exit(1);
 }
 
 void warnf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fflush(stdout);
-    fputs("swlstm: warning: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    report("warning", fmt, ap);
     va_end(ap);
 }
 

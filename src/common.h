@@ -18,8 +18,11 @@ typedef float real;
 #define SW_VOCAB 256
 #define SW_MAX_LAYERS 8
 
-// Prints "swlstm: error: <message>" on one line and exits with status 1.
+// Prints "swlstm: error: <context: ><message>" on one line and exits with status 1 at once
+// (no atexit handlers: other threads may be inside CUDA or NCCL calls).
 __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
+// Names the calling thread in its later errors and warnings, e.g. "rank 1 of 2" ("" = none).
+void die_context(const char *ctx);
 // Prints "swlstm: warning: <message>".
 void warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

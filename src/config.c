@@ -61,6 +61,9 @@ static const Key keys[] = {
     KEY(eval_every, T_LONG, R_NONNEG, "200", "steps between validation evals (0 = none)", NULL),
     KEY(eval_bytes, T_LONG, R_NONNEG, "0", "validation bytes per eval (0 = whole valid split)", NULL),
     KEY(save_every, T_LONG, R_NONNEG, "0", "steps between checkpoints (0 = only at evals and the end)", NULL),
+    KEY(gpus, T_INT, R_POS, "1", "GPUs this process trains on, one rank each (data parallel)", NULL),
+    KEY(dist_init, T_STR, R_ANY, "", "several processes: file:///shared/path or tcp://host:port of rank 0 (\"\" = SWLSTM_DIST_INIT)", NULL),
+    KEY(dist_bucket_mb, T_DOUBLE, R_POS, "25", "gradient all-reduce bucket size in MiB", NULL),
 };
 #define NKEYS (int)(sizeof keys / sizeof keys[0])
 
@@ -341,6 +344,10 @@ void config_validate(const Config *c) {
     if (!c->out_dir[0]) die("out_dir: empty path (expected a run directory)");
     if (!strcmp(c->precision, "bf16") && strcmp(c->device, "cuda"))
         die("precision = bf16 needs device = cuda (device = %s)", c->device);
+    if (c->gpus > 1 && strcmp(c->device, "cuda"))
+        die("gpus = %d needs device = cuda (device = %s)", c->gpus, c->device);
+    if (c->batch_size % c->gpus)
+        die("batch_size = %d is not divisible by gpus = %d: each GPU reads batch_size/gpus stripes", c->batch_size, c->gpus);
     if (c->min_lr > c->learning_rate)
         die("min_lr = %g is above learning_rate = %g", c->min_lr, c->learning_rate);
     if (c->warmup_steps > c->max_steps)

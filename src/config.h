@@ -31,6 +31,10 @@ typedef struct {
     char nan_policy[16];                 // stop | skip
     // logging, evaluation, checkpoints
     long log_every, eval_every, eval_bytes, save_every;
+    // data parallel (docs/MULTIGPU.md)
+    int gpus;                    // GPUs (ranks) of this process
+    char dist_init[CFG_STR];     // how ranks of several processes find rank 0 ("" = SWLSTM_DIST_INIT)
+    double dist_bucket_mb;       // all-reduce bucket size
 } Config;
 
 void config_defaults(Config *c);

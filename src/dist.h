@@ -91,6 +91,8 @@ void dist_tcp_fetch(const char *host, int port, const DistEnv *e, uint8_t id[DIS
 // ---- NCCL (cuda/nccl.cu; without CUDA: world size 1 only, where every call is a no-op) ----
 
 void dist_nccl_get_unique_id(uint8_t id[DIST_ID_BYTES]);
+// CUDA devices this process sees (0 without CUDA or without a device).
+int dist_gpu_count(void);
 // Sets NCCL_NVLS_ENABLE=0 unless the user set it, selects GPU local_rank (rank if -1) modulo
 // the visible GPUs, and joins the communicator; call it before backend_get. World 1: no-op.
 void dist_nccl_init(int rank, int world, int local_rank, const uint8_t id[DIST_ID_BYTES], double timeout_sec);

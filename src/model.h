@@ -34,6 +34,11 @@ typedef struct Model {
     size_t nparams;     // stored (trained) parameters
     double dense_equiv; // parameters of the same model with dense masks
     real *params, *grads;  // backend memory, nparams each
+    // Called by model_backward as gradients become final: every gradient at offset >= off is
+    // (the head, then each layer from the top, then the embedding at 0), so a data-parallel
+    // trainer can start summing them across ranks while backward goes on. NULL: not called.
+    void (*grads_ready)(void *ctx, size_t off);
+    void *grads_ready_ctx;
 } Model;
 
 // Builds masks from cfg (sparsity, mask_seed), allocates and initialises the parameters from

@@ -215,15 +215,17 @@ int ckpt_train_state(const Ckpt *c, TrainState *ts) {
 }
 
 void model_load_train_state(const Model *m, const Ckpt *c, TrainState *ts, real *adam_m,
-                            real *adam_v, Acts *a) {
+                            real *adam_v, Acts *a, int row0, int rows) {
     if (!ckpt_train_state(c, ts)) die("checkpoint '%s' has no training state (a weights-only file): use init_from instead of --resume", c->path);
     get_reals(c, "adam_m", m->be, adam_m, m->nparams);
     get_reals(c, "adam_v", m->be, adam_v, m->nparams);
     Rd r = reader(c, "hidden");
     int B = rd_i32(&r);
-    size_t blk = (size_t)a->B * m->H;
-    if (B != a->B || r.n - r.at != 2 * m->L * blk * sizeof(float))
-        die("checkpoint '%s': carried state is for batch_size %d, this run uses %d (keep batch_size to resume)", c->path, B, a->B);
+    size_t blk = (size_t)B * m->H;
+    if (B != rows || r.n - r.at != 2 * m->L * blk * sizeof(float))
+        die("checkpoint '%s': carried state is for batch_size %d, this run uses %d (keep batch_size to resume)", c->path, B, rows);
+    if (row0 < 0 || row0 + a->B > rows) die("internal: rows [%d, %d) of a carried state of %d", row0, row0 + a->B, rows);
     for (int i = 0; i < 2 * m->L; i++)
-        upload_floats(m->be, i % 2 ? a->c[i / 2] : a->h[i / 2], r.p + r.at + 4 * blk * (size_t)i, blk);
+        upload_floats(m->be, i % 2 ? a->c[i / 2] : a->h[i / 2], r.p + r.at + 4 * (blk * (size_t)i + (size_t)row0 * m->H),
+                      (size_t)a->B * m->H);
 }

@@ -27,9 +27,11 @@ Model *model_load(const char *path, const char *device, const char *precision);
 void ckpt_config(const Ckpt *c, Config *cfg);
 // Copies a checkpoint's weights into m (same shapes required; dies naming what differs).
 void model_load_weights(Model *m, const Ckpt *c);
-// Restores the train state, Adam moments and carried state saved by model_save.
+// Restores the train state, Adam moments and carried state saved by model_save: rows
+// [row0, row0 + a->B) of a saved state of `rows` rows (a data-parallel rank's share; dies
+// unless the checkpoint holds `rows` rows).
 void model_load_train_state(const Model *m, const Ckpt *c, TrainState *ts, real *adam_m,
-                            real *adam_v, Acts *a);
+                            real *adam_v, Acts *a, int row0, int rows);
 // Reads the train state section only (for `info`); returns 0 if the checkpoint has none.
 int ckpt_train_state(const Ckpt *c, TrainState *ts);
 // Masks stored in a checkpoint: 2 per layer (W_h, W_x); caller frees with mask_free.

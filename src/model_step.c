@@ -73,12 +73,21 @@ static void layer_backward(Model *m, Acts *a, int l, int T) {
     }
 }
 
+static void ready(const Model *m, size_t off) {
+    if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, off);
+}
+
 void model_backward(Model *m, Acts *a, int T) {
     const Backend *be = m->be;
     size_t B = (size_t)a->B, H = (size_t)m->H, N = (size_t)T * B;
     const real *htop = a->h[m->L - 1] + B * H;
     be->matmul_bwd(a->dh[m->L - 1] + B * H, GR(m->off_wo), GR(m->off_bo), a->logits, htop,
                    P(m->off_wo), (int)N, (int)H, SW_VOCAB);
-    for (int l = m->L - 1; l >= 0; l--) layer_backward(m, a, l, T);
+    ready(m, m->off_wo);
+    for (int l = m->L - 1; l >= 0; l--) {
+        layer_backward(m, a, l, T);
+        ready(m, m->layer[l].off_wx);
+    }
     be->embed_bwd(GR(m->off_emb), a->dx0, a->tok, (int)N, m->E);
+    ready(m, 0);
 }

@@ -1,5 +1,6 @@
 // train.c: the `train` verb: truncated-BPTT training over stripes of the train split with
 // Adam, clipping, a learning-rate schedule, validation, checkpoints and JSON-lines logs.
+// Every rank of a data-parallel run (train_dist.c) runs this; rank 0 logs and writes.
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -8,26 +9,10 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#include "data.h"
 #include "eval.h"
-#include "model_io.h"
 #include "optim.h"
-#include "train_log.h"
+#include "trainer.h"
 #include "verbs.h"
-
-typedef struct {
-    Config cfg;
-    Model *m;
-    Acts *a, *ea;          // training window, validation window
-    real *adam_m, *adam_v;
-    Dataset ds;
-    Stripes st;
-    TrainState ts;
-    int *tok, *tgt;        // host window
-    TrainLog log;
-    long stop_after;       // --stop-after: end (with a checkpoint) after this step
-    int skipped_in_row;    // consecutive non-finite steps skipped (nan_policy = skip)
-} Trainer;
 
 #define MAX_SKIPPED_IN_ROW 20
 
@@ -38,10 +23,16 @@ static void ckpt_path(const Trainer *tr, const char *name, char *out, size_t n) 
     snprintf(out, n, "%s/%s", tr->cfg.out_dir, name);
 }
 
+static int lead(const Trainer *tr) { return tr->rank == 0; }
+
+// Every rank calls it (the carried state is gathered); rank 0 writes.
 static void save(Trainer *tr, const char *name) {
+    Acts view;
+    const Acts *a = dist_gather_state(tr, &view);
+    if (!lead(tr)) return;
     char path[CFG_STR + 32];
     ckpt_path(tr, name, path, sizeof path);
-    model_save(path, tr->m, &tr->ts, tr->adam_m, tr->adam_v, tr->a);
+    model_save(path, tr->m, &tr->ts, tr->adam_m, tr->adam_v, a);
 }
 
 // Keys that fix the model or the data order: a resumed run must keep them.
@@ -62,11 +53,11 @@ static void resume(Trainer *tr, const char *path) {
     ckpt_config(&c, &ck);
     check_resume_config(&tr->cfg, &ck, path);
     model_load_weights(tr->m, &c);
-    model_load_train_state(tr->m, &c, &tr->ts, tr->adam_m, tr->adam_v, tr->a);
+    model_load_train_state(tr->m, &c, &tr->ts, tr->adam_m, tr->adam_v, tr->a, tr->rank * tr->a->B, tr->cfg.batch_size);
     if (tr->ts.data_pos >= tr->st.stripe_len) die("--resume %s: data position %llu is past this data's stripes (was the data file changed?)", path, (unsigned long long)tr->ts.data_pos);
     tr->st.pos = tr->ts.data_pos;
     ckpt_close(&c);
-    printf("resumed from %s at step %ld\n", path, tr->ts.step);
+    if (lead(tr)) printf("resumed from %s at step %ld\n", path, tr->ts.step);
 }
 
 static void init_from(Trainer *tr) {
@@ -74,7 +65,7 @@ static void init_from(Trainer *tr) {
     ckpt_read(&c, tr->cfg.init_from);
     model_load_weights(tr->m, &c);
     ckpt_close(&c);
-    printf("init_from %s: loaded weights only (optimizer state, step and data position start fresh)\n", tr->cfg.init_from);
+    if (lead(tr)) printf("init_from %s: loaded weights only (optimizer state, step and data position start fresh)\n", tr->cfg.init_from);
 }
 
 // Bytes of the valid split that evaluation covers (eval_bytes caps it; 0 = all).
@@ -87,15 +78,25 @@ static void setup_data(Trainer *tr) {
     const Config *cfg = &tr->cfg;
     dataset_open(&tr->ds, cfg->data);
     dataset_split(&tr->ds, cfg->split, cfg->data);
-    stripes_init(&tr->st, tr->ds.bytes + tr->ds.off[SPLIT_TRAIN], tr->ds.n[SPLIT_TRAIN], cfg->batch_size, cfg->seq_length);
+    Stripes all;
+    stripes_init(&all, tr->ds.bytes + tr->ds.off[SPLIT_TRAIN], tr->ds.n[SPLIT_TRAIN], cfg->batch_size, cfg->seq_length);
+    dist_stripes(&tr->st, &all, tr->rank, tr->world);
     if (cfg->eval_every > 0 && valid_len(tr) < 2)
         die("data '%s': the valid split (split = %s) is empty; give it bytes or set eval_every = 0", cfg->data, cfg->split);
-    size_t N = (size_t)cfg->batch_size * cfg->seq_length;
+    size_t N = (size_t)tr->st.B * cfg->seq_length;
     tr->tok = xmalloc(N * sizeof(int));
     tr->tgt = xmalloc(N * sizeof(int));
 }
 
-static void setup(Trainer *tr, const char *resume_path) {
+// Validation stripes: as many as fit (up to batch_size), a multiple of the world size.
+static void setup_eval(Trainer *tr) {
+    const Config *cfg = &tr->cfg;
+    int B = eval_batch_for(valid_len(tr), cfg->batch_size, cfg->seq_length);
+    tr->eval_B = B - B % tr->world > 0 ? B - B % tr->world : tr->world;
+    tr->ea = acts_create(tr->m, tr->eval_B / tr->world, cfg->seq_length);
+}
+
+static void setup(Trainer *tr) {
     const Config *cfg = &tr->cfg;
 #ifdef _OPENMP
     if (cfg->threads > 0) omp_set_num_threads(cfg->threads);
@@ -103,20 +104,23 @@ static void setup(Trainer *tr, const char *resume_path) {
     const Backend *be = backend_get(cfg->device, cfg->precision);
     setup_data(tr);
     tr->m = model_create(cfg, be);
-    tr->a = acts_create(tr->m, cfg->batch_size, cfg->seq_length);
+    tr->a = acts_create(tr->m, tr->st.B, cfg->seq_length);
     tr->adam_m = be->alloc(tr->m->nparams * sizeof(real));
     tr->adam_v = be->alloc(tr->m->nparams * sizeof(real));
     tr->ts = (TrainState){.best_valid_bpc = INFINITY};
     rng_seed(&tr->ts.rng, (uint64_t)cfg->seed ^ 0x5eedULL);
-    if (mkdir_p(cfg->out_dir)) die("out_dir '%s': cannot create the directory", cfg->out_dir);
-    if (resume_path) resume(tr, resume_path);
+    if (lead(tr) && mkdir_p(cfg->out_dir)) die("out_dir '%s': cannot create the directory", cfg->out_dir);
+    if (tr->resume_path) resume(tr, tr->resume_path);
     else if (cfg->init_from[0]) init_from(tr);
-    if (cfg->eval_every > 0) {
-        tr->ea = acts_create(tr->m, eval_batch_for(valid_len(tr), cfg->batch_size, cfg->seq_length), cfg->seq_length);
-    }
-    train_log_open(&tr->log, tr->m, cfg, resume_path != NULL);
+    if (cfg->eval_every > 0) setup_eval(tr);
+    dist_trainer_setup(tr);
+    if (!lead(tr)) return;
+    train_log_open(&tr->log, tr->m, cfg, tr->resume_path != NULL);
+    if (tr->world > 1) printf("  data parallel: %d ranks, %d stripes each\n", tr->world, tr->st.B);
 }
 
+// The gradients hold the sum over ranks of each rank's mean gradient: 1/world makes it the
+// mean over the global batch, folded into the clip scale (no extra pass).
 static void apply_adam(Trainer *tr, double lr, double scale) {
     const Config *cfg = &tr->cfg;
     Model *m = tr->m;
@@ -137,7 +141,14 @@ static int train_step(Trainer *tr, StepStats *s) {
     m->be->zero(m->grads, m->nparams * sizeof(real));
     s->loss = model_forward(m, tr->a, tr->tok, tr->tgt, T);
     model_backward(m, tr->a, T);
-    s->grad_norm = sqrt(m->be->sumsq(m->grads, m->nparams));
+    dist_grads_sum(tr);
+    double sumsq = m->be->sumsq(m->grads, m->nparams);
+    // Every rank then sees the same loss, norm and stop flag, so all skip, die or stop alike.
+    double v[2] = {s->loss, stop_signal != 0};
+    dist_sum_doubles(v, 2);
+    s->loss = v[0] / tr->world;
+    tr->stop = v[1] > 0;
+    s->grad_norm = sqrt(sumsq) / tr->world;
     s->lr = lr_at(cfg->lr_schedule, cfg->learning_rate, cfg->min_lr, cfg->warmup_steps, cfg->max_steps, tr->ts.step + 1);
     tr->ts.data_pos = tr->st.pos;
     tr->ts.bytes_seen += (uint64_t)cfg->batch_size * T;
@@ -155,18 +166,23 @@ static int train_step(Trainer *tr, StepStats *s) {
     }
     tr->skipped_in_row = 0;
     tr->ts.step++;
-    apply_adam(tr, s->lr, clip_scale(s->grad_norm, cfg->grad_clip));
+    apply_adam(tr, s->lr, clip_scale(s->grad_norm, cfg->grad_clip) / tr->world);
     acts_carry_state(m, tr->a);
     return 1;
 }
 
+// Each rank evaluates its share of the validation stripes; the loss sums over ranks.
 static void validate(Trainer *tr) {
-    size_t count;
     double t0 = now_sec();
-    double bpc = eval_bpc(tr->m, tr->ea, tr->ds.bytes + tr->ds.off[SPLIT_VALID], valid_len(tr), &count);
+    Stripes all = eval_stripes(tr->ds.bytes + tr->ds.off[SPLIT_VALID], valid_len(tr), tr->eval_B, tr->cfg.seq_length), mine;
+    dist_stripes(&mine, &all, tr->rank, tr->world);
+    double nats = eval_nats(tr->m, tr->ea, &mine);
+    dist_sum_doubles(&nats, 1);
+    size_t count = (size_t)tr->eval_B * (all.stripe_len - 1);
+    double bpc = nats / (double)count / log(2.0);
     int best = bpc < tr->ts.best_valid_bpc;
     if (best) tr->ts.best_valid_bpc = bpc;
-    train_log_eval(&tr->log, tr->ts.step, bpc, count, now_sec() - t0, best);
+    if (lead(tr)) train_log_eval(&tr->log, tr->ts.step, bpc, count, now_sec() - t0, best);
     save(tr, "latest.ckpt");
     if (best) save(tr, "best.ckpt");
 }
@@ -176,7 +192,7 @@ static int should(long every, long step) { return every > 0 && step % every == 0
 static void train_loop(Trainer *tr) {
     const Config *cfg = &tr->cfg;
     double t_prev = now_sec();
-    while (tr->ts.step < cfg->max_steps && !stop_signal) {
+    while (tr->ts.step < cfg->max_steps && !tr->stop) {
         StepStats s = {0};
         double t0 = now_sec();
         if (!train_step(tr, &s)) continue;
@@ -184,7 +200,7 @@ static void train_loop(Trainer *tr) {
         s.ms = 1e3 * (t1 - t0);
         tr->ts.elapsed_sec += t1 - t_prev;
         t_prev = t1;
-        train_log_step(&tr->log, tr->ts.step, &s, tr->ts.elapsed_sec, should(cfg->log_every, tr->ts.step) || tr->ts.step == 1);
+        if (lead(tr)) train_log_step(&tr->log, tr->ts.step, &s, tr->ts.elapsed_sec, should(cfg->log_every, tr->ts.step) || tr->ts.step == 1);
         if (should(cfg->eval_every, tr->ts.step) || (tr->ts.step == cfg->max_steps && cfg->eval_every > 0)) validate(tr);
         else if (should(cfg->save_every, tr->ts.step)) save(tr, "latest.ckpt");
         if (tr->ts.step == tr->stop_after) break;
@@ -194,9 +210,12 @@ static void train_loop(Trainer *tr) {
 static void finish(Trainer *tr) {
     int evaluated_last = tr->cfg.eval_every > 0 && (tr->ts.step % tr->cfg.eval_every == 0 || tr->ts.step == tr->cfg.max_steps);
     if (!evaluated_last) save(tr, "latest.ckpt");
-    if (stop_signal) printf("stopped by signal %d at step %ld; saved %s/latest.ckpt (resume with --resume)\n", (int)stop_signal, tr->ts.step, tr->cfg.out_dir);
-    else printf("done: %ld steps in %.1f s; best valid bpc %.4f; checkpoints in %s\n", tr->ts.step, tr->ts.elapsed_sec, tr->ts.best_valid_bpc, tr->cfg.out_dir);
-    train_log_close(&tr->log);
+    if (lead(tr)) {
+        if (tr->stop) printf("stopped by a signal at step %ld; saved %s/latest.ckpt (resume with --resume)\n", tr->ts.step, tr->cfg.out_dir);
+        else printf("done: %ld steps in %.1f s; best valid bpc %.4f; checkpoints in %s\n", tr->ts.step, tr->ts.elapsed_sec, tr->ts.best_valid_bpc, tr->cfg.out_dir);
+        train_log_close(&tr->log);
+    }
+    dist_trainer_free(tr);
     acts_free(tr->m, tr->a);
     acts_free(tr->m, tr->ea);
     tr->m->be->free(tr->adam_m);
@@ -205,6 +224,12 @@ static void finish(Trainer *tr) {
     dataset_close(&tr->ds);
     free(tr->tok);
     free(tr->tgt);
+}
+
+static void train_rank(Trainer *tr) {
+    setup(tr);
+    train_loop(tr);
+    finish(tr);
 }
 
 static void train_usage(void) {
@@ -217,7 +242,7 @@ static void train_usage(void) {
 
 int cmd_train(int argc, char **argv) {
     Trainer tr = {.stop_after = -1};
-    const char *cfg_path = NULL, *resume_path = NULL;
+    const char *cfg_path = NULL;
     char **over = xmalloc(sizeof(char *) * (size_t)argc);
     int nover = 0;
     for (int i = 1; i < argc; i++) {
@@ -225,9 +250,9 @@ int cmd_train(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { train_usage(); free(over); return 0; }
         if (!strcmp(a, "--resume") || !strcmp(a, "--stop-after")) {
             if (i + 1 >= argc) die("train: %s needs a value", a);
-            if (a[2] == 'r') resume_path = argv[++i];
+            if (a[2] == 'r') tr.resume_path = argv[++i];
             else tr.stop_after = parse_long("train --stop-after", argv[++i], 1, LONG_MAX);
-        } else if (!strncmp(a, "--resume=", 9)) resume_path = a + 9;
+        } else if (!strncmp(a, "--resume=", 9)) tr.resume_path = a + 9;
         else if (!strncmp(a, "--", 2)) over[nover++] = argv[i];
         else if (!cfg_path) cfg_path = a;
         else die("train: unexpected argument '%s' (one CONFIG file; keys as --key=value)", a);
@@ -238,10 +263,8 @@ int cmd_train(int argc, char **argv) {
     config_apply_overrides(&tr.cfg, nover, over);
     free(over);
     config_validate(&tr.cfg);
-    setup(&tr, resume_path);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    train_loop(&tr);
-    finish(&tr);
+    train_ranks(&tr, train_rank);
     return 0;
 }

@@ -28,12 +28,13 @@ TEST(config_defaults_values) {
     CHECK(c.learning_rate == 2e-3 && c.beta1 == 0.9 && c.beta2 == 0.999 && c.adam_eps == 1e-8);
     CHECK(c.grad_clip == 1.0 && c.min_lr == 0 && c.weight_decay == 0);
     CHECK_EQ(c.eval_every, 200); CHECK_EQ(c.log_every, 10); CHECK_EQ(c.save_every, 0); CHECK_EQ(c.eval_bytes, 0);
+    CHECK_EQ(c.gpus, 1); CHECK(c.dist_init[0] == 0 && c.dist_bucket_mb == 25);
     config_validate(&c);
     // one line per Config field
     char *text = config_to_text(&c);
     int lines = 0;
     for (char *p = text; *p; p++) lines += *p == '\n';
-    CHECK_EQ(lines, 33);
+    CHECK_EQ(lines, 36);
     CHECK(strstr(text, "data = \"../shared/data/tinyshakespeare.txt\"\n") != NULL);
     CHECK(strstr(text, "learning_rate = 0.002\n") != NULL);
     free(text);
@@ -191,7 +192,7 @@ TEST(config_help_lists_every_key) {
     char *help = read_text_file(tmp_path("help.txt"), NULL, "help");
     int keys = 0;
     for (char *p = strstr(help, "\n  "); p; p = strstr(p + 1, "\n  ")) keys++;
-    CHECK_EQ(keys, 33);
+    CHECK_EQ(keys, 36);
     CHECK(strstr(help, "\n  hidden_size ") && strstr(help, "(default 256)"));
     CHECK(strstr(help, "(default cpu; one of cpu, cuda)"));
     free(help);

@@ -247,6 +247,16 @@ TEST(bad_inputs_are_clear_errors) {
     expect_cli_error("train /nonexistent.cfg", "nonexistent.cfg", &ok);
     expect_cli_error("sample /nonexistent.ckpt", "nonexistent.ckpt", &ok);
     expect_cli_error("frobnicate", "frobnicate", &ok);
+    snprintf(args, sizeof args, "train %s --gpus=2", tiny_cfg());
+    expect_cli_error(args, "gpus = 2 needs device = cuda", &ok);
+    snprintf(args, sizeof args, "train %s --device=cuda --gpus=3", tiny_cfg());
+    expect_cli_error(args, "batch_size = 4 is not divisible by gpus = 3", &ok);
+    setenv("SWLSTM_RANK", "1", 1);
+    setenv("SWLSTM_WORLD_SIZE", "2", 1);
+    snprintf(args, sizeof args, "train %s", tiny_cfg());
+    expect_cli_error(args, "2 ranks (2 processes from ", &ok);
+    unsetenv("SWLSTM_RANK");
+    unsetenv("SWLSTM_WORLD_SIZE");
     CHECK(ok);
 }
 #endif

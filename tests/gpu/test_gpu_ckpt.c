@@ -32,7 +32,7 @@ static void cross_device(const char *from, const char *to) {
     Ckpt c;
     ckpt_read(&c, path);
     TrainState ts2;
-    model_load_train_state(rt.m, &c, &ts2, rt.am, rt.av, rt.a);
+    model_load_train_state(rt.m, &c, &ts2, rt.am, rt.av, rt.a, 0, rt.a->B);
     ckpt_close(&c);
     rt.step = ts2.step;
     const Backend *bf = rf.m->be, *bt = rt.m->be;

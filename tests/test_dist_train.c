@@ -1,0 +1,140 @@
+// test_dist_train.c: what data-parallel ranks rely on, checked on the CPU: the backward hook
+// reports only final gradients, a rank resumes its rows of the carried state, and ranks that
+// evaluate their shares of the stripes add up to the one-rank evaluation.
+#ifndef SW_DOUBLE
+#include <stdlib.h>
+#include <string.h>
+#include "../src/dist.h"
+#include "../src/eval.h"
+#include "../src/model_io.h"
+#include "test.h"
+
+enum { B = 4, T = 8, LEN = 4096 };
+
+static Model *small_model(void) {
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.hidden_size = 32, cfg.embed_size = 8, cfg.num_layers = 3, cfg.block_size = 8, cfg.layer_norm = 1;
+    snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_1");
+    return model_create(&cfg, backend_cpu());
+}
+
+static uint8_t *text_of(size_t n) {
+    uint8_t *t = malloc(n);
+    unsigned long long s = 11;
+    for (size_t i = 0; i < n; i++) t[i] = (uint8_t)("etaoin shrdlu\n"[(int)(test_rand(&s) * 14)]);
+    return t;
+}
+
+// One window of B rows from the start of each of B stripes of text.
+static void window(const uint8_t *text, int *tok, int *tgt) {
+    Stripes s;
+    stripes_init(&s, text, LEN, B, T);
+    stripes_fill(&s, 0, T, tok, tgt);
+}
+
+typedef struct {
+    const Model *m;
+    size_t off[8];
+    real *seen[8];  // gradients [off, nparams) when the hook reported off
+    int n;
+} Hook;
+
+static void record(void *ctx, size_t off) {
+    Hook *h = ctx;
+    size_t n = h->m->nparams - off;
+    h->seen[h->n] = malloc(n * sizeof(real));
+    memcpy(h->seen[h->n], h->m->grads + off, n * sizeof(real));
+    h->off[h->n++] = off;
+}
+
+TEST(dist_backward_hook_reports_final_gradients) {
+    Model *m = small_model();
+    Acts *a = acts_create(m, B, T);
+    uint8_t *text = text_of(LEN);
+    int tok[B * T], tgt[B * T];
+    window(text, tok, tgt);
+    Hook h = {.m = m};
+    m->grads_ready = record;
+    m->grads_ready_ctx = &h;
+    model_forward(m, a, tok, tgt, T);
+    model_backward(m, a, T);
+    CHECK_EQ(h.n, m->L + 2);
+    size_t want[] = {m->off_wo, m->layer[2].off_wx, m->layer[1].off_wx, m->layer[0].off_wx, 0};
+    int final = 1;
+    for (int i = 0; i < h.n; i++) {
+        CHECK_EQ(h.off[i], want[i]);
+        final &= !memcmp(h.seen[i], m->grads + h.off[i], (m->nparams - h.off[i]) * sizeof(real));
+        free(h.seen[i]);
+    }
+    CHECK_MSG(final, "a gradient changed after the hook called it final");
+    DistPlan p = dist_plan(m->tensor, m->ntensor, 4096);
+    CHECK_EQ(dist_plan_ready(&p, 0), p.n);
+    CHECK(dist_plan_ready(&p, m->off_wo) >= 1 && dist_plan_ready(&p, m->layer[0].off_wx) < p.n);
+    dist_plan_free(&p);
+    acts_free(m, a);
+    model_free(m);
+    free(text);
+}
+
+static void load_wrong_rows(void *path) {
+    Model *m = small_model();
+    Acts *a = acts_create(m, B / 2, T);
+    real *am = calloc(m->nparams, sizeof(real)), *av = calloc(m->nparams, sizeof(real));
+    Ckpt c;
+    TrainState ts;
+    ckpt_read(&c, path);
+    model_load_train_state(m, &c, &ts, am, av, a, 0, 2 * B);
+}
+
+// A checkpoint of B rows; each half restores its rows [r*B/2, (r+1)*B/2) bit for bit, and
+// another global batch is refused.
+TEST(dist_resume_takes_the_rank_rows) {
+    Model *m = small_model();
+    Acts *a = acts_create(m, B, T), *half = acts_create(m, B / 2, T);
+    size_t H = (size_t)m->H;
+    unsigned long long s = 3;
+    for (int l = 0; l < m->L; l++)
+        for (size_t i = 0; i < B * H; i++) a->h[l][i] = (real)test_rand(&s), a->c[l][i] = (real)test_rand(&s);
+    real *am = calloc(m->nparams, sizeof(real)), *av = calloc(m->nparams, sizeof(real));
+    TrainState ts = {.step = 7}, got;
+    const char *path = tmp_path("rows.ckpt");
+    model_save(path, m, &ts, am, av, a);
+    Ckpt c;
+    ckpt_read(&c, path);
+    for (int r = 0; r < 2; r++) {
+        model_load_train_state(m, &c, &got, am, av, half, r * B / 2, B);
+        for (int l = 0; l < m->L; l++) {
+            CHECK(!memcmp(half->h[l], a->h[l] + r * B / 2 * H, B / 2 * H * sizeof(real)));
+            CHECK(!memcmp(half->c[l], a->c[l] + r * B / 2 * H, B / 2 * H * sizeof(real)));
+        }
+        CHECK_EQ(got.step, 7);
+    }
+    ckpt_close(&c);
+    CHECK_DIES(load_wrong_rows, (void *)path, "carried state is for batch_size 4, this run uses 8");
+    acts_free(m, a);
+    acts_free(m, half);
+    free(am);
+    free(av);
+    model_free(m);
+}
+
+TEST(dist_shared_evaluation_adds_up) {
+    Model *m = small_model();
+    uint8_t *text = text_of(LEN);
+    size_t count;
+    Acts *all = acts_create(m, B, T), *half = acts_create(m, B / 2, T);
+    double bpc = eval_bpc(m, all, text, LEN, &count), nats = 0;
+    Stripes g = eval_stripes(text, LEN, B, T), mine;
+    for (int r = 0; r < 2; r++) {
+        dist_stripes(&mine, &g, r, 2);
+        nats += eval_nats(m, half, &mine);
+    }
+    CHECK_EQ(count, (size_t)B * (g.stripe_len - 1));
+    CHECK_NEAR(nats / (double)count / log(2.0), bpc, 1e-6 * bpc);
+    acts_free(m, all);
+    acts_free(m, half);
+    model_free(m);
+    free(text);
+}
+#endif
