@@ -34,7 +34,7 @@ ifeq ($(CUDA),1)
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lcurand -lcusparse -lnccl -lstdc++
 endif
 
-.PHONY: all test test-gpu bench clean
+.PHONY: all test test-gpu bench bench-dist clean
 all: swlstm
 
 swlstm: $(BUILD)/swlstm
@@ -73,6 +73,10 @@ test-gpu: $(BUILD)/swlstm $(BUILD)/run_tests_gpu
 
 bench: swlstm
 	./swlstm bench
+
+# Data-parallel throughput on 1 and 2 GPUs (a machine with 2 GPUs).
+bench-dist: swlstm
+	bash tools/bench_dist.sh
 
 clean:
 	rm -rf build swlstm

@@ -31,6 +31,12 @@ void test_fail(const char *file, int line, const char *fmt, ...) __attribute__((
 int expect_die(void (*fn)(void *), void *arg, const char *needle);
 #define CHECK_DIES(fn, arg, needle) do { if (!expect_die(fn, arg, needle)) { test_fail(__FILE__, __LINE__, "expected %s to fail with '%s'", #fn, needle); return; } } while (0)
 
+// Marks the running test skipped (shown with the reason and counted apart) when the machine
+// lacks what it needs, e.g. a second GPU. Return from the test after calling it.
+void test_skip(const char *why);
+// Runs cmd through the shell (popen); the output (truncated to outlen-1) goes to out if
+// non-NULL. Returns the exit status (128 if it did not exit normally).
+int run_shell(const char *cmd, char *out, size_t outlen);
 // Runs "$SWLSTM_BIN <args>" through the shell with stderr merged into stdout. Returns the
 // exit status; the output (truncated to outlen-1) goes to out if non-NULL.
 int run_swlstm(const char *args, char *out, size_t outlen);

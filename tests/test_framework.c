@@ -11,6 +11,7 @@
 typedef struct { const char *name, *file; test_fn fn; } TestCase;
 static TestCase tests[1024];
 static int ntests, cur_failed;
+static char cur_skip[200];
 
 void test_register(const char *name, const char *file, test_fn fn) {
     if (ntests < 1024) tests[ntests++] = (TestCase){name, file, fn};
@@ -101,10 +102,7 @@ int expect_die(void (*fn)(void *), void *arg, const char *needle) {
     return ok;
 }
 
-int run_swlstm(const char *args, char *out, size_t outlen) {
-    const char *bin = getenv("SWLSTM_BIN");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "./swlstm", args);
+int run_shell(const char *cmd, char *out, size_t outlen) {
     fflush(stdout);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
@@ -123,6 +121,13 @@ int run_swlstm(const char *args, char *out, size_t outlen) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+int run_swlstm(const char *args, char *out, size_t outlen) {
+    const char *bin = getenv("SWLSTM_BIN");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "./swlstm", args);
+    return run_shell(cmd, out, outlen);
+}
+
 static void cleanup_tmp(void) {
     if (tmpdir[0] && getpid() == tmpdir_owner && !getenv("KEEP_TEST_TMP")) {
         char cmd[300];
@@ -131,21 +136,25 @@ static void cleanup_tmp(void) {
     }
 }
 
+void test_skip(const char *why) { snprintf(cur_skip, sizeof cur_skip, "%s", why); }
+
 // Usage: tests [substring-filter]
 int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
     atexit(cleanup_tmp);
-    int passed = 0, failed = 0;
+    int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < ntests; i++) {
         if (filter && !strstr(tests[i].name, filter)) continue;
         cur_failed = 0;
+        cur_skip[0] = 0;
         printf("%-44s ", tests[i].name);
         fflush(stdout);
         tests[i].fn();
-        printf("%s\n", cur_failed ? "FAIL" : "ok");
-        if (cur_failed) { failed++; fprintf(stderr, "  (in %s)\n", tests[i].file); }
-        else passed++;
+        if (cur_failed) { failed++; printf("FAIL\n"); fprintf(stderr, "  (in %s)\n", tests[i].file); }
+        else if (cur_skip[0]) { skipped++; printf("skipped: %s\n", cur_skip); }
+        else { passed++; printf("ok\n"); }
     }
+    if (skipped) printf("%d skipped (listed above)\n", skipped);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
