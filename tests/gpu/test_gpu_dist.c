@@ -175,9 +175,9 @@ TEST(gpu_dist_two_gpus_match_one) {
 }
 
 // Half the run on one GPU count, the rest on the other, from the latest checkpoint.
-static int resumed(const char *name, const char *first, const char *then) {
+static int resumed(const char *name, const char *dir_name, const char *first, const char *then) {
     char out[16384], extra[700];
-    const char *d = dir(name);
+    const char *d = dir(dir_name);
     snprintf(extra, sizeof extra, "%s --stop-after %d", first, HALF);
     if (train(d, extra, out, sizeof out)) return printf("%s\n", out), 0;
     snprintf(extra, sizeof extra, "%s --resume %s/latest.ckpt", then, d);
@@ -188,8 +188,8 @@ static int resumed(const char *name, const char *first, const char *then) {
 TEST(gpu_dist_resume_across_gpu_counts) {
     if (!two_gpus()) return;
     CHECK_MSG(one_gpu(), "the 1-GPU run failed");
-    CHECK(resumed("2 GPUs then 1", "--gpus=2", "--gpus=1"));
-    CHECK(resumed("1 GPU then 2", "--gpus=1", "--gpus=2"));
+    CHECK(resumed("2 GPUs then 1", "resume21", "--gpus=2", "--gpus=1"));
+    CHECK(resumed("1 GPU then 2", "resume12", "--gpus=1", "--gpus=2"));
 }
 
 // Rank 1 is killed while training; rank 0 must exit with an error naming itself, not hang.
