@@ -40,9 +40,27 @@ static void pause_briefly(void) {
     nanosleep(&ts, NULL);
 }
 
-static void check_progress(double t0, const char *what) {
-    if (now_sec() - t0 <= g_dist.timeout) return;
-    char why[96];
+// A peer that exited closes its id-exchange connection (dist_peer_lost). It may also have
+// exited normally just after its share of a last collective, so ours gets a grace period.
+#define PEER_GRACE_SEC 10.0
+
+#define PEER_CHECK_SEC 0.05
+
+typedef struct {
+    double t0, checked_at, lost_at;
+} Waiting;
+
+static void check_progress(Waiting *w, const char *what) {
+    double now = now_sec();
+    char why[160];
+    int peer = -1;
+    if (now - w->checked_at > PEER_CHECK_SEC) peer = dist_peer_lost(), w->checked_at = now;
+    if (peer >= 0 && w->lost_at == 0) w->lost_at = now;
+    if (peer >= 0 && now - w->lost_at > PEER_GRACE_SEC) {
+        snprintf(why, sizeof why, "rank %d exited (its connection from the id exchange closed)", peer);
+        abort_die(what, why);
+    }
+    if (now - w->t0 <= g_dist.timeout) return;
     snprintf(why, sizeof why, "timed out after %g s (SWLSTM_DIST_TIMEOUT)", g_dist.timeout);
     abort_die(what, why);
 }
@@ -59,7 +77,7 @@ static int comm_busy(const char *what) {
 // NCCL call must wait until that state clears.
 static void nccl_check(ncclResult_t r, const char *what) {
     if (r == ncclInProgress) {
-        for (double t0 = now_sec(); comm_busy(what); pause_briefly()) check_progress(t0, what);
+        for (Waiting w = {now_sec(), 0, 0}; comm_busy(what); pause_briefly()) check_progress(&w, what);
     } else if (r != ncclSuccess) {
         abort_die(what, ncclGetErrorString(r));
     }
@@ -136,12 +154,12 @@ void dist_wait(const char *what) {
     if (g_dist.world <= 1) return;
     CUDA_CHECK(cudaEventRecord(g_dist.done, g_dist.stream));
     CUDA_CHECK(cudaStreamWaitEvent(cudaStreamLegacy, g_dist.done, 0));
-    for (double t0 = now_sec();; pause_briefly()) {
+    for (Waiting w = {now_sec(), 0, 0};; pause_briefly()) {
         cudaError_t e = cudaEventQuery(g_dist.done);
         if (e == cudaSuccess) return;
         if (e != cudaErrorNotReady) CUDA_CHECK(e);
         comm_busy(what);
-        check_progress(t0, what);
+        check_progress(&w, what);
     }
 }
 

@@ -284,6 +284,45 @@ void dist_id_file_fetch(const char *path, const DistEnv *e, double not_before, u
 }
 
 // ---------------------------------------------------------------------------------------------
+// liveness: the id-exchange connections stay open, so a rank that exits (crash, kill, die)
+// closes them and its peers need not wait for the NCCL timeout
+
+static struct {
+    struct pollfd *pf;
+    int *rank, n, cap;
+} watch;
+
+static void watch_add(int fd, int rank) {
+    if (watch.n == watch.cap) {
+        watch.cap = watch.cap ? 2 * watch.cap : 8;
+        watch.pf = xrealloc(watch.pf, (size_t)watch.cap * sizeof *watch.pf);
+        watch.rank = xrealloc(watch.rank, (size_t)watch.cap * sizeof(int));
+    }
+    watch.pf[watch.n] = (struct pollfd){fd, POLLIN | POLLRDHUP, 0};
+    watch.rank[watch.n++] = rank;
+}
+
+int dist_peer_lost(void) {
+    if (watch.n == 0 || poll(watch.pf, (nfds_t)watch.n, 0) <= 0) return -1;
+    for (int i = 0; i < watch.n; i++) {
+        char c;
+        short ev = watch.pf[i].revents;
+        if ((ev & (POLLHUP | POLLERR | POLLRDHUP)) || ((ev & POLLIN) && recv(watch.pf[i].fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0))
+            return watch.rank[i];
+    }
+    return -1;
+}
+
+void dist_watch_close(void) {
+    for (int i = 0; i < watch.n; i++) close(watch.pf[i].fd);
+    free(watch.pf);
+    free(watch.rank);
+    watch.pf = NULL;
+    watch.rank = NULL;
+    watch.n = watch.cap = 0;
+}
+
+// ---------------------------------------------------------------------------------------------
 // id exchange over TCP: each rank sends a hello, rank 0 answers with a verdict and its ticket
 
 enum { TCP_OK, TCP_MISMATCH, TCP_RANK };
@@ -373,8 +412,8 @@ void dist_tcp_serve(int fd, const DistEnv *e, const uint8_t id[DIST_ID_BYTES]) {
         int verdict = judge_hello(hello, rank, e, served, why, sizeof why);
         put_u32(reply, (uint32_t)verdict);
         io_full(c, reply, sizeof reply, 1, by);
-        close(c);
         if (verdict != TCP_OK) die("rank 0: %s", why);
+        watch_add(c, (int)rank);
         served[rank] = 1;
         left--;
     }
@@ -415,8 +454,9 @@ void dist_tcp_fetch(const char *host, int port, const DistEnv *e, uint8_t id[DIS
     for (;;) {
         int c = connect_once(host, port, deadline, why, sizeof why);
         int ok = c >= 0 && !io_full(c, hello, sizeof hello, 1, deadline) && !io_full(c, reply, sizeof reply, 0, deadline);
-        if (c >= 0) close(c);
+        if (c >= 0 && !ok) close(c);
         if (ok) {
+            watch_add(c, 0);
             uint32_t verdict = get_u32(reply);
             head_check(reply + 4, TICKET_MAGIC, e, why, sizeof why);
             if (verdict == TCP_RANK) die("rank %d: rank 0 at tcp://%s:%d already served a rank %d: two processes claim it (check the rank variables of the launch)", e->rank, host, port, e->rank);

@@ -88,6 +88,12 @@ int dist_tcp_listen(const char *host, int *port);
 void dist_tcp_serve(int fd, const DistEnv *e, const uint8_t id[DIST_ID_BYTES]);
 void dist_tcp_fetch(const char *host, int port, const DistEnv *e, uint8_t id[DIST_ID_BYTES]);
 
+// After a TCP exchange the connections stay open (rank 0 to each rank): a peer that exits
+// closes its end. Returns the rank of a peer whose connection closed, -1 while all are open
+// (and always with a file exchange, where only the NCCL timeout applies).
+int dist_peer_lost(void);
+void dist_watch_close(void);
+
 // ---- NCCL (cuda/nccl.cu; without CUDA: world size 1 only, where every call is a no-op) ----
 
 void dist_nccl_get_unique_id(uint8_t id[DIST_ID_BYTES]);

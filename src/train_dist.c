@@ -63,6 +63,7 @@ void train_ranks(const Trainer *proto, void (*run)(Trainer *tr)) {
             if (pthread_create(&r[i].thread, NULL, rank_main, &r[i])) die("gpus = %d: cannot start thread %d", gpus, i);
         for (int i = 0; i < gpus; i++) pthread_join(r[i].thread, NULL);
     }
+    dist_watch_close();
     free(r);
 }
 

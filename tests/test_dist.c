@@ -352,6 +352,33 @@ TEST(dist_id_tcp_loopback) {
     dist_tcp_serve(fd, &r0, id);
     CHECK(child_got(c1, id));
     CHECK(child_got(c2, id));
+    dist_watch_close();
+}
+
+// The child fetches the id, then lives until the parent closes its end of `hold`.
+static int hold[2];
+static void fetch_and_hold(const DistEnv *e, uint8_t *id, const void *port) {
+    close(hold[1]);
+    dist_tcp_fetch("127.0.0.1", *(const int *)port, e, id);
+    char c;
+    if (read(hold[0], &c, 1)) {}  // 0 at EOF
+}
+
+TEST(dist_tcp_sees_a_peer_exit) {
+    int port = 0, fd = dist_tcp_listen("127.0.0.1", &port);
+    uint8_t id[DIST_ID_BYTES];
+    make_id(id, 6);
+    DistEnv r0 = rank_env(0, 2, "job-7", 10), r1 = rank_env(1, 2, "job-7", 10);
+    CHECK(pipe(hold) == 0);
+    Child c = spawn_fetch(fetch_and_hold, &r1, &port);
+    close(hold[0]);
+    dist_tcp_serve(fd, &r0, id);
+    CHECK_EQ(dist_peer_lost(), -1);
+    close(hold[1]);
+    CHECK(child_got(c, id));
+    CHECK_EQ(dist_peer_lost(), 1);
+    dist_watch_close();
+    CHECK_EQ(dist_peer_lost(), -1);
 }
 
 // Rank 0 of 3 while two children both claim rank 1.

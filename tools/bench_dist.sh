@@ -21,12 +21,21 @@ ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# median chars/s of the timed steps of one run: CONFIG PRECISION GPUS BATCH
+# median chars/s of the timed steps of one run: CONFIG PRECISION GPUS BATCH [--key=value ...]
+# (PROCS=2 in the environment: two processes of one GPU each, joined over TCP, in place of threads)
 rate() {
-    local d="$tmp/run$RANDOM"
-    "$BIN" train "$1" --precision="$2" --data="$DATA" --split=0.9,0.05,0.05 --out_dir="$d" --gpus="$3" --batch_size="$4" \
-        --max_steps="$STEPS" --warmup_steps=0 --eval_every=0 --log_every=0 >"$d.out" 2>&1 ||
-        { cat "$d.out" >&2; exit 1; }
+    local d="$tmp/run$RANDOM" cfg=$1 prec=$2 gpus=$3 batch=$4
+    shift 4
+    local args=(train "$cfg" --precision="$prec" --data="$DATA" --split=0.9,0.05,0.05 --out_dir="$d" --batch_size="$batch"
+                --max_steps="$STEPS" --warmup_steps=0 --eval_every=0 --log_every=0 "$@")
+    if [ "${PROCS:-1}" = 2 ]; then
+        export SWLSTM_WORLD_SIZE=2 SWLSTM_DIST_INIT=tcp://127.0.0.1:$((20000 + RANDOM % 20000))
+        SWLSTM_RANK=1 "$BIN" "${args[@]}" >"$d.out1" 2>&1 &
+        SWLSTM_RANK=0 "$BIN" "${args[@]}" >"$d.out" 2>&1 && wait $! || { cat "$d.out"* >&2; exit 1; }
+        unset SWLSTM_WORLD_SIZE SWLSTM_DIST_INIT
+    else
+        "$BIN" "${args[@]}" --gpus="$gpus" >"$d.out" 2>&1 || { cat "$d.out" >&2; exit 1; }
+    fi
     grep '"type":"step"' "$d/log.jsonl" |
         sed 's/.*"step":\([0-9]*\).*"chars_per_sec":\([0-9.]*\).*/\1 \2/' |
         awk -v w="$WARM" '$1 > w {print $2}' | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'
@@ -47,3 +56,13 @@ for cfg in configs/enwik8_dense.cfg configs/enwik8_smallworld.cfg; do
             "$(k "$r2s")" "$(k "$r2")" "$(pct "$r2" "$r1")" "$(pct "$r2s" "$r1")" "$(pct "$r2s" "$r1s")"
     done
 done
+
+echo
+echo "launch and overlap, bf16, 2 GPUs x 128 rows (chars/s):"
+sw=configs/enwik8_smallworld.cfg
+printf "  %-58s %8s\n" "small-world, gpus = 2 (one process, threads)" "$(k "$(rate $sw bf16 2 256)")"
+printf "  %-58s %8s\n" "small-world, 2 processes (TCP id exchange)" "$(k "$(PROCS=2 rate $sw bf16 1 256)")"
+dense2="configs/enwik8_dense.cfg"
+printf "  %-58s %8s\n" "dense 2 layers, 1 GPU x 128 rows" "$(k "$(rate $dense2 bf16 1 128 --num_layers=2)")"
+printf "  %-58s %8s\n" "dense 2 layers, buckets of 25 MiB started during backward" "$(k "$(rate $dense2 bf16 2 256 --num_layers=2)")"
+printf "  %-58s %8s\n" "dense 2 layers, one bucket after backward (no overlap)" "$(k "$(rate $dense2 bf16 2 256 --num_layers=2 --dist_bucket_mb=100000)")"
