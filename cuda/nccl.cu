@@ -21,7 +21,9 @@ static thread_local struct {
 } g_dist = {NULL, NULL, NULL, NULL, NULL, 0, 1, DIST_DEFAULT_TIMEOUT};
 
 // NVLink multicast (NVLS) stays off unless the user asked for it: NCCL reads this at init.
-static void nvls_off(void) { setenv("NCCL_NVLS_ENABLE", "0", 0); }
+// Called before any rank thread starts (setenv must not race with getenv in NCCL's threads);
+// later calls change nothing.
+void dist_nccl_env(void) { setenv("NCCL_NVLS_ENABLE", "0", 0); }
 
 // Aborting also ends this rank's share of any collective, so the peers see an error or
 // time out instead of hanging.
@@ -85,7 +87,7 @@ static void nccl_check(ncclResult_t r, const char *what) {
 #define NCCL_CHECK(call) nccl_check((call), #call)
 
 void dist_nccl_get_unique_id(uint8_t id[DIST_ID_BYTES]) {
-    nvls_off();
+    dist_nccl_env();
     ncclUniqueId u;
     ncclResult_t r = ncclGetUniqueId(&u);
     if (r != ncclSuccess) die("rank 0: ncclGetUniqueId failed: %s (%s)", ncclGetErrorString(r), ncclGetLastError(NULL));
@@ -110,7 +112,7 @@ static int pick_device(int rank, int local_rank) {
 
 void dist_nccl_init(int rank, int world, int local_rank, const uint8_t id[DIST_ID_BYTES], double timeout_sec) {
     if (world <= 1) return;
-    nvls_off();
+    dist_nccl_env();
     g_dist.rank = rank;
     g_dist.world = world;
     g_dist.timeout = timeout_sec;

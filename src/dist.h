@@ -96,6 +96,8 @@ void dist_watch_close(void);
 
 // ---- NCCL (cuda/nccl.cu; without CUDA: world size 1 only, where every call is a no-op) ----
 
+// Sets NCCL_NVLS_ENABLE=0 unless the user set it; call it before starting rank threads.
+void dist_nccl_env(void);
 void dist_nccl_get_unique_id(uint8_t id[DIST_ID_BYTES]);
 // CUDA devices this process sees (0 without CUDA or without a device).
 int dist_gpu_count(void);

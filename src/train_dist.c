@@ -47,6 +47,7 @@ void train_ranks(const Trainer *proto, void (*run)(Trainer *tr)) {
         return;
     }
     check_gpus(&proto->cfg, &de, world);
+    dist_nccl_env();
     uint8_t id[DIST_ID_BYTES];
     if (de.rank == 0) dist_nccl_get_unique_id(id);
     dist_exchange_id(de.init, &de, id);
