@@ -1,5 +1,5 @@
 // test_gpu_dist.c: data-parallel training through NCCL, driven through `swlstm train`. With
-// the same global batch, one process with gpus = 2 and two processes joined over TCP train
+// the same global batch, one process with gpus = 2 and two processes (TCP or file) train
 // what one GPU trains (losses, validation bpc, final weights and carried state within fp32
 // tolerance); checkpoints resume across GPU counts; a killed rank ends its peer with an error
 // naming the rank; more GPUs than the machine has is a clear error.
@@ -52,16 +52,17 @@ static int train(const char *out_dir, const char *extra, char *out, size_t n) {
     return run_shell(cmd, out, n);
 }
 
-// Ranks 0 and 1 as two processes, joined over TCP on a free loopback port.
-static int train_2proc(const char *out_dir, const char *extra, char *out, size_t n) {
+// Ranks 0 and 1 as two processes, joined over TCP on a free loopback port, or through a file.
+static int train_2proc(const char *out_dir, int tcp, char *out, size_t n) {
     int port = 0;
-    close(dist_tcp_listen("127.0.0.1", &port));
-    char cmd[4096];
+    char init[600], cmd[4096];
+    if (tcp) close(dist_tcp_listen("127.0.0.1", &port)), snprintf(init, sizeof init, "tcp://127.0.0.1:%d", port);
+    else snprintf(init, sizeof init, "file://%s/nccl_id", out_dir);
     snprintf(cmd, sizeof cmd,
-             "export SWLSTM_WORLD_SIZE=2 SWLSTM_DIST_INIT=tcp://127.0.0.1:%d SWLSTM_DIST_TIMEOUT=120; "
-             "SWLSTM_RANK=1 %s train %s --out_dir=%s %s 2>&1 & p=$!; "
-             "SWLSTM_RANK=0 %s train %s --out_dir=%s %s 2>&1; r=$?; wait $p; exit $((r | $?))",
-             port, bin(), cfg(), out_dir, extra, bin(), cfg(), out_dir, extra);
+             "export SWLSTM_WORLD_SIZE=2 SWLSTM_DIST_INIT=%s SWLSTM_DIST_TIMEOUT=120 SWLSTM_RUN_ID=$$; "
+             "SWLSTM_RANK=1 %s train %s --out_dir=%s 2>&1 & p=$!; "
+             "SWLSTM_RANK=0 %s train %s --out_dir=%s 2>&1; r=$?; wait $p; exit $((r | $?))",
+             init, bin(), cfg(), out_dir, bin(), cfg(), out_dir);
     return run_shell(cmd, out, n);
 }
 
@@ -165,13 +166,15 @@ static const char *one_gpu(void) {
 TEST(gpu_dist_two_gpus_match_one) {
     if (!two_gpus()) return;
     char out[16384];
-    const char *ref = one_gpu(), *threads = dir("gpus2"), *procs = dir("proc2");
+    const char *ref = one_gpu(), *threads = dir("gpus2"), *procs = dir("proc2"), *viafile = dir("file2");
     CHECK_MSG(ref, "the 1-GPU run failed");
     CHECK_MSG(train(threads, "--gpus=2", out, sizeof out) == 0, "gpus = 2 failed: %s", out);
     CHECK_MSG(strstr(out, "data parallel: 2 ranks, 4 stripes each"), "no data-parallel line: %s", out);
     CHECK(matches("gpus = 2 (one process)", ref, threads));
-    CHECK_MSG(train_2proc(procs, "", out, sizeof out) == 0, "two processes failed: %s", out);
+    CHECK_MSG(train_2proc(procs, 1, out, sizeof out) == 0, "two processes over TCP failed: %s", out);
     CHECK(matches("2 processes (TCP id exchange)", ref, procs));
+    CHECK_MSG(train_2proc(viafile, 0, out, sizeof out) == 0, "two processes through a file failed: %s", out);
+    CHECK(matches("2 processes (id through a file)", ref, viafile));
 }
 
 // Half the run on one GPU count, the rest on the other, from the latest checkpoint.
