@@ -150,17 +150,18 @@ static int two_gpus(void) {
     return 0;
 }
 
-// The 1-GPU reference run, made once.
+// The 1-GPU reference run, made once (its own copy of the path: dir() reuses its buffers).
 static const char *one_gpu(void) {
-    static const char *d;
-    if (d) return d;
+    static char d[512];
+    if (d[0]) return d;
     char out[8192];
     const char *p = dir("gpu1");
     if (train(p, "", out, sizeof out)) {
         printf("%s\n", out);
         return NULL;
     }
-    return d = p;
+    snprintf(d, sizeof d, "%s", p);
+    return d;
 }
 
 TEST(gpu_dist_two_gpus_match_one) {
