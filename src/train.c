@@ -119,8 +119,6 @@ static void setup(Trainer *tr) {
     if (tr->world > 1) printf("  data parallel: %d ranks, %d stripes each\n", tr->world, tr->st.B);
 }
 
-// The gradients hold the sum over ranks of each rank's mean gradient: 1/world makes it the
-// mean over the global batch, folded into the clip scale (no extra pass).
 static void apply_adam(Trainer *tr, double lr, double scale) {
     const Config *cfg = &tr->cfg;
     Model *m = tr->m;
@@ -148,6 +146,8 @@ static int train_step(Trainer *tr, StepStats *s) {
     dist_sum_doubles(v, 2);
     s->loss = v[0] / tr->world;
     tr->stop = v[1] > 0;
+    // The gradients hold the sum over ranks of each rank's mean gradient: 1/world makes it the
+    // mean over the global batch, folded into the norm and Adam's scale (no extra pass).
     s->grad_norm = sqrt(sumsq) / tr->world;
     s->lr = lr_at(cfg->lr_schedule, cfg->learning_rate, cfg->min_lr, cfg->warmup_steps, cfg->max_steps, tr->ts.step + 1);
     tr->ts.data_pos = tr->st.pos;
