@@ -16,9 +16,9 @@ static thread_local struct {
     cudaStream_t stream;       // non-blocking, so collectives can overlap the backend's kernels
     cudaEvent_t queued, done;  // the backend's work so far; the collectives so far
     double *scalars;           // device buffer of dist_sum_doubles
-    int rank, world;
+    int world;
     double timeout;
-} g_dist = {NULL, NULL, NULL, NULL, NULL, 0, 1, DIST_DEFAULT_TIMEOUT};
+} g_dist = {NULL, NULL, NULL, NULL, NULL, 1, DIST_DEFAULT_TIMEOUT};
 
 // NVLink multicast (NVLS) stays off unless the user asked for it: NCCL reads this at init.
 // Called before any rank thread starts (setenv must not race with getenv in NCCL's threads);
@@ -113,7 +113,6 @@ static int pick_device(int rank, int local_rank) {
 void dist_nccl_init(int rank, int world, int local_rank, const uint8_t id[DIST_ID_BYTES], double timeout_sec) {
     if (world <= 1) return;
     dist_nccl_env();
-    g_dist.rank = rank;
     g_dist.world = world;
     g_dist.timeout = timeout_sec;
     CUDA_CHECK(cudaSetDevice(pick_device(rank, local_rank)));
