@@ -25,14 +25,17 @@ static void ckpt_path(const Trainer *tr, const char *name, char *out, size_t n) 
 
 static int lead(const Trainer *tr) { return tr->rank == 0; }
 
-// Every rank calls it (the carried state is gathered); rank 0 writes.
-static void save(Trainer *tr, const char *name) {
+// latest.ckpt, and best.ckpt too when `best`. Every rank calls it (the carried state is
+// gathered once); rank 0 writes.
+static void save(Trainer *tr, int best) {
     Acts view;
     const Acts *a = dist_gather_state(tr, &view);
     if (!lead(tr)) return;
     char path[CFG_STR + 32];
-    ckpt_path(tr, name, path, sizeof path);
-    model_save(path, tr->m, &tr->ts, tr->adam_m, tr->adam_v, a);
+    for (int i = 0; i <= best; i++) {
+        ckpt_path(tr, i ? "best.ckpt" : "latest.ckpt", path, sizeof path);
+        model_save(path, tr->m, &tr->ts, tr->adam_m, tr->adam_v, a);
+    }
 }
 
 // Keys that fix the model or the data order: a resumed run must keep them.
@@ -183,8 +186,7 @@ static void validate(Trainer *tr) {
     int best = bpc < tr->ts.best_valid_bpc;
     if (best) tr->ts.best_valid_bpc = bpc;
     if (lead(tr)) train_log_eval(&tr->log, tr->ts.step, bpc, count, now_sec() - t0, best);
-    save(tr, "latest.ckpt");
-    if (best) save(tr, "best.ckpt");
+    save(tr, best);
 }
 
 static int should(long every, long step) { return every > 0 && step % every == 0; }
@@ -202,14 +204,14 @@ static void train_loop(Trainer *tr) {
         t_prev = t1;
         if (lead(tr)) train_log_step(&tr->log, tr->ts.step, &s, tr->ts.elapsed_sec, should(cfg->log_every, tr->ts.step) || tr->ts.step == 1);
         if (should(cfg->eval_every, tr->ts.step) || (tr->ts.step == cfg->max_steps && cfg->eval_every > 0)) validate(tr);
-        else if (should(cfg->save_every, tr->ts.step)) save(tr, "latest.ckpt");
+        else if (should(cfg->save_every, tr->ts.step)) save(tr, 0);
         if (tr->ts.step == tr->stop_after) break;
     }
 }
 
 static void finish(Trainer *tr) {
     int evaluated_last = tr->cfg.eval_every > 0 && (tr->ts.step % tr->cfg.eval_every == 0 || tr->ts.step == tr->cfg.max_steps);
-    if (!evaluated_last) save(tr, "latest.ckpt");
+    if (!evaluated_last) save(tr, 0);
     if (lead(tr)) {
         if (tr->stop) printf("stopped by a signal at step %ld; saved %s/latest.ckpt (resume with --resume)\n", tr->ts.step, tr->cfg.out_dir);
         else printf("done: %ld steps in %.1f s; best valid bpc %.4f; checkpoints in %s\n", tr->ts.step, tr->ts.elapsed_sec, tr->ts.best_valid_bpc, tr->cfg.out_dir);
