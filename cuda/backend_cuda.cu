@@ -67,7 +67,7 @@ static void cu_zero(void *p, size_t bytes) {
 static void cu_sync(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
 
 // ---- block-sparse indices ----
-static int *upload_ints(const int *h, int n) {
+int *upload_ints(const int *h, int n) {
     int *d = (int *)cu_alloc(sizeof(int) * (size_t)(n ? n : 1));
     if (n) CUDA_CHECK(cudaMemcpy(d, h, sizeof(int) * (size_t)n, cudaMemcpyHostToDevice));
     return d;
@@ -102,7 +102,7 @@ static int longest_first(const void *a, const void *b) {
     return x->len != y->len ? y->len - x->len : x->i - y->i;
 }
 
-static void *upload_pieces(const int *ptr, int n, int most, int *npieces) {
+void *upload_pieces(const int *ptr, int n, int most, int *npieces) {
     ListLen *l = (ListLen *)xmalloc(sizeof(ListLen) * (size_t)(n ? n : 1));
     int total = 0;
     for (int i = 0; i < n; i++) {
@@ -186,7 +186,9 @@ static void cuda_init(void) {
      .matmul_fwd = matmul_fwd_cuda<BF>, .matmul_bwd = matmul_bwd_cuda<BF>,                      \
      .bsmm_fwd = bsmm_fwd_cuda<BF>, .bsmm_bwd_data = bsmm_bwd_data_cuda<BF>,                    \
      .bsmm_bwd_weight = bsmm_bwd_weight_cuda<BF>,                                               \
-     .lstm_fwd = lstm_fwd_cuda, .lstm_bwd = lstm_bwd_cuda, .softmax_xent = softmax_xent_cuda,   \
+     .lstm_fwd = lstm_fwd_cuda, .lstm_bwd = lstm_bwd_cuda,                                      \
+     .seq_create = seq_create_cuda<BF>, .seq_fwd = seq_fwd_cuda<BF>, .seq_bwd = seq_bwd_cuda<BF>,  \
+     .seq_free = seq_free_cuda, .softmax_xent = softmax_xent_cuda,                              \
      .adam = adam_cuda, .sumsq = sumsq_cuda, .axpy = axpy_cuda}
 
 static const Backend cuda_fp32 = CUDA_TABLE(false, cu_register_fp32);

@@ -161,3 +161,9 @@ extern "C" void cb_device(char *buf, size_t n, size_t *l2_bytes) {
     snprintf(buf, n, "%s, %d SMs, %d MB L2", p.name, p.multiProcessorCount, p.l2CacheSize >> 20);
     *l2_bytes = (size_t)p.l2CacheSize;
 }
+
+extern "C" double cb_mem_used_gib(void) {
+    size_t free_b = 0, total = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
+    return (double)(total - free_b) / (1 << 30);
+}

@@ -19,8 +19,7 @@
 // copy of the input (one conversion pass: half the bytes on the hot path). The piece's
 // indices are copied to shared memory first, so no copy's address waits on a load; each
 // thread's copy addresses are fixed but for the slab and block. A column cut into several
-// pieces is finished by the CTA that completes last: it adds the pieces' partial tiles in
-// piece order, so the result does not depend on which CTA ran when.
+// pieces is finished by the CTA that completes last (pieces_done).
 #define MM_THREADS 128
 #define MM_LIST 256
 static_assert(MM_LIST >= 2048 / 8, "a piece's indices (mm_piece_len) fit in shared memory");
@@ -147,27 +146,8 @@ __global__ void __launch_bounds__(MM_THREADS) bsmm_mm_kernel(MmArgs p) {
         for (int gg = 0; gg < C::KG; gg++) s += red[gg * TM * BS + i];
         red[i] = s;  // only this thread reads element i of every group
     }
-    if (pc.nparts > 1) {  // publish this piece's tile; the last piece of the column finishes it
-        float *mine = p.part + ((long)blockIdx.x * gridDim.y + blockIdx.y) * TM * BS;
-        for (int i = tid; i < TM * BS; i += MM_THREADS) __stcg(mine + i, red[i]);
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) {
-            int *c = p.count + (long)pc.ob * gridDim.y + blockIdx.y;
-            s_last = atomicAdd(c, 1) == pc.nparts - 1;
-            if (s_last) *c = 0;  // ready for the next call
-        }
-        __syncthreads();
-        if (!s_last) return;
-        __threadfence();
-        const float *first = p.part + ((long)(blockIdx.x - pc.rank) * gridDim.y + blockIdx.y) * TM * BS;
-        for (int i = tid; i < TM * BS; i += MM_THREADS) {
-            float s = 0;
-            for (int r = 0; r < pc.nparts; r++) s += __ldcg(first + (long)r * gridDim.y * TM * BS + i);
-            red[i] = s;
-        }
-    }
-    // Write along rows (coalesced).
+    if (!pieces_done(red, TM * BS, pc, p.part, p.count, &s_last)) return;
+    // Write along rows (coalesced); each thread reads only the elements it summed.
     for (int i = tid; i < TM * BS; i += MM_THREADS) {
         int m = i / BS, c = i % BS, n = n0 + m;
         if (n >= p.N) continue;
@@ -353,20 +333,27 @@ static void launch_bwd_weight(const BwArgs &a, int ngroups) {
     LAUNCH_CHECK();
 }
 
-template <bool BF>
-void bsmm_bwd_weight_cuda(real *dvals, const real *dy, const real *x, const BsMat *w, int N) {
+void bsmm_bwd_weight_typed(real *dvals, const void *dy, const void *x, const BsMat *w, int N, int bf) {
     const DevBsMat *d = dev_of(w);
     if (N <= 0 || d->ngroups == 0) return;
     check_aligned(dy, "dy");
     check_aligned(x, "x");
-    BwArgs a = {dvals, input_as<BF>(dy, (size_t)N * w->rows, SCRATCH_DYBF16), input_as<BF>(x, (size_t)N * w->cols, SCRATCH_XBF16),
-                d->col_idx, d->grp_row, d->grp_k0, d->grp_cnt, N, w->rows, w->cols};
-    typedef typename std::conditional<BF, bf16, float>::type T;
-    switch (w->bs) {
-    case 8: launch_bwd_weight<T, 8>(a, d->ngroups); break;
-    case 16: launch_bwd_weight<T, 16>(a, d->ngroups); break;
-    default: launch_bwd_weight<T, 32>(a, d->ngroups); break;
+    BwArgs a = {dvals, dy, x, d->col_idx, d->grp_row, d->grp_k0, d->grp_cnt, N, w->rows, w->cols};
+    switch (w->bs * 2 + bf) {
+    case 16: launch_bwd_weight<float, 8>(a, d->ngroups); break;
+    case 17: launch_bwd_weight<bf16, 8>(a, d->ngroups); break;
+    case 32: launch_bwd_weight<float, 16>(a, d->ngroups); break;
+    case 33: launch_bwd_weight<bf16, 16>(a, d->ngroups); break;
+    case 64: launch_bwd_weight<float, 32>(a, d->ngroups); break;
+    default: launch_bwd_weight<bf16, 32>(a, d->ngroups); break;
     }
+}
+
+template <bool BF>
+void bsmm_bwd_weight_cuda(real *dvals, const real *dy, const real *x, const BsMat *w, int N) {
+    if (N <= 0) return;
+    bsmm_bwd_weight_typed(dvals, input_as<BF>(dy, (size_t)N * w->rows, SCRATCH_DYBF16),
+                          input_as<BF>(x, (size_t)N * w->cols, SCRATCH_XBF16), w, N, BF);
 }
 
 template void bsmm_fwd_cuda<false>(real *, const real *, const BsMat *, const real *, int, int);

@@ -172,3 +172,30 @@ __device__ inline void acc_coord(int e, int lt, int &row, int &col) {
         col = ffma_col<BS, BK>(lt % 4, e % RN);
     }
 }
+
+// A list cut into several pieces (MmPiece) is finished by the CTA that completes last: each
+// piece publishes its partial tile (R floats of shared `red`, complete before the call), and
+// the last adds all of them in piece order into red, so the result does not depend on which
+// CTA ran when. Returns whether this CTA goes on to the epilogue (red is then the sum).
+__device__ inline bool pieces_done(float *red, int R, const MmPiece &pc, float *part, int *count, int *s_last) {
+    if (pc.nparts == 1) return true;
+    float *mine = part + ((long)blockIdx.x * gridDim.y + blockIdx.y) * R;
+    for (int i = threadIdx.x; i < R; i += blockDim.x) __stcg(mine + i, red[i]);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int *c = count + (long)pc.ob * gridDim.y + blockIdx.y;
+        *s_last = atomicAdd(c, 1) == pc.nparts - 1;
+        if (*s_last) *c = 0;  // ready for the next call
+    }
+    __syncthreads();
+    if (!*s_last) return false;
+    __threadfence();
+    const float *first = part + ((long)(blockIdx.x - pc.rank) * gridDim.y + blockIdx.y) * R;
+    for (int i = threadIdx.x; i < R; i += blockDim.x) {
+        float s = 0;
+        for (int r = 0; r < pc.nparts; r++) s += __ldcg(first + (long)r * gridDim.y * R + i);
+        red[i] = s;
+    }
+    return true;
+}

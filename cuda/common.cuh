@@ -51,10 +51,12 @@ void shadow_refresh(const real *p, size_t n);
 // converted copy in scratch (tests and benches pass their own weight buffers; kernels
 // also need 16-byte alignment).
 const bf16 *weights_bf16(const real *vals, size_t n);
-void to_bf16(bf16 *dst, const real *src, size_t n);
+void to_bf16(bf16 *dst, const real *src, size_t n, cudaStream_t stream = 0);
 
 // Column sums of a row-major [N, R] matrix: out[r] += sum_n in[n][r], n in order.
-void colsum_acc(real *out, const real *in, int N, int R);
+void colsum_acc(real *out, const real *in, int N, int R, cudaStream_t stream = 0);
+// Scratch that colsum_acc needs for N rows (allocate before a stream capture).
+void colsum_reserve(int N, int R);
 
 // ---- the ops (names and shapes as in backend.h; BF selects bf16 tensor-core math) ----
 void embed_fwd_cuda(real *out, const real *table, const int *tok, int N, int E);
@@ -75,6 +77,21 @@ void lstm_fwd_cuda(real *h, real *c, real *act, real *lnstat, const real *z, con
 void lstm_bwd_cuda(real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh, const real *dc,
                    const real *act, const real *c, const real *c_prev, const real *z, const real *lnstat,
                    const real *ln_gain, int B, int H);
+// The same two on a given stream (the recurrent engine captures them into a graph).
+void lstm_fwd_on(cudaStream_t s, real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
+                 const real *bias, const real *ln_gain, int B, int H);
+void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh,
+                 const real *dc, const real *act, const real *c, const real *c_prev, const real *z,
+                 const real *lnstat, const real *ln_gain, int B, int H);
+// dvals += dy^T x over N rows with inputs already in the kernel's type (bf16 when bf).
+void bsmm_bwd_weight_typed(real *dvals, const void *dy, const void *x, const BsMat *w, int N, int bf);
+template <bool BF>
+void *seq_create_cuda(const SeqArgs *a);  // the recurrent engine (lstm_seq_host.cu)
+template <bool BF>
+void seq_fwd_cuda(void *s, int T);
+template <bool BF>
+void seq_bwd_cuda(void *s, int T);
+void seq_free_cuda(void *s);
 void softmax_xent_cuda(real *loss, real *dlogits, const real *logits, const int *target, int N, int V, real dscale);
 void adam_cuda(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);
 double sumsq_cuda(const real *x, size_t n);
@@ -86,6 +103,11 @@ typedef struct { int ob, beg, end, rank, nparts; } MmPiece;
 // Most entries in a piece: long lists (hub nodes of small-world masks) are cut so that no
 // CTA walks far longer than the others; the pieces' partial sums are added in a fixed order.
 static inline int mm_piece_len(int bs) { return 2048 / bs; }
+
+// Device copies for bsmat_upload and the engine: ints, and n lists (ptr[i]..ptr[i+1]) cut
+// into pieces of at most `most` entries, longest list first.
+int *upload_ints(const int *h, int n);
+void *upload_pieces(const int *ptr, int n, int most, int *npieces);
 
 // bsmat_upload's device copy of the indices (w->dev).
 typedef struct {

@@ -47,15 +47,20 @@ __global__ void lstm_fwd_kernel(real *h, real *c, real *act, const real *lnstat,
     }
 }
 
-void lstm_fwd_cuda(real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
-                   const real *bias, const real *ln_gain, int B, int H) {
+void lstm_fwd_on(cudaStream_t s, real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
+                 const real *bias, const real *ln_gain, int B, int H) {
     if (B <= 0) return;
     if (ln_gain) {
-        ln_stats_kernel<<<B, ROW_THREADS>>>(lnstat, z, H);
+        ln_stats_kernel<<<B, ROW_THREADS, 0, s>>>(lnstat, z, H);
         LAUNCH_CHECK();
     }
-    lstm_fwd_kernel<<<grid_for((size_t)B * H, 256), 256>>>(h, c, act, lnstat, z, c_prev, bias, ln_gain, B, H);
+    lstm_fwd_kernel<<<grid_for((size_t)B * H, 256), 256, 0, s>>>(h, c, act, lnstat, z, c_prev, bias, ln_gain, B, H);
     LAUNCH_CHECK();
+}
+
+void lstm_fwd_cuda(real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
+                   const real *bias, const real *ln_gain, int B, int H) {
+    lstm_fwd_on(0, h, c, act, lnstat, z, c_prev, bias, ln_gain, B, H);
 }
 
 // One thread per (b, j): the gradient at the four gates' pre-activations (into dz) and
@@ -112,18 +117,24 @@ __global__ void ln_bwd_kernel(real *dz, const real *z, const real *lnstat, const
 
 // Three passes as on the CPU: per element the gradient at pre (kept in dz) and dc_prev;
 // per column dbias and dln_gain; per row dz through the layer norm.
+void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh,
+                 const real *dc, const real *act, const real *c, const real *c_prev, const real *z,
+                 const real *lnstat, const real *ln_gain, int B, int H) {
+    if (B <= 0) return;
+    lstm_bwd_cell_kernel<<<grid_for((size_t)B * H, 256), 256, 0, s>>>(dz, dc_prev, dh, dc, act, c, c_prev, B, H);
+    LAUNCH_CHECK();
+    if (dbias) colsum_acc(dbias, dz, B, 4 * H, s);
+    if (!ln_gain) return;
+    if (dln_gain) {
+        ln_gain_grad_kernel<<<cdiv(4L * H, 128), 128, 0, s>>>(dln_gain, dz, z, lnstat, B, H);
+        LAUNCH_CHECK();
+    }
+    ln_bwd_kernel<<<B, ROW_THREADS, 0, s>>>(dz, z, lnstat, ln_gain, H);
+    LAUNCH_CHECK();
+}
+
 void lstm_bwd_cuda(real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh, const real *dc,
                    const real *act, const real *c, const real *c_prev, const real *z, const real *lnstat,
                    const real *ln_gain, int B, int H) {
-    if (B <= 0) return;
-    lstm_bwd_cell_kernel<<<grid_for((size_t)B * H, 256), 256>>>(dz, dc_prev, dh, dc, act, c, c_prev, B, H);
-    LAUNCH_CHECK();
-    if (dbias) colsum_acc(dbias, dz, B, 4 * H);
-    if (!ln_gain) return;
-    if (dln_gain) {
-        ln_gain_grad_kernel<<<cdiv(4L * H, 128), 128>>>(dln_gain, dz, z, lnstat, B, H);
-        LAUNCH_CHECK();
-    }
-    ln_bwd_kernel<<<B, ROW_THREADS>>>(dz, z, lnstat, ln_gain, H);
-    LAUNCH_CHECK();
+    lstm_bwd_on(0, dz, dc_prev, dbias, dln_gain, dh, dc, act, c, c_prev, z, lnstat, ln_gain, B, H);
 }

@@ -49,18 +49,25 @@ __global__ void colsum_kernel(real *out, const real *in, long N, int R, long row
 // Tall inputs are cut into row slices summed side by side, then the slice sums are added in
 // order: parallel, and still one fixed order for a given N.
 #define COLSUM_SLICE_ROWS 256
-void colsum_acc(real *out, const real *in, int N, int R) {
+static long colsum_rows(int N) { return N > 65535L * COLSUM_SLICE_ROWS ? cdiv(N, 65535) : COLSUM_SLICE_ROWS; }
+
+void colsum_reserve(int N, int R) {
+    int slices = cdiv(N, colsum_rows(N));
+    if (slices > 1) cuda_scratch(SCRATCH_COLSUM, sizeof(real) * (size_t)slices * R);
+}
+
+void colsum_acc(real *out, const real *in, int N, int R, cudaStream_t stream) {
     if (N <= 0 || R <= 0) return;
-    long rows = N > 65535L * COLSUM_SLICE_ROWS ? cdiv(N, 65535) : COLSUM_SLICE_ROWS;
+    long rows = colsum_rows(N);
     int slices = cdiv(N, rows);
     if (slices == 1) {
-        colsum_kernel<<<dim3(cdiv(R, 128), 1), 128>>>(out, in, N, R, N, 1);
+        colsum_kernel<<<dim3(cdiv(R, 128), 1), 128, 0, stream>>>(out, in, N, R, N, 1);
         LAUNCH_CHECK();
         return;
     }
     real *part = (real *)cuda_scratch(SCRATCH_COLSUM, sizeof(real) * (size_t)slices * R);
-    colsum_kernel<<<dim3(cdiv(R, 128), slices), 128>>>(part, in, N, R, rows, 0);
+    colsum_kernel<<<dim3(cdiv(R, 128), slices), 128, 0, stream>>>(part, in, N, R, rows, 0);
     LAUNCH_CHECK();
-    colsum_kernel<<<dim3(cdiv(R, 128), 1), 128>>>(out, part, slices, R, slices, 1);
+    colsum_kernel<<<dim3(cdiv(R, 128), 1), 128, 0, stream>>>(out, part, slices, R, slices, 1);
     LAUNCH_CHECK();
 }

@@ -8,9 +8,9 @@ __global__ void to_bf16_kernel(bf16 *dst, const real *src, size_t n) {
         dst[i] = __float2bfloat16_rn(src[i]);
 }
 
-void to_bf16(bf16 *dst, const real *src, size_t n) {
+void to_bf16(bf16 *dst, const real *src, size_t n, cudaStream_t stream) {
     if (!n) return;
-    to_bf16_kernel<<<grid_for(n, 256), 256>>>(dst, src, n);
+    to_bf16_kernel<<<grid_for(n, 256), 256, 0, stream>>>(dst, src, n);
     LAUNCH_CHECK();
 }
 

@@ -5,6 +5,21 @@
 
 static real *ralloc(const Backend *be, size_t n) { return be->alloc(n * sizeof(real)); }
 
+// The backend's engine for layer l over these buffers (NULL: per-step ops).
+static void *seq_for(const Model *m, Acts *a, int l) {
+    if (!m->be->seq_create || strcmp(m->cfg.engine, "auto")) return NULL;
+    const Layer *L = &m->layer[l];
+    real *P = m->params, *G = m->grads;
+    SeqArgs s = {a->B, a->T, m->H, &L->wh, P + L->off_wh, P + L->off_b, m->ln ? P + L->off_g : NULL,
+                 G + L->off_wh, G + L->off_b, m->ln ? G + L->off_g : NULL,
+                 a->z[l], a->act[l], a->lnstat[l], a->h[l], a->c[l], a->dz[l], a->dh[l], a->dc[l]};
+    return m->be->seq_create(&s);
+}
+
+const char *acts_path(const Acts *a) {
+    return a->seq[0] ? "fused engine (whole window per launch graph)" : "per-step ops";
+}
+
 Acts *acts_create(const Model *m, int B, int T) {
     const Backend *be = m->be;
     Acts *a = xcalloc(1, sizeof *a);
@@ -24,6 +39,7 @@ Acts *acts_create(const Model *m, int B, int T) {
         a->c[l] = ralloc(be, (N + B) * H);
         a->dh[l] = ralloc(be, (N + B) * H);
         a->dc[l] = ralloc(be, (size_t)B * H);
+        a->seq[l] = seq_for(m, a, l);
     }
     a->logits = ralloc(be, N * SW_VOCAB);
     a->loss = ralloc(be, N);
@@ -39,6 +55,7 @@ void acts_free(const Model *m, Acts *a) {
         be->free(a->z[l]); be->free(a->dz[l]); be->free(a->act[l]);
         if (a->lnstat[l]) be->free(a->lnstat[l]);
         be->free(a->h[l]); be->free(a->c[l]); be->free(a->dh[l]); be->free(a->dc[l]);
+        if (a->seq[l]) be->seq_free(a->seq[l]);
     }
     be->free(a->logits); be->free(a->loss);
     free(a->loss_host);

@@ -22,6 +22,15 @@ typedef struct {
     long step;         // 1-based, for bias correction
 } AdamArgs;
 
+// A layer's buffers for the recurrent engine (the Acts buffers of model.h, one layer).
+typedef struct {
+    int B, T, H;                            // T: the most steps a window runs
+    const BsMat *wh;
+    const real *wh_vals, *bias, *ln_gain;  // ln_gain NULL: no layer norm
+    real *dwh, *dbias, *dln_gain;
+    real *z, *act, *lnstat, *h, *c, *dz, *dh, *dc;
+} SeqArgs;
+
 typedef struct Backend {
     const char *name;  // "cpu" or "cuda"
     // ---- memory ----
@@ -72,6 +81,17 @@ typedef struct Backend {
                      const real *dh, const real *dc, const real *act, const real *c,
                      const real *c_prev, const real *z, const real *lnstat,
                      const real *ln_gain, int B, int H);
+
+    // ---- the recurrent engine: a layer's whole window in a few launches ----
+    // seq_create returns a handle, or NULL where this backend or shape runs step by step (the
+    // model then calls lstm_fwd/bsmm_fwd per step: the reference). seq_fwd runs T steps as
+    // that loop does (z holds the input projection on entry). seq_bwd runs them backward,
+    // accumulates dwh, dbias, dln_gain, and leaves the carried state's gradients in dh
+    // block 0 and dc. NULL entries: the backend has no engine.
+    void *(*seq_create)(const SeqArgs *a);
+    void (*seq_fwd)(void *s, int T);
+    void (*seq_bwd)(void *s, int T);
+    void (*seq_free)(void *s);
 
     // ---- loss ----
     // loss[n] = -log softmax(logits[n])[target[n]] (nats). If dlogits is non-NULL it gets

@@ -174,7 +174,7 @@ typedef struct {
     const char *mask, *prec;
     double us[NOPS];
 } OpRow;
-static OpRow op_rows[4];
+static OpRow op_rows[8];
 static int n_op_rows;
 
 static void time_ops(Model *m, Acts *a, int H, const char *sparsity, const char *prec) {
@@ -186,8 +186,16 @@ static void time_ops(Model *m, Acts *a, int H, const char *sparsity, const char 
     }
 }
 
-static void train_row(int H, const char *sparsity, const char *prec) {
-    enum { B = 128, T = 128, WARMUP = 2, STEPS = 5 };
+typedef struct {
+    int H, B;
+    const char *sparsity, *prec, *engine;
+} TrainRow;
+
+// One training-throughput row: median step of a 1-layer model; peak memory is what the
+// model, its buffers and the engine hold on the device after the steps.
+static void train_row(const TrainRow *row) {
+    enum { T = 128, WARMUP = 2, STEPS = 5 };
+    int B = row->B, H = row->H;
     Config cfg;
     config_defaults(&cfg);
     cfg.hidden_size = H;
@@ -195,10 +203,12 @@ static void train_row(int H, const char *sparsity, const char *prec) {
     cfg.num_layers = 1;
     cfg.batch_size = B;
     cfg.seq_length = T;
-    snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", sparsity);
+    snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", row->sparsity);
     snprintf(cfg.device, sizeof cfg.device, "cuda");
-    snprintf(cfg.precision, sizeof cfg.precision, "%s", prec);
-    const Backend *be = backend_cuda(prec);
+    snprintf(cfg.precision, sizeof cfg.precision, "%s", row->prec);
+    snprintf(cfg.engine, sizeof cfg.engine, "%s", row->engine);
+    const Backend *be = backend_cuda(row->prec);
+    double mem0 = cb_mem_used_gib();
     Model *m = model_create(&cfg, be);
     Acts *a = acts_create(m, B, T);
     real *am = be->alloc(m->nparams * sizeof(real)), *av = be->alloc(m->nparams * sizeof(real));
@@ -220,15 +230,16 @@ static void train_row(int H, const char *sparsity, const char *prec) {
         be->sync();
         if (s >= WARMUP) fwd[s - WARMUP] = 1e3 * (t1 - t0), step[s - WARMUP] = 1e3 * (now_sec() - t0);
     }
+    double mem = cb_mem_used_gib() - mem0;
     qsort(fwd, STEPS, sizeof(double), cmp_double);
     qsort(step, STEPS, sizeof(double), cmp_double);
     const Layer *L = &m->layer[0];
     MaskStats ms = mask_stats(&L->mask_h);
-    printf("| %5d | %-8s | %5.1f%% | %5.1fM | %s | %8.1f | %8.1f | %8.1f | %9.0f |\n", H, sparsity, 100 * ms.density,
-           bsmat_nvals(&L->wh) / 1e6, prec, fwd[STEPS / 2], step[STEPS / 2] - fwd[STEPS / 2], step[STEPS / 2],
-           B * T / (step[STEPS / 2] * 1e-3));
+    printf("| %5d | %-8s | %5.1f%% | %5.1fM | %s | %3d | %-6s | %8.1f | %8.1f | %8.1f | %9.0f | %6.1f |\n", H, row->sparsity,
+           100 * ms.density, bsmat_nvals(&L->wh) / 1e6, row->prec, B, a->seq[0] ? "engine" : "steps", fwd[STEPS / 2],
+           step[STEPS / 2] - fwd[STEPS / 2], step[STEPS / 2], B * T / (step[STEPS / 2] * 1e-3), mem);
     fflush(stdout);
-    time_ops(m, a, H, sparsity, prec);
+    if (!a->seq[0] && B == 128) time_ops(m, a, H, row->sparsity, row->prec);
     be->free(am);
     be->free(av);
     free(tok);
@@ -237,19 +248,27 @@ static void train_row(int H, const char *sparsity, const char *prec) {
     model_free(m);
 }
 
-static void bench_train(void) {
+// The engine at B = 32, 64, 128 beside the per-step path at 128, for the shapes the targets
+// name; `only` keeps the rows of one H (0: all).
+static void bench_train(int only) {
     char dev[256];
     size_t l2;
     cb_device(dev, sizeof dev, &l2);
-    printf("device: %s\ntraining step (1 layer, E = 64, block 32, B = 128, T = 128): medians of 5 steps after 2\n\n", dev);
-    printf("| H | W_h mask | density | W_h weights | dtype | fwd ms | bwd+adam ms | step ms | chars/s |\n"
-           "|---|---|---|---|---|---|---|---|---|\n");
-    const char *precs[] = {"fp32", "bf16"};
-    for (int p = 0; p < 2; p++) {
-        train_row(2048, "dense", precs[p]);
-        train_row(8192, "ba_8", precs[p]);
-    }
-    printf("\nthe recurrent layer's ops, us per call (medians of back-to-back calls); a window of T = 128 steps "
+    printf("device: %s\ntraining step (1 layer, E = 64, block 32, T = 128): medians of 5 steps after 2; "
+           "peak = device memory the run holds\n\n", dev);
+    printf("| H | W_h mask | density | W_h weights | dtype | B | path | fwd ms | bwd+adam ms | step ms | chars/s | peak GiB |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    static const TrainRow rows[] = {
+        {2048, 128, "dense", "bf16", "steps"}, {2048, 32, "dense", "bf16", "auto"}, {2048, 64, "dense", "bf16", "auto"},
+        {2048, 128, "dense", "bf16", "auto"}, {8192, 128, "ba_8", "bf16", "steps"}, {8192, 32, "ba_8", "bf16", "auto"},
+        {8192, 64, "ba_8", "bf16", "auto"}, {8192, 128, "ba_8", "bf16", "auto"}, {4096, 128, "ba_4", "bf16", "auto"},
+        {18432, 128, "ba_8", "bf16", "auto"}, {2048, 128, "dense", "fp32", "steps"}, {2048, 128, "dense", "fp32", "auto"},
+        {8192, 128, "ba_8", "fp32", "steps"}, {8192, 128, "ba_8", "fp32", "auto"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (!only || rows[i].H == only) train_row(&rows[i]);
+    if (!n_op_rows) return;
+    printf("\nthe per-step path's ops, us per call (medians of back-to-back calls); a window of T = 128 steps "
            "runs each per-step op 128 times and bwd-weight once (N = T*B)\n\n"
            "| H | W_h mask | dtype | bsmm fwd | lstm fwd | lstm bwd | bsmm bwd-data | step total x128 ms | bsmm bwd-weight |\n"
            "|---|---|---|---|---|---|---|---|---|\n");
@@ -267,15 +286,18 @@ static void bench_usage(void) {
            "  (default) block-sparse kernel table vs cuBLAS and cuSPARSE; --bs, --density and --dtype\n"
            "            keep only the matching rows (block 32 runs densities 1 0.5 0.25 0.1 0.05 0.02;\n"
            "            blocks 8 and 16 run 0.1)\n"
-           "  --train   training throughput, dense H=2048 vs small-world H=8192, fp32 and bf16\n");
+           "  --train   training throughput: dense H=2048, small-world H=4096/8192/18432, the recurrent\n"
+           "            engine at B = 32/64/128 beside the per-step ops, fp32 and bf16\n"
+           "  --hidden H  with --train: only the rows of this hidden size\n");
 }
 
 int cmd_bench(int argc, char **argv) {
-    int train = 0;
+    int train = 0, only = 0;
     KFilter f = {0, 0, NULL};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--train")) train = 1;
+        else if (!strcmp(o, "--hidden") && v) only = (int)parse_long("bench --hidden", argv[++i], 32, 1 << 20);
         else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             bench_usage();
             return 0;
@@ -288,7 +310,7 @@ int cmd_bench(int argc, char **argv) {
             else die("bench --dtype %s: expected fp32 or bf16", v);
         } else die("bench: unknown option '%s' (see swlstm bench --help)", o);
     }
-    if (train) bench_train();
+    if (train) bench_train(only);
     else bench_kernels(&f);
     return 0;
 }

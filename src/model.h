@@ -69,10 +69,13 @@ typedef struct {
     real *logits;                                    // [T*B, 256] (becomes dlogits)
     real *loss;                                      // [T*B]
     real *loss_host;                                 // host copy of loss
+    void *seq[SW_MAX_LAYERS];                        // the backend's recurrent engine, or NULL
 } Acts;
 
 Acts *acts_create(const Model *m, int B, int T);
 void acts_free(const Model *m, Acts *a);
+// Which recurrent path a window runs: the fused engine or the per-step ops.
+const char *acts_path(const Acts *a);
 // Zeroes the carried state (h_0, c_0) of every layer.
 void acts_reset_state(const Model *m, Acts *a);
 // Moves h_T, c_T into h_0, c_0 for the next window (truncated BPTT).

@@ -1,6 +1,8 @@
 // model_step.c: forward and backward over a training window (T steps of B streams).
 // The input projection of a whole window is one product over N = T*B rows; only the
-// recurrent product runs step by step. Weight gradients are summed over the window in one call.
+// recurrent product runs step by step: in the backend's engine where it has one (a->seq,
+// the whole window in a few launches), else here with per-step ops (the reference).
+// Weight gradients are summed over the window in one call.
 #include "model.h"
 
 #define P(off) (m->params + (off))
@@ -16,6 +18,10 @@ static void layer_forward(Model *m, Acts *a, int l, const real *x, int T) {
     const Layer *L = &m->layer[l];
     size_t B = (size_t)a->B, H = (size_t)m->H, G = 4 * H;
     input_fwd(m, L, a->z[l], x, (int)(T * B));
+    if (a->seq[l]) {
+        be->seq_fwd(a->seq[l], T);
+        return;
+    }
     for (size_t t = 0; t < (size_t)T; t++) {
         real *z = a->z[l] + t * B * G;
         be->bsmm_fwd(z, a->h[l] + t * B * H, &L->wh, P(L->off_wh), (int)B, 1);
@@ -48,7 +54,9 @@ double model_forward(Model *m, Acts *a, const int *tok, const int *tgt, int T) {
     return sum / (double)N;
 }
 
-static void layer_backward(Model *m, Acts *a, int l, int T) {
+// The reference recurrent backward: per step the cell's gradient, then dh_t += dz_t W_h;
+// dW_h over the whole window in one call.
+static void recurrent_backward(Model *m, Acts *a, int l, int T) {
     const Backend *be = m->be;
     const Layer *L = &m->layer[l];
     size_t B = (size_t)a->B, H = (size_t)m->H, G = 4 * H, N = (size_t)T * B;
@@ -63,6 +71,14 @@ static void layer_backward(Model *m, Acts *a, int l, int T) {
         be->bsmm_bwd_data(a->dh[l] + t * B * H, dz, &L->wh, P(L->off_wh), (int)B, 1);
     }
     be->bsmm_bwd_weight(GR(L->off_wh), a->dz[l], a->h[l], &L->wh, (int)N);
+}
+
+static void layer_backward(Model *m, Acts *a, int l, int T) {
+    const Backend *be = m->be;
+    const Layer *L = &m->layer[l];
+    size_t B = (size_t)a->B, H = (size_t)m->H, G = 4 * H, N = (size_t)T * B;
+    if (a->seq[l]) be->seq_bwd(a->seq[l], T);
+    else recurrent_backward(m, a, l, T);
     const real *x = l ? a->h[l - 1] + B * H : a->x0;
     real *dx = l ? a->dh[l - 1] + B * H : a->dx0;
     if (L->sparse_x) {

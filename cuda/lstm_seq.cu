@@ -1,0 +1,186 @@
+// lstm_seq.cu: one time step of the recurrent engine (lstm_seq.cuh). CPU twin: the per-step
+// loop of src/model_step.c (bsmm_fwd + lstm_fwd, lstm_bwd + bsmm_bwd_data).
+//   fwd  CTA (piece of hidden block j's row list, TM rows): z[:, g, j] = sum over the list of
+//        h_t slab x W[g, j, c]^T for the 4 gates g; then the cell for the 32 units of j
+//   bwd  CTA (piece of hidden block j's column list, TM rows): dh[:, j] = dh_up + sum over the
+//        list of dz_{t+1}[:, g, r] x W[g, r, j] over the 4 gates; then the cell's gradient
+// A CTA is 4 groups of TM threads, one per gate, over a cp.async ring of list entries (one
+// 32-wide slab and 4 blocks per stage). Fixed summation order: the same bits every run.
+#include <type_traits>
+#include "bsmm_tile.cuh"
+#include "lstm_seq.cuh"
+
+template <typename T, int TM, bool FWD>
+struct Sq {
+    static constexpr int NT = 4 * TM;            // threads: a group of TM per gate
+    static constexpr int E = 16 / sizeof(T);     // elements per 16-byte copy
+    static constexpr int LD = sm_ld<T>(SQ_BS);
+    static constexpr int NA = FWD ? 1 : 4;       // slabs per stage: fwd's 4 gates share h's slab
+    static constexpr int A_ELEMS = NA * TM * LD, W_ELEMS = 4 * SQ_BS * LD;
+    static constexpr size_t STAGE = (size_t)(A_ELEMS + W_ELEMS) * sizeof(T);
+    static constexpr int S = 3 * STAGE <= 200 * 1024 ? 3 : 2;  // ring depth
+    static constexpr size_t RING = S * STAGE;
+    static constexpr size_t RED = (size_t)4 * TM * SQ_BS * sizeof(float);  // a tile per group
+    static constexpr size_t SMEM = (RING > RED ? RING : RED) + 2 * SQ_PIECE * sizeof(int);
+    static_assert(STAGE % 16 == 0, "ring layout");
+};
+
+__device__ inline float sigm(float x) { return 1 / (1 + expf(-x)); }
+
+// Copies rows [0, valid) of a [rows x 32] tile (row stride lds) into shared memory (row
+// stride ldd) with all threads; rows past `valid` are zero-filled.
+template <typename T>
+__device__ inline void tile_copy(T *dst, int ldd, const T *src, long lds, int rows, int valid) {
+    constexpr int E = 16 / sizeof(T), CPR = SQ_BS / E;
+    for (int i = threadIdx.x; i < rows * CPR; i += blockDim.x) {
+        int r = i / CPR, c = i % CPR * E;
+        bool ok = r < valid;
+        cp_async16(dst + r * ldd + c, ok ? src + r * lds + c : src, ok);
+    }
+}
+
+// fwd epilogue for element (row n, unit col) of step t: red holds W_h h_t for the 4 gates.
+__device__ inline void cell_fwd(const SeqStep &a, const float *red, int TMr, int m, int u, int n, int col) {
+    const long G = 4L * a.H, zr = (long)n * G;
+    float pre[4];
+#pragma unroll
+    for (int g = 0; g < 4; g++) {
+        long k = g * (long)a.H + col;
+        float z = red[(g * TMr + m) * SQ_BS + u] + a.z[zr + k];
+        if (a.epi == EPI_SUM) a.z[zr + k] = z;
+        pre[g] = z + a.bias[k];
+    }
+    if (a.epi == EPI_SUM) return;
+    float i = sigm(pre[0]), f = sigm(pre[1]), g = tanhf(pre[2]), o = sigm(pre[3]);
+    a.act[zr + col] = i;
+    a.act[zr + a.H + col] = f;
+    a.act[zr + 2L * a.H + col] = g;
+    a.act[zr + 3L * a.H + col] = o;
+    long e = (long)n * a.H + col;
+    float cn = f * a.c0[e] + i * g, h = o * tanhf(cn);
+    a.c1[e] = cn;
+    a.h1[e] = h;
+    if (a.hb1) a.hb1[e] = __float2bfloat16_rn(h);
+}
+
+// bwd epilogue: red holds dz_{t+1} W_h for unit (n, col); the cell's gradient as lstm_bwd.
+__device__ inline void cell_bwd(const SeqStep &a, float rec, int n, int col) {
+    long e = (long)n * a.H + col;
+    float dh = a.dh[e] + rec;
+    a.dh[e] = dh;
+    if (a.epi == EPI_SUM) return;
+    const long G = 4L * a.H, zr = (long)n * G;
+    float i = a.act[zr + col], f = a.act[zr + a.H + col], g = a.act[zr + 2L * a.H + col], o = a.act[zr + 3L * a.H + col];
+    float tc = tanhf(a.c1[e]);
+    float dct = a.dc[e] + dh * o * (1 - tc * tc);
+    float d[4] = {dct * g * i * (1 - i), dct * a.c0[e] * f * (1 - f), dct * i * (1 - g * g), dh * tc * o * (1 - o)};
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        a.dz[zr + q * (long)a.H + col] = d[q];
+        if (a.dzb) a.dzb[zr + q * (long)a.H + col] = __float2bfloat16_rn(d[q]);
+    }
+    a.dc[e] = dct * f;
+}
+
+template <typename T, int TM, bool FWD>
+__global__ void __launch_bounds__(4 * TM) seq_step_kernel(SeqStep a) {
+    using C = Sq<T, TM, FWD>;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int s_last;
+    int *s_idx = (int *)(smem + (C::RING > C::RED ? C::RING : C::RED)), *s_blk = s_idx + SQ_PIECE;
+    const int tid = threadIdx.x, grp = tid / TM, lt = tid % TM;
+    MmPiece pc = a.pieces[blockIdx.x];
+    if (!a.in) {  // no product: one CTA per list runs the epilogue alone
+        if (pc.rank) return;
+        pc.nparts = 1;
+        pc.end = pc.beg;
+    }
+    const int n0 = blockIdx.y * TM, valid = min(TM, a.B - n0), cnt = pc.end - pc.beg;
+    const T *in = (const T *)a.in, *w = (const T *)a.w;
+    const long ld_in = FWD ? a.H : 4L * a.H;
+    for (int i = tid; i < cnt; i += C::NT) {
+        s_idx[i] = a.idx[pc.beg + i];
+        s_blk[i] = a.blk[pc.beg + i];
+    }
+    __syncthreads();
+    auto a_at = [&](int slot) { return (T *)(smem + slot * C::STAGE); };
+    auto w_at = [&](int slot) { return a_at(slot) + C::A_ELEMS; };
+    auto issue = [&](int st) {
+        T *As = a_at(st % C::S), *Ws = w_at(st % C::S);
+        const T *rows = in + (long)n0 * ld_in;
+#pragma unroll
+        for (int g = 0; g < C::NA; g++)
+            tile_copy(As + g * TM * C::LD, C::LD, rows + (FWD ? 0 : g * (long)a.H) + s_idx[st] * SQ_BS, ld_in, TM, valid);
+#pragma unroll
+        for (int g = 0; g < 4; g++)
+            tile_copy(Ws + g * SQ_BS * C::LD, C::LD, w + (s_blk[st] + g * a.gstride) * SQ_BS * SQ_BS, SQ_BS, SQ_BS, SQ_BS);
+    };
+    float acc[SQ_BS] = {};
+#pragma unroll
+    for (int st = 0; st < C::S - 1; st++) {
+        if (st < cnt) issue(st);
+        cp_commit();
+    }
+    for (int st = 0; st < cnt; st++) {
+        cp_wait<C::S - 2>();
+        __syncthreads();
+        if (st + C::S - 1 < cnt) issue(st + C::S - 1);
+        cp_commit();
+        const int slot = st % C::S;
+        tile_product<SQ_BS, SQ_BS, false, !FWD>(acc, a_at(slot) + (FWD ? 0 : grp * TM * C::LD), C::LD,
+                                                w_at(slot) + grp * SQ_BS * C::LD, C::LD, lt);
+    }
+    cp_wait<0>();
+    __syncthreads();
+
+    // Each group's tile to shared memory: fwd keeps the 4 gates apart, bwd sums them in order.
+    float *red = (float *)smem;
+#pragma unroll
+    for (int e = 0; e < SQ_BS; e++) {
+        int row, col;
+        acc_coord<T, SQ_BS, !FWD>(e, lt, row, col);
+        red[(grp * TM + row) * SQ_BS + col] = acc[e];
+    }
+    __syncthreads();
+    if (!FWD)
+        for (int i = tid; i < TM * SQ_BS; i += C::NT)
+            red[i] = ((red[i] + red[TM * SQ_BS + i]) + red[2 * TM * SQ_BS + i]) + red[3 * TM * SQ_BS + i];
+    __syncthreads();
+    if (!pieces_done(red, (FWD ? 4 : 1) * TM * SQ_BS, pc, a.part, a.count, &s_last)) return;
+    __syncthreads();
+    for (int i = tid; i < TM * SQ_BS; i += C::NT) {
+        int m = i / SQ_BS, u = i % SQ_BS, n = n0 + m, col = pc.ob * SQ_BS + u;
+        if (n >= a.B) continue;
+        if (FWD) cell_fwd(a, red, TM, m, u, n, col);
+        else cell_bwd(a, red[i], n, col);
+    }
+}
+
+int seq_tm(int B) { return B <= 32 ? 32 : B <= 64 ? 64 : 128; }
+
+template <typename T, int TM, bool FWD>
+static void launch(const SeqStep &a, int npieces, cudaStream_t stream) {
+    using C = Sq<T, TM, FWD>;
+    static thread_local bool ready;  // the attribute is per device: one per rank thread
+    if (!ready) {
+        CUDA_CHECK(cudaFuncSetAttribute(seq_step_kernel<T, TM, FWD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
+        ready = true;
+    }
+    seq_step_kernel<T, TM, FWD><<<dim3(npieces, cdiv(a.B, TM)), C::NT, C::SMEM, stream>>>(a);
+    LAUNCH_CHECK();
+}
+
+template <bool BF, bool FWD>
+void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream) {
+    typedef typename std::conditional<BF, bf16, float>::type T;
+    switch (seq_tm(a.B)) {
+    case 32: launch<T, 32, FWD>(a, npieces, stream); break;
+    case 64: launch<T, 64, FWD>(a, npieces, stream); break;
+    default: launch<T, 128, FWD>(a, npieces, stream); break;
+    }
+}
+
+template void seq_step_launch<false, false>(const SeqStep &, int, cudaStream_t);
+template void seq_step_launch<false, true>(const SeqStep &, int, cudaStream_t);
+template void seq_step_launch<true, false>(const SeqStep &, int, cudaStream_t);
+template void seq_step_launch<true, true>(const SeqStep &, int, cudaStream_t);

@@ -1,0 +1,216 @@
+// lstm_seq_host.cu: the recurrent engine's host side (backend.h seq_*): work lists over the
+// mask, the engine's bf16 copies of h and dz, and one CUDA graph per direction that replays
+// a window's step launches (captured once, relaunched every window: no per-step launch cost
+// on the host, and the GPU runs the steps back to back). CPU twin: the per-step loop of
+// src/model_step.c, which the CPU backend always runs.
+#include <stdlib.h>
+#include <string.h>
+#include "lstm_seq.cuh"
+
+typedef struct {
+    cudaGraphExec_t exec;
+    int T;
+    const void *w;   // the weights it was captured with (a new bf16 shadow means a new graph)
+} Graph;
+
+typedef struct {
+    SeqArgs a;
+    int bf, nlists;
+    long gstride;
+    MmPiece *pieces[2];   // [0] bwd (column lists), [1] fwd (row lists), each over the mask
+    int npieces[2];
+    int *idx[2], *blk[2];
+    float *part;
+    int *count;
+    bf16 *hb, *dzb;       // bf16 mode: h [(T+1)B, H] and dz [TB, 4H] as the kernels read them (dz at the first bwd)
+    cudaStream_t stream;
+    Graph g[2];
+} Seq;
+
+// The mask's lists from gate 0 of the stacked W_h: rows (fwd) or columns (bwd) of the mask,
+// entries (slab index, gate-0 block). Gate g's copy of block k is k + g * gstride.
+static void upload_lists(Seq *s, const BsMat *w, int fwd) {
+    int nr = s->nlists, n0 = w->row_ptr[nr];
+    int *ptr = (int *)xcalloc((size_t)nr + 1, sizeof(int)), *idx = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
+    int *blk = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
+    if (fwd) {
+        memcpy(ptr, w->row_ptr, sizeof(int) * (size_t)(nr + 1));
+        for (int k = 0; k < n0; k++) idx[k] = w->col_idx[k], blk[k] = k;
+    } else {
+        for (int j = 0, q = 0; j < nr; j++) {
+            for (int p = w->col_ptr[j]; p < w->col_ptr[j + 1]; p++)
+                if (w->csc_row[p] < nr) idx[q] = w->csc_row[p], blk[q++] = w->csc_blk[p];
+            ptr[j + 1] = q;
+        }
+    }
+    s->pieces[fwd] = (MmPiece *)upload_pieces(ptr, nr, SQ_PIECE, &s->npieces[fwd]);
+    s->idx[fwd] = upload_ints(idx, n0);
+    s->blk[fwd] = upload_ints(blk, n0);
+    free(ptr); free(idx); free(blk);
+}
+
+// The engine takes block 32 and W_h stacked from one square mask (4 gates).
+static int engine_takes(const BsMat *w) {
+    if (w->bs != SQ_BS || w->nbr != 4 * w->nbc || w->nnzb % 4) return 0;
+    int nr = w->nbc;
+    for (int g = 1; g < 4; g++)
+        for (int r = 0; r <= nr; r++)
+            if (w->row_ptr[g * nr + r] - w->row_ptr[g * nr] != w->row_ptr[r]) return 0;
+    return 1;
+}
+
+template <bool BF>
+void *seq_create_cuda(const SeqArgs *a) {
+    if (!engine_takes(a->wh)) return NULL;
+    Seq *s = (Seq *)xcalloc(1, sizeof *s);
+    s->a = *a;
+    s->bf = BF;
+    s->nlists = a->wh->nbc;
+    s->gstride = a->wh->nnzb / 4;
+    upload_lists(s, a->wh, 0);
+    upload_lists(s, a->wh, 1);
+    int gy = cdiv(a->B, seq_tm(a->B)), most = s->npieces[0] > s->npieces[1] ? s->npieces[0] : s->npieces[1];
+    CUDA_CHECK(cudaMalloc(&s->part, sizeof(float) * (size_t)most * gy * 4 * seq_tm(a->B) * SQ_BS));
+    CUDA_CHECK(cudaMalloc(&s->count, sizeof(int) * (size_t)s->nlists * gy));
+    CUDA_CHECK(cudaMemset(s->count, 0, sizeof(int) * (size_t)s->nlists * gy));
+    size_t BH = (size_t)a->B * a->H;
+    if (BF) CUDA_CHECK(cudaMalloc(&s->hb, sizeof(bf16) * BH * (a->T + 1)));
+    CUDA_CHECK(cudaStreamCreate(&s->stream));  // blocking: ordered with the default stream's work
+    colsum_reserve(a->B, 4 * a->H);
+    return s;
+}
+
+void seq_free_cuda(void *p) {
+    Seq *s = (Seq *)p;
+    if (!s) return;
+    for (int d = 0; d < 2; d++) {
+        if (s->g[d].exec) CUDA_CHECK(cudaGraphExecDestroy(s->g[d].exec));
+        CUDA_CHECK(cudaFree(s->pieces[d]));
+        CUDA_CHECK(cudaFree(s->idx[d]));
+        CUDA_CHECK(cudaFree(s->blk[d]));
+    }
+    CUDA_CHECK(cudaFree(s->part));
+    CUDA_CHECK(cudaFree(s->count));
+    CUDA_CHECK(cudaFree(s->hb));
+    CUDA_CHECK(cudaFree(s->dzb));
+    CUDA_CHECK(cudaStreamDestroy(s->stream));
+    free(s);
+}
+
+static SeqStep step_base(const Seq *s, const void *w, int fwd) {
+    SeqStep st = {};
+    st.pieces = s->pieces[fwd];
+    st.idx = s->idx[fwd];
+    st.blk = s->blk[fwd];
+    st.gstride = s->gstride;
+    st.w = w;
+    st.part = s->part;
+    st.count = s->count;
+    st.B = s->a.B;
+    st.H = s->a.H;
+    st.bias = s->a.bias;
+    st.epi = s->a.ln_gain ? EPI_SUM : EPI_CELL;
+    return st;
+}
+
+// Forward, as model_step.c's loop: z_t += W_h h_t, then the cell (fused, or lstm_fwd after
+// the product where layer norm needs whole rows).
+template <bool BF>
+static void record_fwd(const Seq *s, const void *w, int T) {
+    const SeqArgs &a = s->a;
+    size_t BH = (size_t)a.B * a.H, BG = 4 * BH;
+    if (BF) to_bf16(s->hb, a.h, BH, s->stream);
+    for (int t = 0; t < T; t++) {
+        SeqStep st = step_base(s, w, 1);
+        st.in = BF ? (const void *)(s->hb + t * BH) : (const void *)(a.h + t * BH);
+        st.z = a.z + t * BG;
+        st.act = a.act + t * BG;
+        st.c0 = a.c + t * BH;
+        st.c1 = a.c + (t + 1) * BH;
+        st.h1 = a.h + (t + 1) * BH;
+        st.hb1 = BF ? s->hb + (t + 1) * BH : NULL;
+        seq_step_launch<BF, true>(st, s->npieces[1], s->stream);
+        if (!a.ln_gain) continue;
+        lstm_fwd_on(s->stream, st.h1, st.c1, st.act, a.lnstat + t * (size_t)a.B * 8, st.z, st.c0, a.bias, a.ln_gain, a.B, a.H);
+        if (BF) to_bf16(st.hb1, st.h1, BH, s->stream);
+    }
+}
+
+// Backward: at step t, dh_{t+1} gets dz_{t+1} W_h (none at the last step), then the cell's
+// gradient gives dz_t; finally the carried h's gradient dh_0 = dz_0 W_h.
+template <bool BF>
+static void record_bwd(const Seq *s, const void *w, int T) {
+    const SeqArgs &a = s->a;
+    size_t BH = (size_t)a.B * a.H, BG = 4 * BH;
+    auto dz_in = [&](int t) { return BF ? (const void *)(s->dzb + t * BG) : (const void *)(a.dz + t * BG); };
+    CUDA_CHECK(cudaMemsetAsync(a.dh, 0, BH * sizeof(real), s->stream));
+    CUDA_CHECK(cudaMemsetAsync(a.dc, 0, BH * sizeof(real), s->stream));
+    for (int t = T - 1; t >= 0; t--) {
+        SeqStep st = step_base(s, w, 0);
+        st.in = t == T - 1 ? NULL : dz_in(t + 1);
+        st.dh = a.dh + (t + 1) * BH;
+        st.dc = a.dc;
+        st.act = a.act + t * BG;
+        st.c0 = a.c + t * BH;
+        st.c1 = a.c + (t + 1) * BH;
+        st.dz = a.dz + t * BG;
+        st.dzb = BF ? s->dzb + t * BG : NULL;
+        if (!a.ln_gain || st.in) seq_step_launch<BF, false>(st, s->npieces[0], s->stream);
+        if (!a.ln_gain) continue;
+        lstm_bwd_on(s->stream, st.dz, a.dc, a.dbias, a.dln_gain, st.dh, a.dc, st.act, st.c1, st.c0,
+                    a.z + t * BG, a.lnstat + t * (size_t)a.B * 8, a.ln_gain, a.B, a.H);
+        if (BF) to_bf16(st.dzb, st.dz, BG, s->stream);
+    }
+    SeqStep st = step_base(s, w, 0);
+    st.epi = EPI_SUM;
+    st.in = dz_in(0);
+    st.dh = a.dh;
+    seq_step_launch<BF, false>(st, s->npieces[0], s->stream);
+}
+
+// Replays direction d's graph for T steps, capturing it first if T or the weights changed.
+template <bool BF>
+static void replay(Seq *s, int fwd, int T) {
+    const void *w = BF ? (const void *)weights_bf16(s->a.wh_vals, (size_t)bsmat_nvals(s->a.wh)) : (const void *)s->a.wh_vals;
+    Graph *g = &s->g[fwd];
+    if (!g->exec || g->T != T || g->w != w) {
+        if (g->exec) CUDA_CHECK(cudaGraphExecDestroy(g->exec));
+        cudaGraph_t graph;
+        CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
+        if (fwd) record_fwd<BF>(s, w, T);
+        else record_bwd<BF>(s, w, T);
+        CUDA_CHECK(cudaStreamEndCapture(s->stream, &graph));
+        CUDA_CHECK(cudaGraphInstantiate(&g->exec, graph, 0));
+        CUDA_CHECK(cudaGraphDestroy(graph));
+        g->T = T;
+        g->w = w;
+    }
+    CUDA_CHECK(cudaGraphLaunch(g->exec, s->stream));
+}
+
+template <bool BF>
+void seq_fwd_cuda(void *p, int T) {
+    replay<BF>((Seq *)p, 1, T);
+}
+
+// After the steps (on the default stream, which waits for the engine's stream): dbias over
+// all rows at once (layer norm summed it per step), and dW_h from the engine's own copies.
+template <bool BF>
+void seq_bwd_cuda(void *p, int T) {
+    Seq *s = (Seq *)p;
+    const SeqArgs &a = s->a;
+    if (BF && !s->dzb)  // evaluation-only windows never need it
+        CUDA_CHECK(cudaMalloc(&s->dzb, sizeof(bf16) * (size_t)a.B * a.H * 4 * a.T));
+    replay<BF>(s, 0, T);
+    int N = T * a.B;
+    if (!a.ln_gain) colsum_acc(a.dbias, a.dz, N, 4 * a.H);
+    bsmm_bwd_weight_typed(a.dwh, BF ? (const void *)s->dzb : (const void *)a.dz, BF ? (const void *)s->hb : (const void *)a.h,
+                          a.wh, N, BF);
+}
+
+template void *seq_create_cuda<false>(const SeqArgs *);
+template void *seq_create_cuda<true>(const SeqArgs *);
+template void seq_fwd_cuda<false>(void *, int);
+template void seq_fwd_cuda<true>(void *, int);
+template void seq_bwd_cuda<false>(void *, int);
+template void seq_bwd_cuda<true>(void *, int);

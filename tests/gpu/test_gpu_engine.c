@@ -1,0 +1,138 @@
+// test_gpu_engine.c: the CUDA recurrent engine (Backend seq_*: a layer's window in one graph of
+// fused step kernels) against the CPU reference and against the GPU's own per-step ops, on
+// shapes that reach every path of its kernels: hub lists cut into pieces, 1-3 row tiles of
+// 32/64/128 rows with odd B, layer norm on and off, 1-2 layers, windows of another length.
+#include "gpu_train.h"
+
+typedef struct {
+    const char *sparsity;
+    int H, ln, L, B, T;
+} EngShape;
+
+static const EngShape eshapes[] = {
+    {"ba_4", 2048, 0, 1, 67, 9},      // lists of hubs longer than a piece (16); 67 rows: one tile of 128
+    {"random_0.2", 512, 1, 2, 130, 6}, // two tiles of 128 (the second of 2 rows), layer norm, 2 layers
+    {"ws_4_0.2", 256, 0, 2, 33, 7},   // tiles of 64
+    {"dense", 256, 1, 1, 5, 4},       // tiles of 32
+};
+
+static Model *eng_model(const EngShape *s, const Backend *be, const char *engine) {
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.hidden_size = s->H;
+    cfg.block_size = 32;
+    cfg.num_layers = s->L;
+    cfg.embed_size = 24;
+    cfg.layer_norm = s->ln;
+    cfg.seed = 5;
+    snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", s->sparsity);
+    snprintf(cfg.engine, sizeof cfg.engine, "%s", engine);
+    return model_create(&cfg, be);
+}
+
+typedef struct {
+    Model *m;
+    Acts *a;
+    double loss;
+} EngRun;
+
+static EngRun eng_run(const EngShape *s, const Backend *be, const char *engine, const Batch *b) {
+    EngRun r = {eng_model(s, be, engine), NULL, 0};
+    r.a = acts_create(r.m, s->B, s->T);
+    r.loss = fwd_bwd(r.m, r.a, b);
+    return r;
+}
+
+static void eng_free(EngRun *r) {
+    acts_free(r->m, r->a);
+    model_free(r->m);
+}
+
+// Worst relative L2 error of x against ref over every gradient, the carried state's
+// gradients (dh block 0, dc) and the last h and c of every layer.
+static double eng_worst(const EngRun *x, const EngRun *ref, int T, const char **what) {
+    const Backend *be = x->m->be, *rb = ref->m->be;
+    size_t BH = (size_t)x->a->B * x->m->H;
+    double worst = 0;
+    for (int t = 0; t < x->m->ntensor; t++) {
+        const ParamTensor *pt = &x->m->tensor[t];
+        real *g = h_from(rb, ref->m->grads + pt->off, pt->n);
+        double e = d_err(be, x->m->grads + pt->off, g, pt->n);
+        free(g);
+        if (e > worst) worst = e, *what = pt->name;
+    }
+    for (int l = 0; l < x->m->L; l++) {
+        real *bufs[4][2] = {{x->a->dh[l], ref->a->dh[l]}, {x->a->dc[l], ref->a->dc[l]},
+                            {x->a->h[l] + T * BH, ref->a->h[l] + T * BH}, {x->a->c[l] + T * BH, ref->a->c[l] + T * BH}};
+        static const char *names[4] = {"dh_0", "dc_0", "h_T", "c_T"};
+        for (int k = 0; k < 4; k++) {
+            real *r = h_from(rb, bufs[k][1], BH);
+            double e = d_err(be, bufs[k][0], r, BH);
+            free(r);
+            if (e > worst) worst = e, *what = names[k];
+        }
+    }
+    return worst;
+}
+
+static void check_engine(const char *prec, double loss_tol, double tol) {
+    const Backend *cpu = backend_cpu(), *gpu = backend_cuda(prec);
+    for (size_t i = 0; i < sizeof eshapes / sizeof eshapes[0]; i++) {
+        const EngShape *s = &eshapes[i];
+        Batch b = batch_make(s->B, s->T, s->H, 40 + i);
+        EngRun rc = eng_run(s, cpu, "auto", &b), re = eng_run(s, gpu, "auto", &b), rs = eng_run(s, gpu, "steps", &b);
+        const char *w1 = "", *w2 = "";
+        double e_cpu = eng_worst(&re, &rc, s->T, &w1), e_steps = eng_worst(&re, &rs, s->T, &w2);
+        int took = re.a->seq[0] != NULL && rs.a->seq[0] == NULL && rc.a->seq[0] == NULL;
+        printf("  %s %-10s H=%4d B=%3d T=%d ln=%d L=%d: loss %.7f (cpu %.7f, steps %.7f); worst rel L2 vs cpu %.2g (%s), "
+               "vs steps %.2g (%s)\n", prec, s->sparsity, s->H, s->B, s->T, s->ln, s->L, re.loss, rc.loss, rs.loss,
+               e_cpu, w1, e_steps, w2);
+        eng_free(&rc); eng_free(&re); eng_free(&rs);
+        batch_free(&b);
+        CHECK_MSG(took, "%s %s: the engine did not take a block-32 layer (or took one it should not)", prec, s->sparsity);
+        CHECK_MSG(fabs(re.loss - rc.loss) < loss_tol * rc.loss, "%s %s: loss %.9g, cpu %.9g", prec, s->sparsity, re.loss, rc.loss);
+        CHECK_MSG(e_cpu < tol, "%s %s: %s off the CPU by rel L2 %.3g (tol %g)", prec, s->sparsity, w1, e_cpu, tol);
+        CHECK_MSG(e_steps < tol, "%s %s: %s off the per-step ops by %.3g (tol %g)", prec, s->sparsity, w2, e_steps, tol);
+    }
+}
+
+TEST(gpu_engine_fp32_matches_cpu) { check_engine("fp32", 1e-5, 1e-4); }
+TEST(gpu_engine_bf16_matches_cpu) { check_engine("bf16", 1e-2, 1e-2); }
+
+// A window of another length recaptures the graph; going back to the first length too.
+TEST(gpu_engine_window_lengths) {
+    const Backend *gpu = backend_cuda("fp32");
+    const EngShape *s = &eshapes[0];
+    Model *me = eng_model(s, gpu, "auto"), *ms = eng_model(s, gpu, "steps");
+    Acts *ae = acts_create(me, s->B, s->T), *as = acts_create(ms, s->B, s->T);
+    int lens[3] = {s->T, 3, s->T};
+    for (int k = 0; k < 3; k++) {
+        Batch b = batch_make(s->B, lens[k], s->H, 70 + k);
+        EngRun re = {me, ae, fwd_bwd(me, ae, &b)}, rs = {ms, as, fwd_bwd(ms, as, &b)};
+        const char *what = "";
+        double e = eng_worst(&re, &rs, lens[k], &what);
+        batch_free(&b);
+        CHECK_MSG(e < 1e-4, "window of %d steps: %s off the per-step ops by %.3g", lens[k], what, e);
+    }
+    acts_free(me, ae); acts_free(ms, as);
+    model_free(me); model_free(ms);
+}
+
+// Two runs of the same window give the same bits (no atomics in any sum).
+TEST(gpu_engine_deterministic) {
+    const char *precs[] = {"fp32", "bf16"};
+    for (int p = 0; p < 2; p++) {
+        const Backend *gpu = backend_cuda(precs[p]);
+        const EngShape *s = &eshapes[0];
+        Batch b = batch_make(s->B, s->T, s->H, 9);
+        EngRun r = eng_run(s, gpu, "auto", &b);
+        real *g1 = h_from(gpu, r.m->grads, r.m->nparams);
+        double l2 = fwd_bwd(r.m, r.a, &b);
+        real *g2 = h_from(gpu, r.m->grads, r.m->nparams);
+        int same = r.loss == l2 && memcmp(g1, g2, sizeof(real) * r.m->nparams) == 0;
+        free(g1); free(g2);
+        eng_free(&r);
+        batch_free(&b);
+        CHECK_MSG(same, "%s: two identical windows gave different loss or gradient bits", precs[p]);
+    }
+}
