@@ -73,14 +73,16 @@ int *upload_ints(const int *h, int n) {
     return d;
 }
 
-// bwd_weight groups: consecutive blocks of one block row, at most 256/bs per group.
+// bwd_weight groups: consecutive blocks of one block row, at most 256/bs per group; over the
+// first gate's rows only when 4 gates share the mask (the kernel takes all 4 copies).
 static void upload_groups(DevBsMat *d, const BsMat *w) {
-    int G = 256 / w->bs, n = 0;
-    for (int br = 0; br < w->nbr; br++) n += cdiv(w->row_ptr[br + 1] - w->row_ptr[br], G);
+    int G = 256 / w->bs, n = 0, rows = w->ngates == 4 ? w->nbr / 4 : w->nbr;
+    d->grp_gates = w->ngates == 4 ? 4 : 1;
+    for (int br = 0; br < rows; br++) n += cdiv(w->row_ptr[br + 1] - w->row_ptr[br], G);
     int *row = (int *)xmalloc(sizeof(int) * (size_t)(n + 1)), *k0 = (int *)xmalloc(sizeof(int) * (size_t)(n + 1));
     int *cnt = (int *)xmalloc(sizeof(int) * (size_t)(n + 1));
     n = 0;
-    for (int br = 0; br < w->nbr; br++)
+    for (int br = 0; br < rows; br++)
         for (int k = w->row_ptr[br]; k < w->row_ptr[br + 1]; k += G, n++) {
             row[n] = br;
             k0[n] = k;

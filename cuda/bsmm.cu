@@ -162,13 +162,13 @@ __global__ void __launch_bounds__(MM_THREADS) bsmm_mm_kernel(MmArgs p) {
 #define BW_THREADS 256
 #define BW_STAGES 3
 
-template <typename T, int BS>
+template <typename T, int BS, int NG>
 struct Bw {
     static constexpr int E = 16 / sizeof(T);      // elements per 16-byte copy
     static constexpr int KC = 32;                 // rows of N per stage
     static constexpr int G = BW_THREADS / BS;     // blocks per group
-    static constexpr int LDD = sm_ld<T>(BS), LDX = sm_ld<T>(BW_THREADS);
-    static constexpr int D_CPR = BS / E, D_TOTAL = KC * D_CPR, D_CH = cdiv_c(D_TOTAL, BW_THREADS);
+    static constexpr int LDD = sm_ld<T>(NG * BS), LDX = sm_ld<T>(BW_THREADS);
+    static constexpr int D_CPR = NG * BS / E, D_TOTAL = KC * D_CPR, D_CH = cdiv_c(D_TOTAL, BW_THREADS);
     static constexpr int X_CPR = BW_THREADS / E, X_CH = KC * X_CPR / BW_THREADS;
     static constexpr size_t D_BYTES = (size_t)KC * LDD * sizeof(T);
     static constexpr size_t STAGE = D_BYTES + (size_t)KC * LDX * sizeof(T);
@@ -181,16 +181,21 @@ typedef struct {
     const void *dy, *x;           // bf16 or float, like the kernel's T
     const int *col_idx, *grp_row, *grp_k0, *grp_cnt;
     int N, ld_dy, ld_x;
+    int nr;                       // gate-stacked (NG = 4): block rows of one gate
+    long gstride;                 // ... and stored blocks from one gate's copy of a block to the next
 } BwArgs;
 
-template <typename T, int BS>
+// NG = 4 on gate-stacked matrices (the 4 gates' block rows share one mask): a group is blocks
+// of one row of the mask and all 4 gates' copies of them, so each x slab read serves 4x the
+// products (M = the blocks' x columns, N = 4 gates' dy columns).
+template <typename T, int BS, int NG>
 __global__ void __launch_bounds__(BW_THREADS) bsmm_bwd_weight_kernel(BwArgs p) {
-    using C = Bw<T, BS>;
+    using C = Bw<T, BS, NG>;
     extern __shared__ __align__(16) unsigned char smem[];
     const int tid = threadIdx.x, gi = blockIdx.x;
     const int br = p.grp_row[gi], k0 = p.grp_k0[gi], cnt = p.grp_cnt[gi];
     const T *dy = (const T *)p.dy, *x = (const T *)p.x;
-    float acc[BS] = {};
+    float acc[NG][BS] = {};
     // This thread's copies: x column xc of rows tid / X_CPR + i * (BW_THREADS / X_CPR); dy chunks.
     const int xc = tid % C::X_CPR * C::E, gb = xc / BS;
     const T *x_src = gb < cnt ? x + (long)p.col_idx[k0 + gb] * BS + xc % BS : NULL;
@@ -206,7 +211,8 @@ __global__ void __launch_bounds__(BW_THREADS) bsmm_bwd_weight_kernel(BwArgs p) {
             int id = tid + i * BW_THREADS, r = id / C::D_CPR, c = id % C::D_CPR * C::E;
             if (id >= C::D_TOTAL) break;
             bool ok = n0 + r < p.N;
-            cp_async16(Ds + r * C::LDD + c, ok ? dy + (long)(n0 + r) * p.ld_dy + br * BS + c : dy, ok);
+            long col = (long)(c / BS * p.nr + br) * BS + c % BS;  // gate c / BS of row br
+            cp_async16(Ds + r * C::LDD + c, ok ? dy + (long)(n0 + r) * p.ld_dy + col : dy, ok);
         }
 #pragma unroll
         for (int i = 0; i < C::X_CH; i++) {
@@ -226,15 +232,19 @@ __global__ void __launch_bounds__(BW_THREADS) bsmm_bwd_weight_kernel(BwArgs p) {
         if (st + BW_STAGES - 1 < nst) issue(st + BW_STAGES - 1);
         cp_commit();
         const int slot = st % BW_STAGES;
-        tile_product<BS, C::KC, true, true>(acc, x_at(slot), C::LDX, d_at(slot), C::LDD, tid);
+#pragma unroll
+        for (int g = 0; g < NG; g++)
+            tile_product<BS, C::KC, true, true>(acc[g], x_at(slot), C::LDX, d_at(slot) + g * BS, C::LDD, tid);
     }
     cp_wait<0>();
 #pragma unroll
-    for (int e = 0; e < BS; e++) {
-        int m, i;
-        acc_coord<T, BS, true>(e, tid, m, i);
-        if (m / BS < cnt) p.dvals[(long)(k0 + m / BS) * BS * BS + i * BS + m % BS] += acc[e];
-    }
+    for (int g = 0; g < NG; g++)
+#pragma unroll
+        for (int e = 0; e < BS; e++) {
+            int m, i;
+            acc_coord<T, BS, true>(e, tid, m, i);
+            if (m / BS < cnt) p.dvals[(k0 + m / BS + g * p.gstride) * BS * BS + i * BS + m % BS] += acc[g][e];
+        }
 }
 
 // ---- launchers ----
@@ -325,12 +335,18 @@ void bsmm_bwd_data_cuda(real *dx, const real *dy, const BsMat *w, const real *va
     bsmm_mm<BF, false>(dx, dy, w, vals, N, acc);
 }
 
+template <typename T, int BS, int NG>
+static void launch_bwd_weight_ng(const BwArgs &a, int ngroups) {
+    static thread_local bool ready;  // the attribute is per device: one per rank thread
+    if (!ready) allow_smem(bsmm_bwd_weight_kernel<T, BS, NG>, Bw<T, BS, NG>::SMEM), ready = true;
+    bsmm_bwd_weight_kernel<T, BS, NG><<<ngroups, BW_THREADS, Bw<T, BS, NG>::SMEM>>>(a);
+    LAUNCH_CHECK();
+}
+
 template <typename T, int BS>
 static void launch_bwd_weight(const BwArgs &a, int ngroups) {
-    static thread_local bool ready;  // the attribute is per device: one per rank thread
-    if (!ready) allow_smem(bsmm_bwd_weight_kernel<T, BS>, Bw<T, BS>::SMEM), ready = true;
-    bsmm_bwd_weight_kernel<T, BS><<<ngroups, BW_THREADS, Bw<T, BS>::SMEM>>>(a);
-    LAUNCH_CHECK();
+    if (a.nr) launch_bwd_weight_ng<T, BS, 4>(a, ngroups);
+    else launch_bwd_weight_ng<T, BS, 1>(a, ngroups);
 }
 
 void bsmm_bwd_weight_typed(real *dvals, const void *dy, const void *x, const BsMat *w, int N, int bf) {
@@ -338,7 +354,8 @@ void bsmm_bwd_weight_typed(real *dvals, const void *dy, const void *x, const BsM
     if (N <= 0 || d->ngroups == 0) return;
     check_aligned(dy, "dy");
     check_aligned(x, "x");
-    BwArgs a = {dvals, dy, x, d->col_idx, d->grp_row, d->grp_k0, d->grp_cnt, N, w->rows, w->cols};
+    BwArgs a = {dvals, dy, x, d->col_idx, d->grp_row, d->grp_k0, d->grp_cnt, N, w->rows, w->cols,
+                d->grp_gates == 4 ? w->nbr / 4 : 0, w->nnzb / 4};
     switch (w->bs * 2 + bf) {
     case 16: launch_bwd_weight<float, 8>(a, d->ngroups); break;
     case 17: launch_bwd_weight<bf16, 8>(a, d->ngroups); break;

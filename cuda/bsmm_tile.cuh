@@ -179,8 +179,11 @@ __device__ inline void acc_coord(int e, int lt, int &row, int &col) {
 // CTA ran when. Returns whether this CTA goes on to the epilogue (red is then the sum).
 __device__ inline bool pieces_done(float *red, int R, const MmPiece &pc, float *part, int *count, int *s_last) {
     if (pc.nparts == 1) return true;
-    float *mine = part + ((long)blockIdx.x * gridDim.y + blockIdx.y) * R;
-    for (int i = threadIdx.x; i < R; i += blockDim.x) __stcg(mine + i, red[i]);
+    const int R4 = R / 4;  // R is a multiple of 4: float4 copies, unrolled so several loads fly at once
+    const long stride4 = (long)gridDim.y * R4;
+    float4 *mine = (float4 *)part + ((long)blockIdx.x * gridDim.y + blockIdx.y) * R4, *red4 = (float4 *)red;
+#pragma unroll 4
+    for (int i = threadIdx.x; i < R4; i += blockDim.x) __stcg(mine + i, red4[i]);
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -191,11 +194,15 @@ __device__ inline bool pieces_done(float *red, int R, const MmPiece &pc, float *
     __syncthreads();
     if (!*s_last) return false;
     __threadfence();
-    const float *first = part + ((long)(blockIdx.x - pc.rank) * gridDim.y + blockIdx.y) * R;
-    for (int i = threadIdx.x; i < R; i += blockDim.x) {
-        float s = 0;
-        for (int r = 0; r < pc.nparts; r++) s += __ldcg(first + (long)r * gridDim.y * R + i);
-        red[i] = s;
+    const float4 *first = (const float4 *)part + ((long)(blockIdx.x - pc.rank) * gridDim.y + blockIdx.y) * R4;
+#pragma unroll 4
+    for (int i = threadIdx.x; i < R4; i += blockDim.x) {
+        float4 s = __ldcg(first + i);
+        for (int r = 1; r < pc.nparts; r++) {
+            float4 v = __ldcg(first + r * stride4 + i);
+            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+        }
+        red4[i] = s;
     }
     return true;
 }

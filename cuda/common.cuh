@@ -116,7 +116,8 @@ typedef struct {
     void *fwd_pieces, *bwd_pieces;
     int fwd_npieces, bwd_npieces;
     // bwd_weight work list: group g owns blocks [grp_k0[g], grp_k0[g] + grp_cnt[g]) of block
-    // row grp_row[g] (at most 256/bs blocks of one row, so they share their dy slab).
-    int ngroups;
+    // row grp_row[g] (at most 256/bs blocks of one row, so they share their dy slab); with
+    // grp_gates = 4 the rows are the first gate's and a group covers all 4 gates' copies.
+    int ngroups, grp_gates;
     int *grp_row, *grp_k0, *grp_cnt;
 } DevBsMat;

@@ -39,51 +39,94 @@ __device__ inline void tile_copy(T *dst, int ldd, const T *src, long lds, int ro
     }
 }
 
-// fwd epilogue for element (row n, unit col) of step t: red holds W_h h_t for the 4 gates.
-__device__ inline void cell_fwd(const SeqStep &a, const float *red, int TMr, int m, int u, int n, int col) {
-    const long G = 4L * a.H, zr = (long)n * G;
-    float pre[4];
+// The epilogues: each thread owns unit u = tid % 32 of the CTA's block in PER rows, 8 apart
+// in the tile (PER = TM * 32 / threads = 8). All loads are issued before any arithmetic, so
+// the thread waits for memory once rather than once per element.
+constexpr int SQ_PER = 8;
+
+// fwd: red holds W_h h_t for the 4 gates; z_t (the input projection) is added in, then the
+// cell as lstm_fwd computes it (EPI_SUM: only z_t += W_h h_t, the cell comes after the layer norm).
+__device__ inline void cell_fwd(const SeqStep &a, const float *red, int TM, int n0, int col) {
+    const int u = threadIdx.x % SQ_BS, r0 = threadIdx.x / SQ_BS, rstep = blockDim.x / SQ_BS;
+    const long G = 4L * a.H;
+    float z[SQ_PER][4], cp[SQ_PER], bias[4];
 #pragma unroll
-    for (int g = 0; g < 4; g++) {
-        long k = g * (long)a.H + col;
-        float z = red[(g * TMr + m) * SQ_BS + u] + a.z[zr + k];
-        if (a.epi == EPI_SUM) a.z[zr + k] = z;
-        pre[g] = z + a.bias[k];
+    for (int g = 0; g < 4; g++) bias[g] = a.bias[g * (long)a.H + col];
+#pragma unroll
+    for (int q = 0; q < SQ_PER; q++) {
+        int n = n0 + r0 + q * rstep;
+        bool ok = n < a.B;
+#pragma unroll
+        for (int g = 0; g < 4; g++) z[q][g] = ok ? a.z[n * G + g * (long)a.H + col] : 0.f;
+        cp[q] = ok && a.epi == EPI_CELL ? a.c0[(long)n * a.H + col] : 0.f;
     }
-    if (a.epi == EPI_SUM) return;
-    float i = sigm(pre[0]), f = sigm(pre[1]), g = tanhf(pre[2]), o = sigm(pre[3]);
-    a.act[zr + col] = i;
-    a.act[zr + a.H + col] = f;
-    a.act[zr + 2L * a.H + col] = g;
-    a.act[zr + 3L * a.H + col] = o;
-    long e = (long)n * a.H + col;
-    float cn = f * a.c0[e] + i * g, h = o * tanhf(cn);
-    a.c1[e] = cn;
-    a.h1[e] = h;
-    if (a.hb1) a.hb1[e] = __float2bfloat16_rn(h);
+#pragma unroll
+    for (int q = 0; q < SQ_PER; q++) {
+        int m = r0 + q * rstep, n = n0 + m;
+        if (n >= a.B) continue;
+        float pre[4];
+#pragma unroll
+        for (int g = 0; g < 4; g++) pre[g] = red[(g * TM + m) * SQ_BS + u] + z[q][g];
+        real *zr = a.z + n * G, *ar = a.act + n * G;
+        if (a.epi == EPI_SUM) {
+#pragma unroll
+            for (int g = 0; g < 4; g++) zr[g * (long)a.H + col] = pre[g];
+            continue;
+        }
+        float i = sigm(pre[0] + bias[0]), f = sigm(pre[1] + bias[1]), g = tanhf(pre[2] + bias[2]), o = sigm(pre[3] + bias[3]);
+        ar[col] = i;
+        ar[a.H + col] = f;
+        ar[2L * a.H + col] = g;
+        ar[3L * a.H + col] = o;
+        long e = (long)n * a.H + col;
+        float cn = f * cp[q] + i * g, h = o * tanhf(cn);
+        a.c1[e] = cn;
+        a.h1[e] = h;
+        if (a.hb1) a.hb1[e] = __float2bfloat16_rn(h);
+    }
 }
 
-// bwd epilogue: red holds dz_{t+1} W_h for unit (n, col); the cell's gradient as lstm_bwd.
-__device__ inline void cell_bwd(const SeqStep &a, float rec, int n, int col) {
-    long e = (long)n * a.H + col;
-    float dh = a.dh[e] + rec;
-    a.dh[e] = dh;
-    if (a.epi == EPI_SUM) return;
-    const long G = 4L * a.H, zr = (long)n * G;
-    float i = a.act[zr + col], f = a.act[zr + a.H + col], g = a.act[zr + 2L * a.H + col], o = a.act[zr + 3L * a.H + col];
-    float tc = tanhf(a.c1[e]);
-    float dct = a.dc[e] + dh * o * (1 - tc * tc);
-    float d[4] = {dct * g * i * (1 - i), dct * a.c0[e] * f * (1 - f), dct * i * (1 - g * g), dh * tc * o * (1 - o)};
+// bwd: red holds dz_{t+1} W_h; dh_{t+1} = upstream + that, then the cell's gradient as
+// lstm_bwd computes it (EPI_SUM: only dh += dz W_h).
+__device__ inline void cell_bwd(const SeqStep &a, const float *red, int n0, int col) {
+    const int u = threadIdx.x % SQ_BS, r0 = threadIdx.x / SQ_BS, rstep = blockDim.x / SQ_BS;
+    const long G = 4L * a.H;
+    const bool cell = a.epi == EPI_CELL;
+    float dh[SQ_PER], dc[SQ_PER], c1[SQ_PER], c0[SQ_PER], act[SQ_PER][4];
 #pragma unroll
-    for (int q = 0; q < 4; q++) {
-        a.dz[zr + q * (long)a.H + col] = d[q];
-        if (a.dzb) a.dzb[zr + q * (long)a.H + col] = __float2bfloat16_rn(d[q]);
+    for (int q = 0; q < SQ_PER; q++) {
+        int n = n0 + r0 + q * rstep;
+        bool ok = n < a.B, okc = ok && cell;
+        long e = (long)n * a.H + col;
+        dh[q] = ok ? a.dh[e] : 0.f;
+        dc[q] = okc ? a.dc[e] : 0.f;
+        c1[q] = okc ? a.c1[e] : 0.f;
+        c0[q] = okc ? a.c0[e] : 0.f;
+#pragma unroll
+        for (int g = 0; g < 4; g++) act[q][g] = okc ? a.act[n * G + g * (long)a.H + col] : 0.f;
     }
-    a.dc[e] = dct * f;
+#pragma unroll
+    for (int q = 0; q < SQ_PER; q++) {
+        int m = r0 + q * rstep, n = n0 + m;
+        if (n >= a.B) continue;
+        long e = (long)n * a.H + col;
+        float d = dh[q] + red[m * SQ_BS + u];
+        a.dh[e] = d;
+        if (!cell) continue;
+        float i = act[q][0], f = act[q][1], g = act[q][2], o = act[q][3], tc = tanhf(c1[q]);
+        float dct = dc[q] + d * o * (1 - tc * tc);
+        float dz[4] = {dct * g * i * (1 - i), dct * c0[q] * f * (1 - f), dct * i * (1 - g * g), d * tc * o * (1 - o)};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            a.dz[n * G + k * (long)a.H + col] = dz[k];
+            if (a.dzb) a.dzb[n * G + k * (long)a.H + col] = __float2bfloat16_rn(dz[k]);
+        }
+        a.dc[e] = dct * f;
+    }
 }
 
 template <typename T, int TM, bool FWD>
-__global__ void __launch_bounds__(4 * TM) seq_step_kernel(SeqStep a) {
+__global__ void __launch_bounds__(4 * TM, 1024 / (4 * TM)) seq_step_kernel(SeqStep a) {
     using C = Sq<T, TM, FWD>;
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int s_last;
@@ -148,12 +191,10 @@ __global__ void __launch_bounds__(4 * TM) seq_step_kernel(SeqStep a) {
     __syncthreads();
     if (!pieces_done(red, (FWD ? 4 : 1) * TM * SQ_BS, pc, a.part, a.count, &s_last)) return;
     __syncthreads();
-    for (int i = tid; i < TM * SQ_BS; i += C::NT) {
-        int m = i / SQ_BS, u = i % SQ_BS, n = n0 + m, col = pc.ob * SQ_BS + u;
-        if (n >= a.B) continue;
-        if (FWD) cell_fwd(a, red, TM, m, u, n, col);
-        else cell_bwd(a, red[i], n, col);
-    }
+    static_assert(TM * SQ_BS / C::NT == SQ_PER, "epilogue rows per thread");
+    const int col = pc.ob * SQ_BS + tid % SQ_BS;
+    if (FWD) cell_fwd(a, red, TM, n0, col);
+    else cell_bwd(a, red, n0, col);
 }
 
 int seq_tm(int B) { return B <= 32 ? 32 : B <= 64 ? 64 : 128; }

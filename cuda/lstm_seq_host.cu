@@ -50,14 +50,7 @@ static void upload_lists(Seq *s, const BsMat *w, int fwd) {
 }
 
 // The engine takes block 32 and W_h stacked from one square mask (4 gates).
-static int engine_takes(const BsMat *w) {
-    if (w->bs != SQ_BS || w->nbr != 4 * w->nbc || w->nnzb % 4) return 0;
-    int nr = w->nbc;
-    for (int g = 1; g < 4; g++)
-        for (int r = 0; r <= nr; r++)
-            if (w->row_ptr[g * nr + r] - w->row_ptr[g * nr] != w->row_ptr[r]) return 0;
-    return 1;
-}
+static int engine_takes(const BsMat *w) { return w->bs == SQ_BS && w->ngates == 4 && w->nbr == 4 * w->nbc; }
 
 template <bool BF>
 void *seq_create_cuda(const SeqArgs *a) {

@@ -7,6 +7,7 @@
 void bsmat_from_mask(BsMat *w, const Mask *m, int bs, int ngates) {
     memset(w, 0, sizeof *w);
     w->bs = bs;
+    w->ngates = ngates;
     w->nbr = m->nr * ngates;
     w->nbc = m->nc;
     w->rows = w->nbr * bs;

@@ -10,6 +10,7 @@ extern "C" {
 typedef struct BsMat {
     int rows, cols, bs;
     int nbr, nbc, nnzb;
+    int ngates;    // copies of one mask stacked vertically (block row g*nbr/ngates + r is row r of gate g)
     int *row_ptr;  // [nbr+1]
     int *col_idx;  // [nnzb]  block column of block k
     int *col_ptr;  // [nbc+1] CSC view of the same blocks
