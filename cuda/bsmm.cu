@@ -146,8 +146,10 @@ __global__ void __launch_bounds__(MM_THREADS) bsmm_mm_kernel(MmArgs p) {
         for (int gg = 0; gg < C::KG; gg++) s += red[gg * TM * BS + i];
         red[i] = s;  // only this thread reads element i of every group
     }
+    __syncthreads();  // pieces_done reads red in another thread order
     if (!pieces_done(red, TM * BS, pc, p.part, p.count, &s_last)) return;
-    // Write along rows (coalesced); each thread reads only the elements it summed.
+    __syncthreads();
+    // Write along rows (coalesced).
     for (int i = tid; i < TM * BS; i += MM_THREADS) {
         int m = i / BS, c = i % BS, n = n0 + m;
         if (n >= p.N) continue;
