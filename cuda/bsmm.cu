@@ -174,7 +174,8 @@ struct Bw {
     static constexpr int X_CPR = BW_THREADS / E, X_CH = KC * X_CPR / BW_THREADS;
     static constexpr size_t D_BYTES = (size_t)KC * LDD * sizeof(T);
     static constexpr size_t STAGE = D_BYTES + (size_t)KC * LDX * sizeof(T);
-    static constexpr size_t SMEM = BW_STAGES * STAGE;
+    static constexpr int S = NG == 4 ? 5 : BW_STAGES;  // one CTA per SM (registers): a deeper ring
+    static constexpr size_t SMEM = S * STAGE;
     static_assert(D_BYTES % 16 == 0 && STAGE % 16 == 0, "ring layout");
 };
 
@@ -206,7 +207,7 @@ __global__ void __launch_bounds__(BW_THREADS) bsmm_bwd_weight_kernel(BwArgs p) {
     const int nst = (p.N + C::KC - 1) / C::KC;
 
     auto issue = [&](int st) {
-        T *Ds = d_at(st % BW_STAGES), *Xs = x_at(st % BW_STAGES);
+        T *Ds = d_at(st % C::S), *Xs = x_at(st % C::S);
         const int n0 = st * C::KC;
 #pragma unroll
         for (int i = 0; i < C::D_CH; i++) {
@@ -224,16 +225,16 @@ __global__ void __launch_bounds__(BW_THREADS) bsmm_bwd_weight_kernel(BwArgs p) {
         }
     };
 #pragma unroll
-    for (int st = 0; st < BW_STAGES - 1; st++) {
+    for (int st = 0; st < C::S - 1; st++) {
         if (st < nst) issue(st);
         cp_commit();
     }
     for (int st = 0; st < nst; st++) {
-        cp_wait<BW_STAGES - 2>();
+        cp_wait<C::S - 2>();
         __syncthreads();
-        if (st + BW_STAGES - 1 < nst) issue(st + BW_STAGES - 1);
+        if (st + C::S - 1 < nst) issue(st + C::S - 1);
         cp_commit();
-        const int slot = st % BW_STAGES;
+        const int slot = st % C::S;
 #pragma unroll
         for (int g = 0; g < NG; g++)
             tile_product<BS, C::KC, true, true>(acc[g], x_at(slot), C::LDX, d_at(slot) + g * BS, C::LDD, tid);

@@ -34,7 +34,7 @@ TEST(config_defaults_values) {
     char *text = config_to_text(&c);
     int lines = 0;
     for (char *p = text; *p; p++) lines += *p == '\n';
-    CHECK_EQ(lines, 36);
+    CHECK_EQ(lines, 37);
     CHECK(strstr(text, "data = \"../shared/data/tinyshakespeare.txt\"\n") != NULL);
     CHECK(strstr(text, "learning_rate = 0.002\n") != NULL);
     free(text);
@@ -192,7 +192,7 @@ TEST(config_help_lists_every_key) {
     char *help = read_text_file(tmp_path("help.txt"), NULL, "help");
     int keys = 0;
     for (char *p = strstr(help, "\n  "); p; p = strstr(p + 1, "\n  ")) keys++;
-    CHECK_EQ(keys, 36);
+    CHECK_EQ(keys, 37);
     CHECK(strstr(help, "\n  hidden_size ") && strstr(help, "(default 256)"));
     CHECK(strstr(help, "(default cpu; one of cpu, cuda)"));
     free(help);
