@@ -161,21 +161,21 @@ __global__ void __launch_bounds__(MM_THREADS) bsmm_mm_kernel(MmArgs p) {
 // ---- bwd_weight: M = the group's blocks' columns stacked (256 rows), N = BS, K = N rows ----
 // The same cp.async ring as above over KC rows of N per stage (bf16 mode: bf16 copies of dy
 // and x). Each group's K loop is long (all T*B rows), so the ring stays full.
-#define BW_THREADS 256
+#define BW_M 256        // x columns per group (the blocks' columns stacked): one thread each
 #define BW_STAGES 3
 
 template <typename T, int BS, int NG>
 struct Bw {
+    static constexpr int NT = NG == 4 ? 2 * BW_M : BW_M;  // 4 gates: two halves of 2 gates each
+    static constexpr int GP = NG * BW_M / NT;              // gates per thread
     static constexpr int E = 16 / sizeof(T);      // elements per 16-byte copy
     static constexpr int KC = 32;                 // rows of N per stage
-    static constexpr int G = BW_THREADS / BS;     // blocks per group
-    static constexpr int LDD = sm_ld<T>(NG * BS), LDX = sm_ld<T>(BW_THREADS);
-    static constexpr int D_CPR = NG * BS / E, D_TOTAL = KC * D_CPR, D_CH = cdiv_c(D_TOTAL, BW_THREADS);
-    static constexpr int X_CPR = BW_THREADS / E, X_CH = KC * X_CPR / BW_THREADS;
+    static constexpr int LDD = sm_ld<T>(NG * BS), LDX = sm_ld<T>(BW_M);
+    static constexpr int D_CPR = NG * BS / E, D_TOTAL = KC * D_CPR, D_CH = cdiv_c(D_TOTAL, NT);
+    static constexpr int X_CPR = BW_M / E, X_CH = KC * X_CPR / NT;
     static constexpr size_t D_BYTES = (size_t)KC * LDD * sizeof(T);
     static constexpr size_t STAGE = D_BYTES + (size_t)KC * LDX * sizeof(T);
-    static constexpr int S = NG == 4 ? 5 : BW_STAGES;  // one CTA per SM (registers): a deeper ring
-    static constexpr size_t SMEM = S * STAGE;
+    static constexpr size_t SMEM = BW_STAGES * STAGE;
     static_assert(D_BYTES % 16 == 0 && STAGE % 16 == 0, "ring layout");
 };
 
@@ -192,14 +192,14 @@ typedef struct {
 // of one row of the mask and all 4 gates' copies of them, so each x slab read serves 4x the
 // products (M = the blocks' x columns, N = 4 gates' dy columns).
 template <typename T, int BS, int NG>
-__global__ void __launch_bounds__(BW_THREADS) bsmm_bwd_weight_kernel(BwArgs p) {
+__global__ void __launch_bounds__(Bw<T, BS, NG>::NT) bsmm_bwd_weight_kernel(BwArgs p) {
     using C = Bw<T, BS, NG>;
     extern __shared__ __align__(16) unsigned char smem[];
-    const int tid = threadIdx.x, gi = blockIdx.x;
+    const int tid = threadIdx.x, gi = blockIdx.x, lt = tid % BW_M, g0 = tid / BW_M * C::GP;
     const int br = p.grp_row[gi], k0 = p.grp_k0[gi], cnt = p.grp_cnt[gi];
     const T *dy = (const T *)p.dy, *x = (const T *)p.x;
-    float acc[NG][BS] = {};
-    // This thread's copies: x column xc of rows tid / X_CPR + i * (BW_THREADS / X_CPR); dy chunks.
+    float acc[C::GP][BS] = {};
+    // This thread's copies: x column xc of rows tid / X_CPR + i * (NT / X_CPR); dy chunks.
     const int xc = tid % C::X_CPR * C::E, gb = xc / BS;
     const T *x_src = gb < cnt ? x + (long)p.col_idx[k0 + gb] * BS + xc % BS : NULL;
     auto d_at = [&](int slot) { return (T *)(smem + slot * C::STAGE); };
@@ -207,11 +207,11 @@ __global__ void __launch_bounds__(BW_THREADS) bsmm_bwd_weight_kernel(BwArgs p) {
     const int nst = (p.N + C::KC - 1) / C::KC;
 
     auto issue = [&](int st) {
-        T *Ds = d_at(st % C::S), *Xs = x_at(st % C::S);
+        T *Ds = d_at(st % BW_STAGES), *Xs = x_at(st % BW_STAGES);
         const int n0 = st * C::KC;
 #pragma unroll
         for (int i = 0; i < C::D_CH; i++) {
-            int id = tid + i * BW_THREADS, r = id / C::D_CPR, c = id % C::D_CPR * C::E;
+            int id = tid + i * C::NT, r = id / C::D_CPR, c = id % C::D_CPR * C::E;
             if (id >= C::D_TOTAL) break;
             bool ok = n0 + r < p.N;
             long col = (long)(c / BS * p.nr + br) * BS + c % BS;  // gate c / BS of row br
@@ -219,34 +219,34 @@ __global__ void __launch_bounds__(BW_THREADS) bsmm_bwd_weight_kernel(BwArgs p) {
         }
 #pragma unroll
         for (int i = 0; i < C::X_CH; i++) {
-            int r = tid / C::X_CPR + i * (BW_THREADS / C::X_CPR);
+            int r = tid / C::X_CPR + i * (C::NT / C::X_CPR);
             bool ok = x_src && n0 + r < p.N;
             cp_async16(Xs + r * C::LDX + xc, ok ? x_src + (long)(n0 + r) * p.ld_x : x, ok);
         }
     };
 #pragma unroll
-    for (int st = 0; st < C::S - 1; st++) {
+    for (int st = 0; st < BW_STAGES - 1; st++) {
         if (st < nst) issue(st);
         cp_commit();
     }
     for (int st = 0; st < nst; st++) {
-        cp_wait<C::S - 2>();
+        cp_wait<BW_STAGES - 2>();
         __syncthreads();
-        if (st + C::S - 1 < nst) issue(st + C::S - 1);
+        if (st + BW_STAGES - 1 < nst) issue(st + BW_STAGES - 1);
         cp_commit();
-        const int slot = st % C::S;
+        const int slot = st % BW_STAGES;
 #pragma unroll
-        for (int g = 0; g < NG; g++)
-            tile_product<BS, C::KC, true, true>(acc[g], x_at(slot), C::LDX, d_at(slot) + g * BS, C::LDD, tid);
+        for (int q = 0; q < C::GP; q++)
+            tile_product<BS, C::KC, true, true>(acc[q], x_at(slot), C::LDX, d_at(slot) + (g0 + q) * BS, C::LDD, lt);
     }
     cp_wait<0>();
 #pragma unroll
-    for (int g = 0; g < NG; g++)
+    for (int q = 0; q < C::GP; q++)
 #pragma unroll
         for (int e = 0; e < BS; e++) {
             int m, i;
-            acc_coord<T, BS, true>(e, tid, m, i);
-            if (m / BS < cnt) p.dvals[(k0 + m / BS + g * p.gstride) * BS * BS + i * BS + m % BS] += acc[g][e];
+            acc_coord<T, BS, true>(e, lt, m, i);
+            if (m / BS < cnt) p.dvals[(k0 + m / BS + (g0 + q) * p.gstride) * BS * BS + i * BS + m % BS] += acc[q][e];
         }
 }
 
@@ -342,7 +342,7 @@ template <typename T, int BS, int NG>
 static void launch_bwd_weight_ng(const BwArgs &a, int ngroups) {
     static thread_local bool ready;  // the attribute is per device: one per rank thread
     if (!ready) allow_smem(bsmm_bwd_weight_kernel<T, BS, NG>, Bw<T, BS, NG>::SMEM), ready = true;
-    bsmm_bwd_weight_kernel<T, BS, NG><<<ngroups, BW_THREADS, Bw<T, BS, NG>::SMEM>>>(a);
+    bsmm_bwd_weight_kernel<T, BS, NG><<<ngroups, Bw<T, BS, NG>::NT, Bw<T, BS, NG>::SMEM>>>(a);
     LAUNCH_CHECK();
 }
 
