@@ -7,13 +7,17 @@ static real *ralloc(const Backend *be, size_t n) { return be->alloc(n * sizeof(r
 
 // The backend's engine for layer l over these buffers (NULL: per-step ops).
 static void *seq_for(const Model *m, Acts *a, int l) {
-    if (!m->be->seq_create || strcmp(m->cfg.engine, "auto")) return NULL;
+    if (!m->be->seq_create || !engine_wanted(&m->cfg)) return NULL;
     const Layer *L = &m->layer[l];
     real *P = m->params, *G = m->grads;
     SeqArgs s = {a->B, a->T, m->H, &L->wh, P + L->off_wh, P + L->off_b, m->ln ? P + L->off_g : NULL,
                  G + L->off_wh, G + L->off_b, m->ln ? G + L->off_g : NULL,
                  a->z[l], a->act[l], a->lnstat[l], a->h[l], a->c[l], a->dz[l], a->dh[l], a->dc[l]};
     return m->be->seq_create(&s);
+}
+
+int engine_wanted(const Config *cfg) {
+    return !strcmp(cfg->engine, "on") || (!strcmp(cfg->engine, "auto") && !strcmp(cfg->precision, "bf16"));
 }
 
 const char *acts_path(const Acts *a) {

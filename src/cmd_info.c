@@ -29,7 +29,7 @@ static void print_model(const Ckpt *c, const Config *cfg) {
         mask_free(&masks[i]);
     }
     // The CUDA backend's engine takes block 32 (lstm_seq_host.cu); the CPU always runs per step.
-    printf("recurrent path on cuda: %s\n", cfg->block_size == 32 && !strcmp(cfg->engine, "auto")
+    printf("recurrent path on cuda: %s\n", cfg->block_size == 32 && engine_wanted(cfg)
                ? "fused engine (a window per CUDA graph of fused step kernels)" : "per-step ops");
     const CkptSection *p = ckpt_find(c, "params", 1);
     printf("parameters: %llu stored (fp32), %.0f for the same shapes dense\n",

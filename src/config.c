@@ -44,7 +44,7 @@ static const Key keys[] = {
     KEY(input_sparsity, T_STR, R_ANY, "", "mask of W_x above layer 0 (\"\" = same as sparsity)", NULL),
     KEY(mask_seed, T_LONG, R_NONNEG, "1", "seed of the sparsity masks", NULL),
     KEY(layer_norm, T_BOOL, R_ANY, "false", "layer-normalise the gate pre-activations", NULL),
-    KEY(engine, T_CHOICE, R_ANY, "auto", "recurrent path: auto = the fused whole-window engine where the backend takes the layer (CUDA, block 32), steps = per-step ops", "auto, steps"),
+    KEY(engine, T_CHOICE, R_ANY, "auto", "recurrent path: auto = the fused engine where it is faster (CUDA, bf16, block 32), on = the engine wherever it takes the layer (CUDA, block 32), steps = per-step ops", "auto, on, steps"),
     KEY(batch_size, T_INT, R_POS, "32", "sequences per step (data stripes)", NULL),
     KEY(seq_length, T_INT, R_POS, "64", "truncated BPTT steps per update", NULL),
     KEY(learning_rate, T_DOUBLE, R_POS, "2e-3", "peak learning rate", NULL),

@@ -22,7 +22,7 @@ typedef struct {
     char input_sparsity[64];     // mask of W_x above layer 0 ("" = same as sparsity)
     long mask_seed;
     int layer_norm;              // 0/1 (true/false in files)
-    char engine[16];             // auto | steps: the recurrent engine where the backend has one
+    char engine[16];             // auto | on | steps: the recurrent engine (model.h engine_wanted)
     // optimisation
     int batch_size, seq_length;
     double learning_rate, min_lr;        // min_lr: floor of cosine/linear decay (absolute)

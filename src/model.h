@@ -76,6 +76,9 @@ Acts *acts_create(const Model *m, int B, int T);
 void acts_free(const Model *m, Acts *a);
 // Which recurrent path a window runs: the fused engine or the per-step ops.
 const char *acts_path(const Acts *a);
+// Whether cfg asks for the backend's recurrent engine: `on`, or `auto` in bf16 (in fp32 the
+// engine's FFMA tiles measured slower than the per-step ops, docs/PERF.md section 0).
+int engine_wanted(const Config *cfg);
 // Zeroes the carried state (h_0, c_0) of every layer.
 void acts_reset_state(const Model *m, Acts *a);
 // Moves h_T, c_T into h_0, c_0 for the next window (truncated BPTT).

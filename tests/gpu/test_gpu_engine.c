@@ -80,7 +80,7 @@ static void check_engine(const char *prec, double loss_tol, double tol) {
     for (size_t i = 0; i < sizeof eshapes / sizeof eshapes[0]; i++) {
         const EngShape *s = &eshapes[i];
         Batch b = batch_make(s->B, s->T, s->H, 40 + i);
-        EngRun rc = eng_run(s, cpu, "auto", &b), re = eng_run(s, gpu, "auto", &b), rs = eng_run(s, gpu, "steps", &b);
+        EngRun rc = eng_run(s, cpu, "on", &b), re = eng_run(s, gpu, "on", &b), rs = eng_run(s, gpu, "steps", &b);
         const char *w1 = "", *w2 = "";
         double e_cpu = eng_worst(&re, &rc, s->T, &w1), e_steps = eng_worst(&re, &rs, s->T, &w2);
         int took = re.a->seq[0] != NULL && rs.a->seq[0] == NULL && rc.a->seq[0] == NULL;
@@ -103,7 +103,7 @@ TEST(gpu_engine_bf16_matches_cpu) { check_engine("bf16", 1e-2, 1e-2); }
 TEST(gpu_engine_window_lengths) {
     const Backend *gpu = backend_cuda("fp32");
     const EngShape *s = &eshapes[0];
-    Model *me = eng_model(s, gpu, "auto"), *ms = eng_model(s, gpu, "steps");
+    Model *me = eng_model(s, gpu, "on"), *ms = eng_model(s, gpu, "steps");
     Acts *ae = acts_create(me, s->B, s->T), *as = acts_create(ms, s->B, s->T);
     int lens[3] = {s->T, 3, s->T};
     for (int k = 0; k < 3; k++) {
@@ -125,7 +125,7 @@ TEST(gpu_engine_deterministic) {
         const Backend *gpu = backend_cuda(precs[p]);
         const EngShape *s = &eshapes[0];
         Batch b = batch_make(s->B, s->T, s->H, 9);
-        EngRun r = eng_run(s, gpu, "auto", &b);
+        EngRun r = eng_run(s, gpu, "on", &b);
         real *g1 = h_from(gpu, r.m->grads, r.m->nparams);
         double l2 = fwd_bwd(r.m, r.a, &b);
         real *g2 = h_from(gpu, r.m->grads, r.m->nparams);
