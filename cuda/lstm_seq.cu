@@ -125,19 +125,20 @@ __device__ inline void cell_bwd(const SeqStep &a, const float *red, int n0, int 
     }
 }
 
-// One work item: piece p of a list over row tile y (of gy tiles of TM rows).
 template <typename T, int TM, bool FWD>
-__device__ inline void seq_item(const SeqStep &a, unsigned char *smem, int *s_last, int p, int y, int gy) {
+__global__ void __launch_bounds__(4 * TM, 1024 / (4 * TM)) seq_step_kernel(SeqStep a) {
     using C = Sq<T, TM, FWD>;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int s_last;
     int *s_idx = (int *)(smem + (C::RING > C::RED ? C::RING : C::RED)), *s_blk = s_idx + SQ_LIST;
     const int tid = threadIdx.x, grp = tid / TM, lt = tid % TM;
-    MmPiece pc = a.pieces[p];
-    if (!a.in) {  // no product: one item per list runs the epilogue alone
+    MmPiece pc = a.pieces[blockIdx.x];
+    if (!a.in) {  // no product: one CTA per list runs the epilogue alone
         if (pc.rank) return;
         pc.nparts = 1;
         pc.end = pc.beg;
     }
-    const int n0 = y * TM, valid = min(TM, a.B - n0), cnt = pc.end - pc.beg;
+    const int n0 = blockIdx.y * TM, valid = min(TM, a.B - n0), cnt = pc.end - pc.beg;
     const T *in = (const T *)a.in, *w = (const T *)a.w;
     const long ld_in = FWD ? a.H : 4L * a.H;
     for (int i = tid; i < cnt; i += C::NT) {
@@ -188,7 +189,7 @@ __device__ inline void seq_item(const SeqStep &a, unsigned char *smem, int *s_la
         for (int i = tid; i < TM * SQ_BS; i += C::NT)
             red[i] = ((red[i] + red[TM * SQ_BS + i]) + red[2 * TM * SQ_BS + i]) + red[3 * TM * SQ_BS + i];
     __syncthreads();
-    if (!pieces_done(red, (FWD ? 4 : 1) * TM * SQ_BS, pc, p, y, gy, a.part, a.count, s_last)) return;
+    if (!pieces_done(red, (FWD ? 4 : 1) * TM * SQ_BS, pc, a.part, a.count, &s_last)) return;
     __syncthreads();
     static_assert(TM * SQ_BS / C::NT == SQ_PER, "epilogue rows per thread");
     const int col = pc.ob * SQ_BS + tid % SQ_BS;
@@ -196,36 +197,17 @@ __device__ inline void seq_item(const SeqStep &a, unsigned char *smem, int *s_la
     else cell_bwd(a, red, n0, col);
 }
 
-// As many CTAs as fit on the GPU at once take items (longest lists first) from a counter until
-// none is left: no partly empty last wave, and a CTA that drew short items draws more.
-template <typename T, int TM, bool FWD>
-__global__ void __launch_bounds__(4 * TM, 1024 / (4 * TM)) seq_step_kernel(SeqStep a, int nitems) {
-    extern __shared__ __align__(16) unsigned char smem[];
-    __shared__ int s_last, s_item;
-    const int gy = (a.B + TM - 1) / TM;
-    for (;;) {
-        __syncthreads();  // the last item is done with shared memory and s_item
-        if (threadIdx.x == 0) s_item = atomicAdd(a.queue, 1);
-        __syncthreads();
-        const int item = s_item;
-        if (item >= nitems) return;
-        seq_item<T, TM, FWD>(a, smem, &s_last, item / gy, item % gy, gy);
-    }
-}
-
 int seq_tm(int B) { return B <= 32 ? 32 : B <= 64 ? 64 : 128; }
 
 template <typename T, int TM, bool FWD>
 static void launch(const SeqStep &a, int npieces, cudaStream_t stream) {
     using C = Sq<T, TM, FWD>;
-    static thread_local int per_sm;  // the attribute is per device: one per rank thread
-    if (!per_sm) {
+    static thread_local bool ready;  // the attribute is per device: one per rank thread
+    if (!ready) {
         CUDA_CHECK(cudaFuncSetAttribute(seq_step_kernel<T, TM, FWD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, seq_step_kernel<T, TM, FWD>, C::NT, C::SMEM));
-        if (per_sm < 1) die("internal: the engine's step kernel does not fit on a multiprocessor");
+        ready = true;
     }
-    int nitems = npieces * cdiv(a.B, TM), grid = per_sm * g_cuda.nsm < nitems ? per_sm * g_cuda.nsm : nitems;
-    seq_step_kernel<T, TM, FWD><<<grid, C::NT, C::SMEM, stream>>>(a, nitems);
+    seq_step_kernel<T, TM, FWD><<<dim3(npieces, cdiv(a.B, TM)), C::NT, C::SMEM, stream>>>(a);
     LAUNCH_CHECK();
 }
 

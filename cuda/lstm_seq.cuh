@@ -21,9 +21,8 @@ typedef struct {
     long gstride;           // stored blocks from one gate's copy of a block to the next (nnzb / 4)
     const void *w;          // weights, bf16 or float like the kernel's T
     const void *in;         // fwd: h_t [B, H]; bwd: dz_{t+1} [B, 4H]; NULL: no product (bwd at t = T-1)
-    float *part;            // [piece][row tiles][tile] partial tiles of cut lists
-    int *count;             // [list][row tiles] pieces finished (back to 0 when done)
-    int *queue;             // items handed out so far in this step (0 at the start of the window)
+    float *part;            // [piece][gridDim.y][tile] partial tiles of cut lists
+    int *count;             // [list][gridDim.y] pieces finished (back to 0 when done)
     int B, H, epi;
     const real *bias;
     // fwd at step t: z = z_t (input projection in; the full pre-activation out with EPI_SUM),

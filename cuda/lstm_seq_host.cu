@@ -22,7 +22,6 @@ typedef struct {
     int *idx[2], *blk[2];
     float *part;
     int *count;
-    int *queue[2];        // per direction, one work counter per launch of a window (T + 1)
     bf16 *hb, *dzb;       // bf16 mode: h [(T+1)B, H] and dz [TB, 4H] as the kernels read them (dz at the first bwd)
     cudaStream_t stream;
     Graph g[2];
@@ -67,7 +66,6 @@ void *seq_create_cuda(const SeqArgs *a) {
     CUDA_CHECK(cudaMalloc(&s->part, sizeof(float) * (size_t)most * gy * 4 * seq_tm(a->B) * SQ_BS));
     CUDA_CHECK(cudaMalloc(&s->count, sizeof(int) * (size_t)s->nlists * gy));
     CUDA_CHECK(cudaMemset(s->count, 0, sizeof(int) * (size_t)s->nlists * gy));
-    for (int d = 0; d < 2; d++) CUDA_CHECK(cudaMalloc(&s->queue[d], sizeof(int) * (size_t)(a->T + 1)));
     size_t BH = (size_t)a->B * a->H;
     if (BF) CUDA_CHECK(cudaMalloc(&s->hb, sizeof(bf16) * BH * (a->T + 1)));
     CUDA_CHECK(cudaStreamCreate(&s->stream));  // blocking: ordered with the default stream's work
@@ -83,7 +81,6 @@ void seq_free_cuda(void *p) {
         CUDA_CHECK(cudaFree(s->pieces[d]));
         CUDA_CHECK(cudaFree(s->idx[d]));
         CUDA_CHECK(cudaFree(s->blk[d]));
-        CUDA_CHECK(cudaFree(s->queue[d]));
     }
     CUDA_CHECK(cudaFree(s->part));
     CUDA_CHECK(cudaFree(s->count));
@@ -116,10 +113,8 @@ static void record_fwd(const Seq *s, const void *w, int T) {
     const SeqArgs &a = s->a;
     size_t BH = (size_t)a.B * a.H, BG = 4 * BH;
     if (BF) to_bf16(s->hb, a.h, BH, s->stream);
-    CUDA_CHECK(cudaMemsetAsync(s->queue[1], 0, sizeof(int) * (size_t)(T + 1), s->stream));
     for (int t = 0; t < T; t++) {
         SeqStep st = step_base(s, w, 1);
-        st.queue = s->queue[1] + t;
         st.in = BF ? (const void *)(s->hb + t * BH) : (const void *)(a.h + t * BH);
         st.z = a.z + t * BG;
         st.act = a.act + t * BG;
@@ -143,10 +138,8 @@ static void record_bwd(const Seq *s, const void *w, int T) {
     auto dz_in = [&](int t) { return BF ? (const void *)(s->dzb + t * BG) : (const void *)(a.dz + t * BG); };
     CUDA_CHECK(cudaMemsetAsync(a.dh, 0, BH * sizeof(real), s->stream));
     CUDA_CHECK(cudaMemsetAsync(a.dc, 0, BH * sizeof(real), s->stream));
-    CUDA_CHECK(cudaMemsetAsync(s->queue[0], 0, sizeof(int) * (size_t)(T + 1), s->stream));
     for (int t = T - 1; t >= 0; t--) {
         SeqStep st = step_base(s, w, 0);
-        st.queue = s->queue[0] + t;
         st.in = t == T - 1 ? NULL : dz_in(t + 1);
         st.dh = a.dh + (t + 1) * BH;
         st.dc = a.dc;
@@ -162,7 +155,6 @@ static void record_bwd(const Seq *s, const void *w, int T) {
         if (BF) to_bf16(st.dzb, st.dz, BG, s->stream);
     }
     SeqStep st = step_base(s, w, 0);
-    st.queue = s->queue[0] + T;
     st.epi = EPI_SUM;
     st.in = dz_in(0);
     st.dh = a.dh;
