@@ -13,7 +13,6 @@
 template <typename T, int TM, bool FWD>
 struct Sq {
     static constexpr int NT = 4 * TM;            // threads: a group of TM per gate
-    static constexpr int E = 16 / sizeof(T);     // elements per 16-byte copy
     static constexpr int LD = sm_ld<T>(SQ_BS);
     static constexpr int NA = FWD ? 1 : 4;       // slabs per stage: fwd's 4 gates share h's slab
     static constexpr int A_ELEMS = NA * TM * LD, W_ELEMS = 4 * SQ_BS * LD;
@@ -21,7 +20,7 @@ struct Sq {
     static constexpr int S = 3 * STAGE <= 200 * 1024 ? 3 : 2;  // ring depth
     static constexpr size_t RING = S * STAGE;
     static constexpr size_t RED = (size_t)4 * TM * SQ_BS * sizeof(float);  // a tile per group
-    static constexpr size_t SMEM = (RING > RED ? RING : RED) + 2 * SQ_LIST * sizeof(int);
+    static constexpr size_t SMEM = (RING > RED ? RING : RED) + 2 * SQ_PIECE * sizeof(int);
     static_assert(STAGE % 16 == 0, "ring layout");
 };
 
@@ -130,7 +129,7 @@ __global__ void __launch_bounds__(4 * TM, 1024 / (4 * TM)) seq_step_kernel(SeqSt
     using C = Sq<T, TM, FWD>;
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int s_last;
-    int *s_idx = (int *)(smem + (C::RING > C::RED ? C::RING : C::RED)), *s_blk = s_idx + SQ_LIST;
+    int *s_idx = (int *)(smem + (C::RING > C::RED ? C::RING : C::RED)), *s_blk = s_idx + SQ_PIECE;
     const int tid = threadIdx.x, grp = tid / TM, lt = tid % TM;
     MmPiece pc = a.pieces[blockIdx.x];
     if (!a.in) {  // no product: one CTA per list runs the epilogue alone
