@@ -313,7 +313,7 @@ char *config_to_text(const Config *c) {
 void config_print_help(void) {
     Config d;
     config_defaults(&d);
-    printf("config keys (in a file: key = value; on the command line: --key=value):\n");
+    printf("config keys (in a file: key = value; on the command line: --key=value or --key value):\n");
     for (int i = 0; i < NKEYS; i++) {
         char value[VALUE_MAX];
         format_value(&d, &keys[i], value);

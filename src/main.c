@@ -20,6 +20,7 @@ static const Verb verbs[] = {
     {"mask", cmd_mask, "build a sparsity mask and print its graph statistics"},
     {"features", cmd_features, "extract per-document features from a checkpoint to .npy"},
     {"probe", cmd_probe, "fit and score logistic-regression probes on features"},
+    {"export", cmd_export, "write a checkpoint's weights as a safetensors file (for PyTorch)"},
     {"bench", cmd_bench, "benchmark kernels and training throughput (GPU)"},
 };
 #define NVERBS (int)(sizeof verbs / sizeof verbs[0])
@@ -51,5 +52,5 @@ int main(int argc, char **argv) {
             free(args);
             return rc;
         }
-    die("unknown verb '%s' (expected one of: train eval sample info mask features probe bench help)", argv[1]);
+    die("unknown verb '%s' (expected one of: train eval sample info mask features probe export bench help)", argv[1]);
 }
