@@ -2,12 +2,15 @@
 # check_export.sh: `swlstm export` + tools/swlstm_torch.py reproduce `swlstm eval` within 1e-4 bpc.
 # Trains a small 2-layer small-world model with layer norm (sparse W_h and W_x) for a few
 # steps, or takes CKPT, exports it, and compares the two bpc on the same bytes.
-#   bash tools/check_export.sh [CKPT] [DATA]      (PYTHON=python3, SWLSTM=./swlstm, SPLIT=test)
+#   bash tools/check_export.sh [CKPT] [DATA]
+# Environment: PYTHON (python3), SWLSTM (./swlstm), SPLIT (test), DEVICE (cpu; cuda runs both
+# `swlstm eval` and PyTorch on the GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 BIN=${SWLSTM:-./swlstm}
 SPLIT=${SPLIT:-test}
+DEVICE=${DEVICE:-cpu}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 data=${2:-$(bash data/get_corpus.sh)}
@@ -19,8 +22,8 @@ if [ -z "$ckpt" ]; then
     ckpt=$work/run/latest.ckpt
 fi
 "$BIN" export "$ckpt" --out "$work/model.safetensors"
-c=$("$BIN" eval "$ckpt" --data "$data" --split "$SPLIT" --max-bytes 30000 --device cpu --json)
-t=$("$PY" tools/swlstm_torch.py "$work/model.safetensors" --data "$data" --split "$SPLIT" --max-bytes 30000 --json)
+c=$("$BIN" eval "$ckpt" --data "$data" --split "$SPLIT" --max-bytes 30000 --device "$DEVICE" --precision fp32 --json)
+t=$("$PY" tools/swlstm_torch.py "$work/model.safetensors" --data "$data" --split "$SPLIT" --max-bytes 30000 --device "$DEVICE" --json)
 echo "swlstm eval:    $c"
 echo "swlstm_torch:   $t"
 "$PY" - "$c" "$t" <<'PYEOF'
