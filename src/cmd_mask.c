@@ -29,13 +29,10 @@ static void usage(FILE *f) {
             "with the same expected block count (small-world: paths as short, clustering higher).\n");
 }
 
-// Returns the value of option `key` given as "--key value" or "--key=value" at argv[*i]
-// (advancing *i past a separate value), or NULL if argv[*i] is another option.
+// Returns the value of option `key` at argv[*i] (advancing *i past it), or NULL if argv[*i]
+// is another option. ("--key=value" arrives split, see opts.h.)
 static const char *opt_value(int argc, char **argv, int *i, const char *key) {
-    size_t n = strlen(key);
-    if (strncmp(argv[*i], key, n)) return NULL;
-    if (argv[*i][n] == '=') return argv[*i] + n + 1;
-    if (argv[*i][n]) return NULL;
+    if (strcmp(argv[*i], key)) return NULL;
     if (*i + 1 >= argc) die("mask: option %s needs a value", key);
     return argv[++*i];
 }

@@ -255,14 +255,16 @@ void config_load_file(Config *c, const char *path) {
 void config_apply_overrides(Config *c, int n, char **args) {
     for (int i = 0; i < n; i++) {
         const char *a = args[i], *eq = strchr(a, '=');
-        if (strncmp(a, "--", 2) || !eq || eq == a + 2)
-            die("command line: expected --key=value, got '%s'", a);
+        if (strncmp(a, "--", 2) || a[2] == 0 || a[2] == '=')
+            die("command line: expected --key=value or --key value, got '%s'", a);
+        size_t len = eq ? (size_t)(eq - a - 2) : strlen(a) - 2;
+        const char *v = eq ? eq + 1 : i + 1 < n ? args[++i] : NULL;
+        if (!v) die("command line: option '%s' needs a value", a);
         char key[128];
-        size_t len = (size_t)(eq - a - 2);
         if (len >= sizeof key) die("command line: key too long in '%s'", a);
         for (size_t j = 0; j < len; j++) key[j] = a[2 + j] == '-' ? '_' : a[2 + j];
         key[len] = 0;
-        config_set(c, key, eq + 1, "command line");
+        config_set(c, key, v, "command line");
     }
 }
 
@@ -312,7 +314,7 @@ char *config_to_text(const Config *c) {
 void config_print_help(void) {
     Config d;
     config_defaults(&d);
-    printf("config keys (in a file: key = value; on the command line: --key=value):\n");
+    printf("config keys (in a file: key = value; on the command line: --key=value or --key value):\n");
     for (int i = 0; i < NKEYS; i++) {
         char value[VALUE_MAX];
         format_value(&d, &keys[i], value);

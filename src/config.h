@@ -44,7 +44,7 @@ void config_load_file(Config *c, const char *path);
 // Sets one key. `where` names the source for errors ("tiny.cfg:12", "command line").
 // An unknown key is an error that names the closest known key.
 void config_set(Config *c, const char *key, const char *value, const char *where);
-// Applies "--key=value" strings.
+// Applies command-line options, each "--key=value" or "--key" "value" (dashes read as '_').
 void config_apply_overrides(Config *c, int n, char **args);
 // Cross-key checks (block_size divides hidden_size, valid descriptors, ...). Dies on error.
 void config_validate(const Config *c);

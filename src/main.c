@@ -1,7 +1,9 @@
 // main.c: ./swlstm VERB ... dispatch and help.
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include "common.h"
+#include "opts.h"
 #include "verbs.h"
 
 typedef struct {
@@ -18,12 +20,14 @@ static const Verb verbs[] = {
     {"mask", cmd_mask, "build a sparsity mask and print its graph statistics"},
     {"features", cmd_features, "extract per-document features from a checkpoint to .npy"},
     {"probe", cmd_probe, "fit and score logistic-regression probes on features"},
+    {"export", cmd_export, "write a checkpoint's weights as a safetensors file (for PyTorch)"},
     {"bench", cmd_bench, "benchmark kernels and training throughput (GPU)"},
 };
 #define NVERBS (int)(sizeof verbs / sizeof verbs[0])
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: swlstm VERB [options]    (swlstm VERB --help for a verb's options)\n\nverbs:\n");
+    fprintf(f, "usage: swlstm VERB [options]    (swlstm VERB --help for a verb's options;\n"
+               "                                 every option reads --opt value or --opt=value)\n\nverbs:\n");
     for (int i = 0; i < NVERBS; i++) fprintf(f, "  %-9s %s\n", verbs[i].name, verbs[i].summary);
     fprintf(f, "  %-9s %s\n", "help", "this text");
 }
@@ -41,6 +45,12 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     for (int i = 0; i < NVERBS; i++)
-        if (!strcmp(verbs[i].name, argv[1])) return verbs[i].fn(argc - 1, argv + 1);
-    die("unknown verb '%s' (expected one of: train eval sample info mask features probe bench help)", argv[1]);
+        if (!strcmp(verbs[i].name, argv[1])) {
+            int n;
+            char **args = opts_split(argc - 1, argv + 1, &n);
+            int rc = verbs[i].fn(n, args);
+            free(args);
+            return rc;
+        }
+    die("unknown verb '%s' (expected one of: train eval sample info mask features probe export bench help)", argv[1]);
 }

@@ -9,6 +9,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include "atomic_file.h"
 #include "eval.h"
 #include "optim.h"
 #include "trainer.h"
@@ -113,6 +114,8 @@ static void setup(Trainer *tr) {
     tr->ts = (TrainState){.best_valid_bpc = INFINITY};
     rng_seed(&tr->ts.rng, (uint64_t)cfg->seed ^ 0x5eedULL);
     if (lead(tr) && mkdir_p(cfg->out_dir)) die("out_dir '%s': cannot create the directory", cfg->out_dir);
+    int stale = lead(tr) ? atomic_remove_stale(cfg->out_dir) : 0;
+    if (stale) printf("removed %d temporary file(s) of a killed run from %s\n", stale, cfg->out_dir);
     if (tr->resume_path) resume(tr, tr->resume_path);
     else if (cfg->init_from[0]) init_from(tr);
     if (cfg->eval_every > 0) setup_eval(tr);
@@ -215,7 +218,11 @@ static void finish(Trainer *tr) {
     if (!evaluated_last) save(tr, 0);
     if (lead(tr)) {
         if (tr->stop) printf("stopped by a signal at step %ld; saved %s/latest.ckpt (resume with --resume)\n", tr->ts.step, tr->cfg.out_dir);
-        else printf("done: %ld steps in %.1f s; best valid bpc %.4f; checkpoints in %s\n", tr->ts.step, tr->ts.elapsed_sec, tr->ts.best_valid_bpc, tr->cfg.out_dir);
+        else {
+            char best[32] = "none";  // no evaluation ran
+            if (isfinite(tr->ts.best_valid_bpc)) snprintf(best, sizeof best, "%.4f", tr->ts.best_valid_bpc);
+            printf("done: %ld steps in %.1f s; best valid bpc %s; checkpoints in %s\n", tr->ts.step, tr->ts.elapsed_sec, best, tr->cfg.out_dir);
+        }
         train_log_close(&tr->log);
     }
     dist_trainer_free(tr);
@@ -236,10 +243,11 @@ static void train_rank(Trainer *tr) {
 }
 
 static void train_usage(void) {
-    printf("usage: swlstm train CONFIG [--key=value ...] [--resume CKPT] [--stop-after STEP]\n"
+    printf("usage: swlstm train CONFIG [--key value ...] [--resume CKPT] [--stop-after STEP]\n"
            "Trains a char-LM described by CONFIG (key = value lines). Any key can be overridden\n"
-           "on the command line. --resume continues a run bit-exactly from a checkpoint's full\n"
-           "training state; --stop-after ends early with a checkpoint. Keys:\n\n");
+           "on the command line, as --key value or --key=value. --resume continues a run\n"
+           "bit-exactly from a checkpoint's full training state; --stop-after ends early with a\n"
+           "checkpoint. Keys:\n\n");
     config_print_help();
 }
 
@@ -255,12 +263,13 @@ int cmd_train(int argc, char **argv) {
             if (i + 1 >= argc) die("train: %s needs a value", a);
             if (a[2] == 'r') tr.resume_path = argv[++i];
             else tr.stop_after = parse_long("train --stop-after", argv[++i], 1, LONG_MAX);
-        } else if (!strncmp(a, "--resume=", 9)) tr.resume_path = a + 9;
-        else if (!strncmp(a, "--", 2)) over[nover++] = argv[i];
-        else if (!cfg_path) cfg_path = a;
-        else die("train: unexpected argument '%s' (one CONFIG file; keys as --key=value)", a);
+        } else if (!strncmp(a, "--", 2)) {
+            over[nover++] = argv[i];
+            if (!strchr(a, '=') && i + 1 < argc) over[nover++] = argv[++i];
+        } else if (!cfg_path) cfg_path = a;
+        else die("train: unexpected argument '%s' (one CONFIG file; keys as --key value or --key=value)", a);
     }
-    if (!cfg_path) die("train: missing CONFIG (usage: swlstm train CONFIG [--key=value ...] [--resume CKPT])");
+    if (!cfg_path) die("train: missing CONFIG (usage: swlstm train CONFIG [--key value ...] [--resume CKPT])");
     config_defaults(&tr.cfg);
     config_load_file(&tr.cfg, cfg_path);
     config_apply_overrides(&tr.cfg, nover, over);

@@ -2,6 +2,7 @@
 #ifndef SW_DOUBLE
 #include "common.h"
 #include "config.h"
+#include "opts.h"
 #include "test.h"
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,27 @@ TEST(config_overrides) {
     CHECK(!strcmp(c.sparsity, "ws_4_0.1"));
     CHECK(c.learning_rate == 0.01);
     CHECK(c.init_from[0] == 0);
+    // The same keys as "--key value" pairs, mixed with "--key=value"; a value may start with '-'.
+    char *pairs[] = {"--hidden-size", "256", "--sparsity=ba_3", "--init_from", "-x.ckpt", "--data", ""};
+    config_apply_overrides(&c, 7, pairs);
+    CHECK_EQ(c.hidden_size, 256);
+    CHECK(!strcmp(c.sparsity, "ba_3"));
+    CHECK(!strcmp(c.init_from, "-x.ckpt"));
+    CHECK(c.data[0] == 0);
+}
+
+// main() hands every verb "--opt=value" as "--opt" "value"; anything else passes unchanged.
+TEST(opts_split_rewrites_opt_eq_value) {
+    char *in[] = {"eval", "x.ckpt", "--data=/a=b/c.txt", "--json", "-n=3", "--=x", "--split", "valid", "--prime=", "--"};
+    int n = 0;
+    char **out = opts_split(10, in, &n);
+    const char *want[] = {"eval", "x.ckpt", "--data", "/a=b/c.txt", "--json", "-n=3", "--=x", "--split", "valid",
+                          "--prime", "", "--"};
+    CHECK_EQ(n, 12);
+    for (int i = 0; i < n; i++) CHECK_MSG(!strcmp(out[i], want[i]), "argument %d is '%s', expected '%s'", i, out[i], want[i]);
+    CHECK(out[n] == NULL);
+    CHECK(!strcmp(in[2], "--data=/a=b/c.txt"));  // the caller's strings are left alone
+    free(out);
 }
 
 static void load_text(void *text) {
@@ -124,8 +146,9 @@ TEST(config_file_errors) {
 
 TEST(config_override_errors) {
     static const char *cases[][2] = {  // --key=value, the error it must give
-        {"--hidden_size", "command line: expected --key=value, got '--hidden_size'"},
-        {"hidden_size=5", "command line: expected --key=value, got 'hidden_size=5'"},
+        {"--hidden_size", "command line: option '--hidden_size' needs a value"},
+        {"hidden_size=5", "command line: expected --key=value or --key value, got 'hidden_size=5'"},
+        {"--=5", "command line: expected --key=value or --key value, got '--=5'"},
         {"--hiden-size=5", "command line: unknown key 'hiden_size' (did you mean 'hidden_size'?)"},
         {"--precision=fp8", "command line: key 'precision' = 'fp8': expected one of fp32, bf16"},
     };

@@ -259,4 +259,46 @@ TEST(bad_inputs_are_clear_errors) {
     unsetenv("SWLSTM_WORLD_SIZE");
     CHECK(ok);
 }
+
+// Every verb reads "--opt value" and "--opt=value" alike (main() splits the second form).
+TEST(options_take_both_syntaxes) {
+    char log[8192], dir[512], a1[1200], a2[1200], o1[4096], o2[4096];
+    snprintf(dir, sizeof dir, "%s", tmp_path("syntax"));
+    CHECK_EQ(train(dir, "--max_steps 2 --warmup_steps=0 --eval_every 0", log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "done: 2 steps") && strstr(log, "best valid bpc none;"), "%s", log);
+    snprintf(a1, sizeof a1, "eval %s/latest.ckpt --data=%s --split=test --max-bytes=1000 --batch-size=2 --json", dir, corpus());
+    snprintf(a2, sizeof a2, "eval %s/latest.ckpt --data %s --split test --max-bytes 1000 --batch-size 2 --json", dir, corpus());
+    CHECK_EQ(run_swlstm(a1, o1, sizeof o1), 0);
+    CHECK_EQ(run_swlstm(a2, o2, sizeof o2), 0);
+    CHECK_MSG(!strncmp(o1, o2, strstr(o1, "\"seconds\"") - o1) && strstr(o1, "\"bytes\": 998"), "%s\n%s", o1, o2);
+    snprintf(a1, sizeof a1, "sample %s/latest.ckpt -n 40 --seed=3 --top-k=5 --prime=Th", dir);
+    snprintf(a2, sizeof a2, "sample %s/latest.ckpt -n 40 --seed 3 --top-k 5 --prime Th", dir);
+    CHECK_EQ(run_swlstm(a1, o1, sizeof o1), 0);
+    CHECK_EQ(run_swlstm(a2, o2, sizeof o2), 0);
+    CHECK(!strcmp(o1, o2) && strlen(o1) == 42);
+    CHECK_EQ(run_swlstm("mask --hidden=64 --block 8 --sparsity=ba_2 --seed=4 --json", o1, sizeof o1), 0);
+    CHECK_EQ(run_swlstm("mask --hidden 64 --block=8 --sparsity ba_2 --seed 4 --json", o2, sizeof o2), 0);
+    CHECK(!strcmp(o1, o2) && strstr(o1, "\"hidden\":64"));
+}
+
+// A killed run leaves "<ckpt>.tmp.<pid>"; the next run in that directory removes it, and only
+// files whose process is gone.
+TEST(train_removes_stale_temporary_files) {
+    char log[8192], dir[512], dead[700], alive[700], other[700];
+    snprintf(dir, sizeof dir, "%s", tmp_path("stale"));
+    CHECK(mkdir_p(dir) == 0);
+    pid_t pid = fork();
+    if (pid == 0) _exit(0);
+    waitpid(pid, NULL, 0);
+    snprintf(dead, sizeof dead, "%s/latest.ckpt.tmp.%ld", dir, (long)pid);
+    snprintf(alive, sizeof alive, "%s/best.ckpt.tmp.%ld", dir, (long)getpid());
+    snprintf(other, sizeof other, "%s/notes.tmp.old", dir);
+    write_file(dead, "x", 1);
+    write_file(alive, "x", 1);
+    write_file(other, "x", 1);
+    CHECK_EQ(train(dir, "--max_steps=1 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "removed 1 temporary file(s) of a killed run"), "%s", log);
+    CHECK(access(dead, F_OK) != 0);
+    CHECK(access(alive, F_OK) == 0 && access(other, F_OK) == 0);
+}
 #endif
