@@ -1,7 +1,7 @@
 // acts.c: activation buffers of a training window and the carried (truncated-BPTT) state.
 #include <stdlib.h>
 #include <string.h>
-#include "model.h"
+#include "mlstm.h"
 
 static real *ralloc(const Backend *be, size_t n) { return be->alloc(n * sizeof(real)); }
 
@@ -24,6 +24,7 @@ Acts *acts_create(const Model *m, int B, int T) {
         a->c[l] = ralloc(be, (N + B) * H);
         a->dh[l] = ralloc(be, (N + B) * H);
         a->dc[l] = ralloc(be, (size_t)B * H);
+        a->ml[l] = m->mlstm ? mlstm_acts_create(m, l, B, T, 1) : NULL;
     }
     a->logits = ralloc(be, N * SW_VOCAB);
     a->loss = ralloc(be, N);
@@ -39,6 +40,7 @@ void acts_free(const Model *m, Acts *a) {
         be->free(a->z[l]); be->free(a->dz[l]); be->free(a->act[l]);
         if (a->lnstat[l]) be->free(a->lnstat[l]);
         be->free(a->h[l]); be->free(a->c[l]); be->free(a->dh[l]); be->free(a->dc[l]);
+        mlstm_acts_free(m, a->ml[l]);
     }
     be->free(a->logits); be->free(a->loss);
     free(a->loss_host);

@@ -22,6 +22,10 @@ typedef struct {
     char input_sparsity[64];     // mask of W_x above layer 0 ("" = same as sparsity)
     long mask_seed;
     int layer_norm;              // 0/1 (true/false in files)
+    char cell[16];               // lstm | mlstm (the paper's deep-update cell, src/mlstm_step.c)
+    int depth;                   // mlstm internal steps (>= 2), each with its own mask
+    char init[16];               // uniform | identity (I on the diagonal blocks of recurrent matrices)
+    double ema;                  // decay of the weights' moving average (0 = off)
     // optimisation
     int batch_size, seq_length;
     double learning_rate, min_lr;        // min_lr: floor of cosine/linear decay (absolute)

@@ -1,7 +1,7 @@
 // model_step.c: forward and backward over a training window (T steps of B streams).
 // The input projection of a whole window is one product over N = T*B rows; only the
 // recurrent product runs step by step. Weight gradients are summed over the window in one call.
-#include "model.h"
+#include "mlstm.h"
 
 #define P(off) (m->params + (off))
 #define GR(off) (m->grads + (off))
@@ -12,6 +12,10 @@ static void input_fwd(Model *m, const Layer *L, real *z, const real *x, int N) {
 }
 
 static void layer_forward(Model *m, Acts *a, int l, const real *x, int T) {
+    if (m->mlstm) {
+        mlstm_layer_forward(m, a, l, x, T);
+        return;
+    }
     const Backend *be = m->be;
     const Layer *L = &m->layer[l];
     size_t B = (size_t)a->B, H = (size_t)m->H, G = 4 * H;
@@ -49,6 +53,10 @@ double model_forward(Model *m, Acts *a, const int *tok, const int *tgt, int T) {
 }
 
 static void layer_backward(Model *m, Acts *a, int l, int T) {
+    if (m->mlstm) {
+        mlstm_layer_backward(m, a, l, T);
+        return;
+    }
     const Backend *be = m->be;
     const Layer *L = &m->layer[l];
     size_t B = (size_t)a->B, H = (size_t)m->H, G = 4 * H, N = (size_t)T * B;
