@@ -89,6 +89,39 @@ static inline void run_steps(Run *r, int steps, const unsigned char *text, size_
     free(tgt);
 }
 
+// Tokens, targets and a carried state (h_0, c_0), the same for every backend.
+typedef struct {
+    int B, T, H, *tok, *tgt;
+    real *h0, *c0;
+} Batch;
+
+static inline Batch batch_make(int B, int T, int H, unsigned long long seed) {
+    Batch b = {B, T, H, xmalloc(sizeof(int) * B * T), xmalloc(sizeof(int) * B * T), NULL, NULL};
+    for (int i = 0; i < B * T; i++) {
+        b.tok[i] = (int)(test_rand(&seed) * 256);
+        b.tgt[i] = (int)(test_rand(&seed) * 256);
+    }
+    b.h0 = h_rand((size_t)B * H, &seed, 0.5);
+    b.c0 = h_rand((size_t)B * H, &seed, 1);
+    return b;
+}
+
+static inline void batch_free(Batch *b) { free(b->tok); free(b->tgt); free(b->h0); free(b->c0); }
+
+// Loss of one window from the batch's carried state; gradients land in m->grads.
+static inline double fwd_bwd(Model *m, Acts *a, const Batch *b) {
+    const Backend *be = m->be;
+    size_t bytes = sizeof(real) * b->B * b->H;
+    for (int l = 0; l < m->L; l++) {
+        be->to_device(a->h[l], b->h0, bytes);
+        be->to_device(a->c[l], b->c0, bytes);
+    }
+    be->zero(m->grads, m->nparams * sizeof(real));
+    double loss = model_forward(m, a, b->tok, b->tgt, b->T);
+    model_backward(m, a, b->T);
+    return loss;
+}
+
 // Largest |a - b| / |b| over n losses.
 static inline double worst_rel(const double *a, const double *b, int n) {
     double w = 0;
