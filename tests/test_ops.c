@@ -512,7 +512,7 @@ TEST(opcpu_layernorm_eltwise_vs_reference) {
     long n = (long)N * C;
     real *x = rand_vec(n, 3, &s), *gain = rand_vec(C, 1.5, &s), *bias = rand_vec(C, 1, &s), *dy = rand_vec(n, 1, &s);
     real *y = xmalloc(sizeof(real) * n), *stat = xmalloc(sizeof(real) * 2 * N), *dx = xmalloc(sizeof(real) * n);
-    real *dg = rand_vec(C, 1, &s), *db = rand_vec(C, 1, &s), *dg0 = copy_of(dg, C), *db0 = copy_of(db, C);
+    real *dg = rand_vec(C, 1, &s), *db = rand_vec(C, 1, &s);
     double *ry = xmalloc(sizeof(double) * n), *rdx = xmalloc(sizeof(double) * n), *rdg = to_double(dg, C), *rdb = to_double(db, C);
     for (int r = 0; r < N; r++) {
         const real *xr = x + (long)r * C, *dyr = dy + (long)r * C;
@@ -545,7 +545,7 @@ TEST(opcpu_layernorm_eltwise_vs_reference) {
     be->mul_bwd(dx, stat, dy, x, dy, (size_t)N);
     for (long i = 0; i < n; i++) CHECK(y[i] == x[i] * dy[i]);
     for (long i = 0; i < N; i++) CHECK(dx[i] == dy[i] * dy[i] && stat[i] == dy[i] * x[i]);
-    free(x); free(gain); free(bias); free(dy); free(y); free(stat); free(dx); free(dg); free(db); free(dg0); free(db0);
+    free(x); free(gain); free(bias); free(dy); free(y); free(stat); free(dx); free(dg); free(db);
     free(ry); free(rdx); free(rdg); free(rdb);
 }
 

@@ -1,6 +1,6 @@
 // test_gpu_mlstm.c: the mlstm cell on the GPU against the CPU reference: its ops (layer norm,
-// mul, relu, ema), the whole model's loss and gradients (fp32 and bf16, several masks, depths
-// and block sizes), 30 training steps, and step-by-step inference.
+// mul, relu, ema), the whole model's loss and gradients (fp32 and bf16; dense, ba, ws, random
+// masks; depths 2-4; blocks 8/16/32; EMA on), 30 training steps, and step-by-step inference.
 #include "gpu_train.h"
 
 // The device result within tol (rel L2) of the CPU's; the message names the case.
@@ -75,87 +75,21 @@ TEST(gpu_eltwise_and_ema_match_cpu) {
     for (int i = 0; i < 6; i++) gpu->free(df[i]);
 }
 
-typedef struct { const char *sparsity, *init; int bs, depth, L; } MShape;
-static const MShape mshapes[] = {{"ba_2", "uniform", 16, 4, 2}, {"dense", "identity", 8, 2, 1},
-                                 {"ws_4_0.2", "uniform", 32, 3, 1}, {"random_0.3", "identity", 16, 4, 1}};
+// ba_2 16 with 2 layers, dense 8 with identity init, ws 32, random 16 identity; depths 2-4, EMA on.
+static const Shape mshapes[] = {{"ba_2", 16, 1, 2, "mlstm", "uniform", 4, 0.999}, {"dense", 8, 1, 1, "mlstm", "identity", 2, 0.999},
+                                {"ws_4_0.2", 32, 1, 1, "mlstm", "uniform", 3, 0.999}, {"random_0.3", 16, 1, 1, "mlstm", "identity", 4, 0.999}};
+#define NM (int)(sizeof mshapes / sizeof mshapes[0])
 
-static Model *make_mlstm(const MShape *sh, const Backend *be) {
-    Config cfg;
-    config_defaults(&cfg);
-    cfg.hidden_size = 8 * sh->bs;
-    cfg.block_size = sh->bs;
-    cfg.num_layers = sh->L;
-    cfg.embed_size = 24;
-    cfg.depth = sh->depth;
-    cfg.ema = 0.999;
-    cfg.seed = 13;
-    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
-    snprintf(cfg.init, sizeof cfg.init, "%s", sh->init);
-    snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", sh->sparsity);
-    return model_create(&cfg, be);
-}
-
-// Same config and batch on CPU and GPU: loss, every gradient tensor and the carried state's.
-static void check_mlstm_grads(const char *prec, double loss_tol, double grad_tol) {
-    const Backend *cpu = backend_cpu(), *gpu = backend_cuda(prec);
-    for (int si = 0; si < 4; si++) {
-        const MShape *sh = &mshapes[si];
-        Model *mc = make_mlstm(sh, cpu), *mg = make_mlstm(sh, gpu);
-        Batch b = batch_make(7, 5, mc->H, 200 + si);
-        Acts *ac = acts_create(mc, b.B, b.T), *ag = acts_create(mg, b.B, b.T);
-        double lc = fwd_bwd(mc, ac, &b), lg = fwd_bwd(mg, ag, &b), worst = 0;
-        const char *worst_name = "";
-        CHECK_MSG(fabs(lg - lc) < loss_tol * lc, "%s %s: loss gpu %.9g cpu %.9g", prec, sh->sparsity, lg, lc);
-        for (int t = 0; t < mc->ntensor; t++) {
-            const ParamTensor *pt = &mc->tensor[t];
-            double e = d_err(gpu, mg->grads + pt->off, mc->grads + pt->off, pt->n);
-            if (e > worst) worst = e, worst_name = pt->name;
-            CHECK_MSG(e < grad_tol, "%s %s bs=%d D=%d: gradient of %s: rel L2 %.3g (tol %g)", prec, sh->sparsity, sh->bs,
-                      sh->depth, pt->name, e, grad_tol);
-        }
-        for (int l = 0; l < mc->L; l++) {
-            double e = d_err(gpu, ag->dh[l], ac->dh[l], (size_t)b.B * mc->H);
-            CHECK_MSG(e < grad_tol, "%s %s: gradient of carried h of layer %d: rel L2 %.3g", prec, sh->sparsity, l, e);
-        }
-        printf("  mlstm %s %-10s bs=%2d D=%d L=%d: loss %.7f vs %.7f, worst grad rel L2 %.2g (%s)\n", prec, sh->sparsity,
-               sh->bs, sh->depth, sh->L, lg, lc, worst, worst_name);
-        acts_free(mc, ac); acts_free(mg, ag);
-        model_free(mc); model_free(mg);
-        batch_free(&b);
-    }
-}
-
-TEST(gpu_mlstm_fp32_matches_cpu) { check_mlstm_grads("fp32", 1e-5, 1e-4); }
-TEST(gpu_mlstm_bf16_matches_cpu) { check_mlstm_grads("bf16", 1e-2, 1e-2); }
-
-// 30 Adam steps: the GPU loss stays within tol of the CPU's at every step.
-static void check_mlstm_curve(const char *prec, double tol) {
-    enum { STEPS = 30, B = 8, T = 16 };
-    size_t len = 64 * 1024;
-    unsigned char *text = toy_text(len, 9);
-    Run rc = run_make(make_mlstm(&mshapes[0], backend_cpu()), B, T);
-    Run rg = run_make(make_mlstm(&mshapes[0], backend_cuda(prec)), B, T);
-    double lc[STEPS], lg[STEPS];
-    run_steps(&rc, STEPS, text, len, lc);
-    run_steps(&rg, STEPS, text, len, lg);
-    double worst = worst_rel(lg, lc, STEPS);
-    printf("  mlstm %s: loss %.4f -> %.4f (cpu %.4f -> %.4f), worst step rel diff %.2g\n", prec, lg[0], lg[STEPS - 1],
-           lc[0], lc[STEPS - 1], worst);
-    run_free(&rc);
-    run_free(&rg);
-    free(text);
-    CHECK_MSG(worst < tol, "%s: mlstm GPU loss curve leaves the CPU's by %.3g (tol %g)", prec, worst, tol);
-    CHECK_MSG(lg[STEPS - 1] < lg[0] - 1, "%s: mlstm loss did not fall over %d steps (%.4f -> %.4f)", prec, STEPS, lg[0], lg[STEPS - 1]);
-}
-
-TEST(gpu_mlstm_train_fp32_tracks_cpu) { check_mlstm_curve("fp32", 1e-3); }
-TEST(gpu_mlstm_train_bf16_tracks_cpu) { check_mlstm_curve("bf16", 3e-2); }
+TEST(gpu_mlstm_fp32_matches_cpu) { check_grads(mshapes, NM, "fp32", 1e-5, 1e-4); }
+TEST(gpu_mlstm_bf16_matches_cpu) { check_grads(mshapes, NM, "bf16", 1e-2, 1e-2); }
+TEST(gpu_mlstm_train_fp32_tracks_cpu) { check_curve(&mshapes[0], 30, "fp32", 1e-3); }
+TEST(gpu_mlstm_train_bf16_tracks_cpu) { check_curve(&mshapes[0], 30, "bf16", 3e-2); }
 
 // Inference (sampling, features): 20 steps of 3 streams, then 1 stream, give the CPU's logits.
 TEST(gpu_mlstm_infer_matches_cpu) {
     const char *precs[] = {"fp32", "bf16"};
     for (int p = 0; p < 2; p++) {
-        Model *mc = make_mlstm(&mshapes[0], backend_cpu()), *mg = make_mlstm(&mshapes[0], backend_cuda(precs[p]));
+        Model *mc = make_model(&mshapes[0], backend_cpu()), *mg = make_model(&mshapes[0], backend_cuda(precs[p]));
         Infer *sc = infer_create(mc, 3, 1), *sg = infer_create(mg, 3, 1);
         float lc[3 * 256], lg[3 * 256];
         unsigned long long s = 60;
