@@ -46,7 +46,7 @@ static const Key keys[] = {
     KEY(layer_norm, T_BOOL, R_ANY, "false", "layer-normalise the gate pre-activations (mlstm always does)", NULL),
     KEY(cell, T_CHOICE, R_ANY, "lstm", "recurrent cell: lstm, or mlstm (multiplicative, depth internal steps, layer norm)", "lstm, mlstm"),
     KEY(depth, T_INT, R_POS, "4", "mlstm internal steps per time step (>= 2), each with its own mask", NULL),
-    KEY(init, T_CHOICE, R_ANY, "uniform", "recurrent matrices: uniform +-1/sqrt(fan_in), or identity (I on diagonal blocks)", "uniform, identity"),
+    KEY(init, T_CHOICE, R_ANY, "uniform", "recurrent matrices (lstm W_h, mlstm W_hj): uniform +-1/sqrt(fan_in), or identity (I on diagonal blocks)", "uniform, identity"),
     KEY(ema, T_DOUBLE, R_UNIT, "0", "moving-average decay of the weights, used by evals, eval, sample, features (0 = off)", NULL),
     KEY(batch_size, T_INT, R_POS, "32", "sequences per step (data stripes)", NULL),
     KEY(seq_length, T_INT, R_POS, "64", "truncated BPTT steps per update", NULL),

@@ -172,6 +172,36 @@ TEST(checkpoint_round_trip_keeps_weights) {
     model_free(r);
 }
 
+// Sum of |v - I| over the stored blocks of w (the identity on diagonal blocks, 0 elsewhere).
+static double off_identity(const BsMat *w, const real *vals) {
+    double d = 0;
+    int bs = w->bs;
+    for (int br = 0; br < w->nbr; br++)
+        for (int k = w->row_ptr[br]; k < w->row_ptr[br + 1]; k++)
+            for (int i = 0; i < bs; i++)
+                for (int j = 0; j < bs; j++)
+                    d += fabs(vals[((long)k * bs + i) * bs + j] - (w->col_idx[k] == br % w->nbc && i == j));
+    return d;
+}
+
+TEST(identity_init_of_recurrent_matrices) {
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.hidden_size = 32; cfg.block_size = 8; cfg.embed_size = 4; cfg.num_layers = 2; cfg.depth = 3;
+    snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_1");
+    snprintf(cfg.init, sizeof cfg.init, "identity");
+    Model *m = model_create(&cfg, backend_cpu());  // LSTM: each gate's W_h
+    for (int l = 0; l < 2; l++) CHECK(off_identity(&m->layer[l].wh, m->params + m->layer[l].off_wh) == 0);
+    model_free(m);
+    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
+    m = model_create(&cfg, backend_cpu());  // mlstm: the internal steps; the gates stay uniform
+    for (int l = 0; l < 2; l++) {
+        for (int j = 0; j < 3; j++) CHECK(off_identity(&m->layer[l].ws[j], m->params + m->layer[l].off_ws[j]) == 0);
+        CHECK(off_identity(&m->layer[l].wh, m->params + m->layer[l].off_wh) > 1);
+    }
+    model_free(m);
+}
+
 static void load_bad(void *path) { model_load(path, "cpu", "fp32"); }
 
 TEST(checkpoint_corruption_is_a_clean_error) {
