@@ -200,7 +200,8 @@ void model_load_weights(Model *m, const Ckpt *c) {
     int same = n == per * m->L;
     for (int i = 0; same && i < n; i++) {
         const Mask *mk = layer_mask(m, i / per, i % per);
-        same = masks[i].nr == mk->nr && masks[i].nc == mk->nc && !memcmp(masks[i].m, mk->m, (size_t)mk->nr * mk->nc);
+        size_t bytes = (size_t)mk->nr * mk->nc;
+        same = masks[i].nr == mk->nr && masks[i].nc == mk->nc && (!bytes || !memcmp(masks[i].m, mk->m, bytes));
     }
     for (int i = 0; i < n; i++) mask_free(&masks[i]);
     if (!same) die("checkpoint '%s': its masks differ from this model's (check cell, depth, sparsity, mask_seed, hidden_size, num_layers)", c->path);
