@@ -1,4 +1,5 @@
-// adam.cu: AdamW step and axpy (CPU twins: adam_cpu, axpy_cpu in src/adam_cpu.c), n elements.
+// adam.cu: AdamW step, axpy and the weights' moving average (CPU twins: adam_cpu, axpy_cpu,
+// ema_cpu in src/adam_cpu.c), n elements.
 // Adam also refreshes the bf16 weight shadow of the range it updates (bf16 mode).
 #include "common.cuh"
 #include "adam_step.h"
@@ -32,5 +33,16 @@ __global__ void axpy_kernel(real *y, const real *x, real alpha, size_t n) {
 void axpy_cuda(real *y, const real *x, real alpha, size_t n) {
     if (!n) return;
     axpy_kernel<<<grid_for(n, 256), 256>>>(y, x, alpha, n);
+    LAUNCH_CHECK();
+}
+
+__global__ void ema_kernel(real *avg, const real *p, real decay, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        avg[i] = ema_step(avg[i], p[i], decay);
+}
+
+void ema_cuda(real *avg, const real *p, real decay, size_t n) {
+    if (!n) return;
+    ema_kernel<<<grid_for(n, 256), 256>>>(avg, p, decay, n);
     LAUNCH_CHECK();
 }

@@ -190,8 +190,11 @@ static void cuda_init(void) {
      .bsmm_bwd_weight = bsmm_bwd_weight_cuda<BF>,                                               \
      .lstm_fwd = lstm_fwd_cuda, .lstm_bwd = lstm_bwd_cuda,                                      \
      .seq_create = seq_create_cuda<BF>, .seq_fwd = seq_fwd_cuda<BF>, .seq_bwd = seq_bwd_cuda<BF>,  \
-     .seq_free = seq_free_cuda, .softmax_xent = softmax_xent_cuda,                              \
-     .adam = adam_cuda, .sumsq = sumsq_cuda, .axpy = axpy_cuda}
+     .seq_free = seq_free_cuda,                                                                 \
+     .layernorm_fwd = layernorm_fwd_cuda, .layernorm_bwd = layernorm_bwd_cuda,                  \
+     .mul_fwd = mul_fwd_cuda, .mul_bwd = mul_bwd_cuda, .relu_fwd = relu_fwd_cuda,               \
+     .relu_bwd = relu_bwd_cuda, .softmax_xent = softmax_xent_cuda,                              \
+     .adam = adam_cuda, .sumsq = sumsq_cuda, .axpy = axpy_cuda, .ema = ema_cuda}
 
 static const Backend cuda_fp32 = CUDA_TABLE(false, cu_register_fp32);
 static const Backend cuda_bf16 = CUDA_TABLE(true, cu_register_bf16);

@@ -92,10 +92,18 @@ void seq_fwd_cuda(void *s, int T);
 template <bool BF>
 void seq_bwd_cuda(void *s, int T);
 void seq_free_cuda(void *s);
+void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C);
+void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
+                        const real *gain, int N, int C);
+void mul_fwd_cuda(real *y, const real *a, const real *b, size_t n);
+void mul_bwd_cuda(real *da, real *db, const real *dy, const real *a, const real *b, size_t n);
+void relu_fwd_cuda(real *y, const real *x, const real *add, size_t n);
+void relu_bwd_cuda(real *dx, const real *dy, const real *y, size_t n);
 void softmax_xent_cuda(real *loss, real *dlogits, const real *logits, const int *target, int N, int V, real dscale);
 void adam_cuda(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);
 double sumsq_cuda(const real *x, size_t n);
 void axpy_cuda(real *y, const real *x, real alpha, size_t n);
+void ema_cuda(real *avg, const real *p, real decay, size_t n);
 
 // A piece of one output block column's list: entries [beg, end) of its CSR (fwd) or CSC
 // (bwd_data) list, piece `rank` of `nparts`; pieces of one column are consecutive.

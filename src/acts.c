@@ -1,7 +1,7 @@
 // acts.c: activation buffers of a training window and the carried (truncated-BPTT) state.
 #include <stdlib.h>
 #include <string.h>
-#include "model.h"
+#include "mlstm.h"
 
 static real *ralloc(const Backend *be, size_t n) { return be->alloc(n * sizeof(real)); }
 
@@ -16,7 +16,9 @@ static void *seq_for(const Model *m, Acts *a, int l) {
     return m->be->seq_create(&s);
 }
 
+// The mlstm runs per-step ops: its internal steps need whole-row layer norms between products.
 int engine_wanted(const Config *cfg) {
+    if (strcmp(cfg->cell, "lstm")) return 0;
     return !strcmp(cfg->engine, "on") || (!strcmp(cfg->engine, "auto") && !strcmp(cfg->precision, "bf16"));
 }
 
@@ -44,6 +46,7 @@ Acts *acts_create(const Model *m, int B, int T) {
         a->dh[l] = ralloc(be, (N + B) * H);
         a->dc[l] = ralloc(be, (size_t)B * H);
         a->seq[l] = seq_for(m, a, l);
+        a->ml[l] = m->mlstm ? mlstm_acts_create(m, l, B, T, 1) : NULL;
     }
     a->logits = ralloc(be, N * SW_VOCAB);
     a->loss = ralloc(be, N);
@@ -60,6 +63,7 @@ void acts_free(const Model *m, Acts *a) {
         if (a->lnstat[l]) be->free(a->lnstat[l]);
         be->free(a->h[l]); be->free(a->c[l]); be->free(a->dh[l]); be->free(a->dc[l]);
         if (a->seq[l]) be->seq_free(a->seq[l]);
+        mlstm_acts_free(m, a->ml[l]);
     }
     be->free(a->logits); be->free(a->loss);
     free(a->loss_host);

@@ -1,4 +1,4 @@
-// adam_cpu.c: AdamW step and the reductions used for global-norm clipping (CPU reference;
+// adam_cpu.c: AdamW step, the weights' moving average and the reductions used for global-norm clipping (CPU reference;
 // the CUDA versions are in cuda/adam.cu).
 #include "adam_step.h"
 #include <math.h>
@@ -38,4 +38,10 @@ double sumsq_cpu(const real *x, size_t n) {
 void axpy_cpu(real *y, const real *x, real alpha, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) y[i] += alpha * x[i];
+}
+
+// avg[n] = decay * avg + (1 - decay) * p (adam_step.h: the same formula on the GPU)
+void ema_cpu(real *avg, const real *p, real decay, size_t n) {
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) avg[i] = ema_step(avg[i], p[i], decay);
 }

@@ -27,3 +27,6 @@ static inline SW_HOST_DEVICE real adam_step(real p, real g, real *m, real *v, Ad
     real mhat = mi / bc1, vhat = vi / bc2;
     return p - a.lr * (mhat / ((real)sqrt(vhat) + a.eps) + a.weight_decay * p);
 }
+
+// One element of the weights' exponential moving average.
+static inline SW_HOST_DEVICE real ema_step(real avg, real p, real decay) { return decay * avg + (1 - decay) * p; }

@@ -92,6 +92,20 @@ typedef struct Backend {
     void (*seq_fwd)(void *s, int T);
     void (*seq_bwd)(void *s, int T);
     void (*seq_free)(void *s);
+    // ---- the mlstm's steps (src/mlstm_step.c) ----
+    // y[N,C] = (x - mean) * rstd * gain + bias over each row's C values; stat[N,2] = (mean, rstd).
+    void (*layernorm_fwd)(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C);
+    // dy: gradient at y. Writes dx[N,C] (may alias dy); dgain[C], dbias[C] accumulate.
+    void (*layernorm_bwd)(real *dx, real *dgain, real *dbias, const real *dy, const real *x,
+                          const real *stat, const real *gain, int N, int C);
+    // y = a * b, elementwise over n
+    void (*mul_fwd)(real *y, const real *a, const real *b, size_t n);
+    // da = dy * b, db = dy * a (either may alias dy)
+    void (*mul_bwd)(real *da, real *db, const real *dy, const real *a, const real *b, size_t n);
+    // y = max(0, x + add); add may be NULL, y may alias x
+    void (*relu_fwd)(real *y, const real *x, const real *add, size_t n);
+    // dx = dy where y > 0, else 0 (dx may alias dy)
+    void (*relu_bwd)(real *dx, const real *dy, const real *y, size_t n);
 
     // ---- loss ----
     // loss[n] = -log softmax(logits[n])[target[n]] (nats). If dlogits is non-NULL it gets
@@ -103,6 +117,7 @@ typedef struct Backend {
     void (*adam)(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);
     double (*sumsq)(const real *x, size_t n);        // sum of squares, deterministic order
     void (*axpy)(real *y, const real *x, real alpha, size_t n);  // y += alpha*x
+    void (*ema)(real *avg, const real *p, real decay, size_t n);  // avg = decay*avg + (1-decay)*p
 } Backend;
 
 const Backend *backend_cpu(void);

@@ -25,10 +25,18 @@ void lstm_fwd_cpu(real *h, real *c, real *act, real *lnstat, const real *z, cons
 void lstm_bwd_cpu(real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh, const real *dc,
                   const real *act, const real *c, const real *c_prev, const real *z, const real *lnstat,
                   const real *ln_gain, int B, int H);
+void layernorm_fwd_cpu(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C);
+void layernorm_bwd_cpu(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
+                       const real *gain, int N, int C);
+void mul_fwd_cpu(real *y, const real *a, const real *b, size_t n);
+void mul_bwd_cpu(real *da, real *db, const real *dy, const real *a, const real *b, size_t n);
+void relu_fwd_cpu(real *y, const real *x, const real *add, size_t n);
+void relu_bwd_cpu(real *dx, const real *dy, const real *y, size_t n);
 void softmax_xent_cpu(real *loss, real *dlogits, const real *logits, const int *target, int N, int V, real dscale);
 void adam_cpu(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);
 double sumsq_cpu(const real *x, size_t n);
 void axpy_cpu(real *y, const real *x, real alpha, size_t n);
+void ema_cpu(real *avg, const real *p, real decay, size_t n);
 
 static const Backend cpu = {
     .name = "cpu",
@@ -40,8 +48,10 @@ static const Backend cpu = {
     .matmul_fwd = matmul_fwd_cpu, .matmul_bwd = matmul_bwd_cpu,
     .bsmm_fwd = bsmm_fwd_cpu, .bsmm_bwd_data = bsmm_bwd_data_cpu, .bsmm_bwd_weight = bsmm_bwd_weight_cpu,
     .lstm_fwd = lstm_fwd_cpu, .lstm_bwd = lstm_bwd_cpu,
+    .layernorm_fwd = layernorm_fwd_cpu, .layernorm_bwd = layernorm_bwd_cpu,
+    .mul_fwd = mul_fwd_cpu, .mul_bwd = mul_bwd_cpu, .relu_fwd = relu_fwd_cpu, .relu_bwd = relu_bwd_cpu,
     .softmax_xent = softmax_xent_cpu,
-    .adam = adam_cpu, .sumsq = sumsq_cpu, .axpy = axpy_cpu,
+    .adam = adam_cpu, .sumsq = sumsq_cpu, .axpy = axpy_cpu, .ema = ema_cpu,
 };
 
 const Backend *backend_cpu(void) { return &cpu; }

@@ -18,19 +18,33 @@ static void print_mask(const char *what, int l, const Mask *mk, int bs) {
            100 * st.density, st.deg_min, st.deg_mean, st.deg_max, st.avg_path, st.clustering);
 }
 
+// The paper's mixing measure: units reachable from a unit within 1..D internal steps of one
+// time step (the LSTM cell: the one hop of W_h).
+static void print_reach(int l, const Mask *steps, int D) {
+    double share[SW_MAX_DEPTH];
+    mask_reach(steps, D, share);
+    printf("  layer %d: units reachable within 1..%d internal step(s):", l, D);
+    for (int k = 0; k < D; k++) printf(" %.1f%%", 100 * share[k]);
+    printf("\n");
+}
+
 static void print_model(const Ckpt *c, const Config *cfg) {
-    Mask masks[2 * SW_MAX_LAYERS];
-    int n = ckpt_masks(c, masks, 2 * SW_MAX_LAYERS);
-    printf("model: embed %d, %d layer(s) of %d units, block %d, sparsity %s, layer_norm %s\n",
-           cfg->embed_size, cfg->num_layers, cfg->hidden_size, cfg->block_size, cfg->sparsity,
-           cfg->layer_norm ? "true" : "false");
+    Mask masks[SW_MAX_MASKS];
+    int n = ckpt_masks(c, masks, SW_MAX_MASKS), per = model_masks_per_layer(cfg), mlstm = per > 2;
+    printf("model: embed %d, %d layer(s) of %d units, cell %s", cfg->embed_size, cfg->num_layers, cfg->hidden_size, cfg->cell);
+    if (mlstm) printf(" (depth %d)", cfg->depth);
+    printf(", block %d, sparsity %s, layer_norm %s\n", cfg->block_size, cfg->sparsity, mlstm || cfg->layer_norm ? "true" : "false");
     for (int i = 0; i < n; i++) {
-        if (masks[i].nr) print_mask(i % 2 ? "W_x" : "W_h", i / 2, &masks[i], cfg->block_size);
-        mask_free(&masks[i]);
+        char what[16];
+        if (i % per < 2) snprintf(what, sizeof what, "%s", i % per ? "W_x" : mlstm ? "gates" : "W_h");
+        else snprintf(what, sizeof what, "W_h%d", i % per - 2);
+        if (masks[i].nr) print_mask(what, i / per, &masks[i], cfg->block_size);
+        if (i % per == per - 1 && n == per * cfg->num_layers) print_reach(i / per, &masks[i / per * per + (mlstm ? 2 : 0)], mlstm ? per - 2 : 1);
     }
     // The CUDA backend's engine takes block 32 (lstm_seq_host.cu); the CPU always runs per step.
     printf("recurrent path on cuda: %s\n", cfg->block_size == 32 && engine_wanted(cfg)
                ? "fused engine (a window per CUDA graph of fused step kernels)" : "per-step ops");
+    for (int i = 0; i < n; i++) mask_free(&masks[i]);
     const CkptSection *p = ckpt_find(c, "params", 1);
     printf("parameters: %llu stored (fp32), %.0f for the same shapes dense\n",
            (unsigned long long)(p->len / 4), model_dense_params(cfg));

@@ -7,21 +7,26 @@
 #include <string.h>
 #include "common.h"
 #include "mask.h"
+#include "model.h"
 #include "verbs.h"
 
 typedef struct {
-    int hidden, block, json;
+    int hidden, block, json, depth;
     const char *sparsity, *image;
     long seed;
 } MaskArgs;
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: swlstm mask --hidden H --block B --sparsity DESC [--seed S] [--image FILE.png] [--json]\n"
+            "usage: swlstm mask --hidden H --block B --sparsity DESC [--seed S] [--depth D] [--image FILE.png]\n"
+            "                   [--json]\n"
             "  --hidden H       hidden size; a multiple of B\n"
             "  --block B        block size: 8, 16 or 32\n"
             "  --sparsity DESC  dense | random_<density> | ba_<m> | ws_<k>_<p>\n"
             "  --seed S         mask seed (default 1)\n"
+            "  --depth D        also the mixing of D stacked masks: the share of units reachable within\n"
+            "                   1..D hops, with the masks of the internal steps of an mlstm layer 0 of\n"
+            "                   mask_seed S (D = 1: the mask itself, the plain LSTM's one hop per step)\n"
             "  --image FILE     draw the layout (stored blocks black) as a greyscale PNG\n"
             "  --json           print one JSON object instead of the table\n"
             "Prints blocks stored, density, blocks per block row, the average shortest path length and\n"
@@ -38,7 +43,7 @@ static const char *opt_value(int argc, char **argv, int *i, const char *key) {
 }
 
 static MaskArgs parse_args(int argc, char **argv) {
-    MaskArgs a = {0, 0, 0, NULL, NULL, 1};
+    MaskArgs a = {0, 0, 0, 1, NULL, NULL, 1};
     const char *v;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) a.json = 1;
@@ -46,6 +51,7 @@ static MaskArgs parse_args(int argc, char **argv) {
         else if ((v = opt_value(argc, argv, &i, "--block"))) a.block = (int)parse_long("--block", v, 1, 1 << 20);
         else if ((v = opt_value(argc, argv, &i, "--sparsity"))) a.sparsity = v;
         else if ((v = opt_value(argc, argv, &i, "--seed"))) a.seed = parse_long("--seed", v, 0, LONG_MAX);
+        else if ((v = opt_value(argc, argv, &i, "--depth"))) a.depth = (int)parse_long("--depth", v, 1, SW_MAX_DEPTH);
         else if ((v = opt_value(argc, argv, &i, "--image"))) a.image = v;
         else die("mask: unknown option '%s' (see swlstm mask --help)", argv[i]);
     }
@@ -83,18 +89,42 @@ static void json_stats(const char *key, const char *desc, const MaskStats *s, co
     printf("%s", sep);
 }
 
-static void print_json(const MaskArgs *a, int n, const char *rdesc, const MaskStats *s, const MaskStats *r) {
-    printf("{\"hidden\":%d,\"block\":%d,\"seed\":%ld,\"rows\":%d,\"cols\":%d,\"path_sources\":%d,",
-           a->hidden, a->block, a->seed, n, n, mask_path_sources(n));
+// share[k]: units reachable within k+1 hops of `depth` masks of desc (the mlstm's internal
+// steps of layer 0, or with depth 1 the mask of seed itself).
+static void reach_of(const MaskArgs *a, const char *desc, int n, double *share) {
+    Mask steps[SW_MAX_DEPTH];
+    for (int j = 0; j < a->depth; j++)
+        steps[j] = mask_make(desc, n, n, a->depth > 1 ? model_step_mask_seed(a->seed, 0, j) : (uint64_t)a->seed);
+    mask_reach(steps, a->depth, share);
+    for (int j = 0; j < a->depth; j++) mask_free(&steps[j]);
+}
+
+static void json_reach(const char *key, const double *share, int depth, const char *sep) {
+    printf("\"%s\":[", key);
+    for (int k = 0; k < depth; k++) printf("%.6g%s", share[k], k + 1 < depth ? "," : "]");
+    printf("%s", sep);
+}
+
+static void print_json(const MaskArgs *a, int n, const char *rdesc, const MaskStats *s, const MaskStats *r,
+                       const double reach[2][SW_MAX_DEPTH]) {
+    printf("{\"hidden\":%d,\"block\":%d,\"seed\":%ld,\"rows\":%d,\"cols\":%d,\"path_sources\":%d,\"depth\":%d,",
+           a->hidden, a->block, a->seed, n, n, mask_path_sources(n), a->depth);
     json_stats("mask", a->sparsity, s, ",");
     json_stats("random", rdesc, r, ",");
+    json_reach("reach", reach[0], a->depth, ",");
+    json_reach("random_reach", reach[1], a->depth, ",");
     json_num("sigma", sigma(s, r), "}\n");
 }
 
-static void print_table(const MaskArgs *a, int n, const char *rdesc, const MaskStats *s, const MaskStats *r) {
+static void print_table(const MaskArgs *a, int n, const char *rdesc, const MaskStats *s, const MaskStats *r,
+                        const double reach[2][SW_MAX_DEPTH]) {
     const MaskStats *st[2] = {s, r};
-    char deg[2][64], path_label[64];
+    char deg[2][64], path_label[64], rs[2][SW_MAX_DEPTH * 8 + 1] = {"", ""}, reach_label[64];
     for (int i = 0; i < 2; i++) snprintf(deg[i], sizeof deg[i], "%d/%.2f/%d", st[i]->deg_min, st[i]->deg_mean, st[i]->deg_max);
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < a->depth; k++)
+            snprintf(rs[i] + strlen(rs[i]), sizeof rs[i] - strlen(rs[i]), "%s%.1f", k ? "/" : "", 100 * reach[i][k]);
+    snprintf(reach_label, sizeof reach_label, "%% reachable, 1..%d hops", a->depth);
     int nsrc = mask_path_sources(n);
     if (nsrc < n) snprintf(path_label, sizeof path_label, "avg path (%d sources)", nsrc);
     else snprintf(path_label, sizeof path_label, "avg path length");
@@ -105,6 +135,7 @@ static void print_table(const MaskArgs *a, int n, const char *rdesc, const MaskS
     printf("%-22s %18s %18s\n", "degree min/mean/max", deg[0], deg[1]);
     printf("%-22s %18.4f %18.4f\n", path_label, s->avg_path, r->avg_path);
     printf("%-22s %18.4f %18.4f\n", "clustering", s->clustering, r->clustering);
+    printf("%-22s %18s %18s\n", reach_label, rs[0], rs[1]);
     printf("small-world sigma = (C/C_rand) / (L/L_rand) = %.3f\n", sigma(s, r));
     if (nsrc < n) printf("note: avg path sampled from %d of %d nodes (fixed seed); exact up to %d nodes\n", nsrc, n, MASK_STATS_EXACT_MAX);
 }
@@ -124,8 +155,11 @@ int cmd_mask(int argc, char **argv) {
     random_like(rdesc, sizeof rdesc, s.blocks, n);
     Mask rm = mask_make(rdesc, n, n, (uint64_t)a.seed);
     MaskStats r = mask_stats(&rm);
-    if (a.json) print_json(&a, n, rdesc, &s, &r);
-    else print_table(&a, n, rdesc, &s, &r);
+    double reach[2][SW_MAX_DEPTH];
+    reach_of(&a, a.sparsity, n, reach[0]);
+    reach_of(&a, rdesc, n, reach[1]);
+    if (a.json) print_json(&a, n, rdesc, &s, &r, reach);
+    else print_table(&a, n, rdesc, &s, &r, reach);
     if (a.image) {
         mask_write_png(&m, a.image);
         if (!a.json) printf("image: %s\n", a.image);

@@ -9,14 +9,16 @@
 typedef struct {
     const char *ckpt, *prime, *prime_file, *device, *precision;
     long n, seed;
+    int raw;
     SamplerOpts so;
 } SampleArgs;
 
 static void sample_usage(void) {
     printf("usage: swlstm sample CKPT [-n LEN] [-t TEMP] [--top-k K] [--top-p P]\n"
-           "                    [-i PRIME | --prime-file F] [-s SEED] [--device cpu|cuda]\n"
+           "                    [-i PRIME | --prime-file F] [-s SEED] [--device cpu|cuda] [--raw-weights]\n"
            "Streams the prime and then LEN sampled bytes (default 500) to stdout, unfiltered.\n"
-           "TEMP 0 is greedy; the same SEED gives the same text.\n");
+           "TEMP 0 is greedy; the same SEED gives the same text. A checkpoint trained with ema > 0\n"
+           "samples from the weights' moving average unless --raw-weights.\n");
 }
 
 static int parse_sample_args(int argc, char **argv, SampleArgs *a) {
@@ -24,6 +26,7 @@ static int parse_sample_args(int argc, char **argv, SampleArgs *a) {
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) { sample_usage(); return 0; }
+        if (!strcmp(o, "--raw-weights")) { a->raw = 1; continue; }
         if (o[0] != '-' && !a->ckpt) { a->ckpt = o; continue; }
         if (!v) die("sample: option '%s' needs a value (see swlstm sample --help)", o);
         i++;
@@ -56,6 +59,7 @@ int cmd_sample(int argc, char **argv) {
     SampleArgs a;
     if (!parse_sample_args(argc, argv, &a)) return 0;
     Model *m = model_load(a.ckpt, a.device ? a.device : "cpu", a.precision);
+    if (!a.raw) model_use_ema(m);
     size_t plen = 0;
     char *prime = a.prime_file ? read_text_file(a.prime_file, &plen, "prime file") : NULL;
     if (a.prime) plen = strlen(a.prime);

@@ -17,6 +17,7 @@ typedef float real;
 
 #define SW_VOCAB 256
 #define SW_MAX_LAYERS 8
+#define SW_MAX_DEPTH 8   // mlstm internal steps
 
 // Prints "swlstm: error: <context: ><message>" on one line and exits with status 1 at once
 // (no atexit handlers: other threads may be inside CUDA or NCCL calls).

@@ -45,6 +45,11 @@ static const Key keys[] = {
     KEY(mask_seed, T_LONG, R_NONNEG, "1", "seed of the sparsity masks", NULL),
     KEY(layer_norm, T_BOOL, R_ANY, "false", "layer-normalise the gate pre-activations", NULL),
     KEY(engine, T_CHOICE, R_ANY, "auto", "recurrent path: auto = the fused engine where it is faster (CUDA, bf16, block 32), on = the engine wherever it takes the layer (CUDA, block 32), steps = per-step ops", "auto, on, steps"),
+    KEY(layer_norm, T_BOOL, R_ANY, "false", "layer-normalise the gate pre-activations (mlstm always does)", NULL),
+    KEY(cell, T_CHOICE, R_ANY, "lstm", "recurrent cell: lstm, or mlstm (multiplicative, depth internal steps, layer norm)", "lstm, mlstm"),
+    KEY(depth, T_INT, R_POS, "4", "mlstm internal steps per time step (>= 2), each with its own mask", NULL),
+    KEY(init, T_CHOICE, R_ANY, "uniform", "recurrent matrices (lstm W_h, mlstm W_hj): uniform +-1/sqrt(fan_in), or identity (I on diagonal blocks)", "uniform, identity"),
+    KEY(ema, T_DOUBLE, R_UNIT, "0", "moving-average decay of the weights, used by evals, eval, sample, features (0 = off)", NULL),
     KEY(batch_size, T_INT, R_POS, "32", "sequences per step (data stripes)", NULL),
     KEY(seq_length, T_INT, R_POS, "64", "truncated BPTT steps per update", NULL),
     KEY(learning_rate, T_DOUBLE, R_POS, "2e-3", "peak learning rate", NULL),
@@ -355,6 +360,8 @@ void config_validate(const Config *c) {
         die("min_lr = %g is above learning_rate = %g", c->min_lr, c->learning_rate);
     if (c->warmup_steps > c->max_steps)
         die("warmup_steps = %ld is more than max_steps = %ld", c->warmup_steps, c->max_steps);
+    if (c->depth < 2 || c->depth > SW_MAX_DEPTH)
+        die("depth = %d: expected 2 to %d (the mlstm's internal steps)", c->depth, SW_MAX_DEPTH);
     check_mask(c, "sparsity", c->sparsity);
     if (c->input_sparsity[0]) check_mask(c, "input_sparsity", c->input_sparsity);
 }

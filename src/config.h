@@ -23,6 +23,10 @@ typedef struct {
     long mask_seed;
     int layer_norm;              // 0/1 (true/false in files)
     char engine[16];             // auto | on | steps: the recurrent engine (model.h engine_wanted)
+    char cell[16];               // lstm | mlstm (the paper's deep-update cell, src/mlstm_step.c)
+    int depth;                   // mlstm internal steps (>= 2), each with its own mask
+    char init[16];               // uniform | identity (I on the diagonal blocks of recurrent matrices)
+    double ema;                  // decay of the weights' moving average (0 = off)
     // optimisation
     int batch_size, seq_length;
     double learning_rate, min_lr;        // min_lr: floor of cosine/linear decay (absolute)

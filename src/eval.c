@@ -46,18 +46,21 @@ double eval_bpc(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t *cou
 static void eval_usage(void) {
     printf("usage: swlstm eval CKPT [--data PATH] [--split valid|test|train] [--max-bytes N]\n"
            "                  [--batch-size B] [--device cpu|cuda] [--precision fp32|bf16] [--json]\n"
+           "                  [--raw-weights]\n"
            "Bits per character of CKPT over a split of its data file (or --data), each of B stripes\n"
-           "run from a zero state with carried state across windows of seq_length.\n");
+           "run from a zero state with carried state across windows of seq_length. A checkpoint\n"
+           "trained with ema > 0 is evaluated with the weights' moving average unless --raw-weights.\n");
 }
 
 int cmd_eval(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL, *split = "valid", *device = NULL, *precision = NULL;
     long max_bytes = 0, batch = 0;
-    int json = 0;
+    int json = 0, raw = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { eval_usage(); return 0; }
         else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--raw-weights")) raw = 1;
         else if (a[0] != '-' && !ckpt) ckpt = a;
         else if (!v) die("eval: option '%s' needs a value (see swlstm eval --help)", a);
         else if (!strcmp(a, "--data")) data = argv[++i];
@@ -72,6 +75,7 @@ int cmd_eval(int argc, char **argv) {
     int which = split_from_name(split);
     if (which < 0) die("eval: --split '%s': expected valid, test or train", split);
     Model *m = model_load(ckpt, device, precision);
+    if (!raw) model_use_ema(m);
     Dataset ds;
     dataset_open(&ds, data ? data : m->cfg.data);
     dataset_split(&ds, m->cfg.split, data ? data : m->cfg.data);

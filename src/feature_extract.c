@@ -15,7 +15,8 @@ const char feat_opts_usage[] =
     "  --no-preprocess    feed lines as they are (default: \"\\n \" + stripped line + \" \")\n"
     "  --max-docs N       only the first N documents of each file\n"
     "  --device cpu|cuda  (default cpu)   --precision fp32|bf16\n"
-    "  --progress         progress on stderr even when it is not a terminal\n";
+    "  --progress         progress on stderr even when it is not a terminal\n"
+    "  --raw-weights      the trained weights, not their moving average (checkpoints with ema > 0)\n";
 
 void feat_opts_default(FeatOpts *o) {
     *o = (FeatOpts){.layer = -1, .batch = 256, .progress = -1, .preprocess = 1, .device = "cpu"};
@@ -33,6 +34,7 @@ int feat_opts_parse(FeatOpts *o, int argc, char **argv, int *i, const char *verb
     if (!strcmp(a, "--mean")) return o->mean = 1;
     if (!strcmp(a, "--no-preprocess")) return !(o->preprocess = 0);
     if (!strcmp(a, "--progress")) return o->progress = 1;
+    if (!strcmp(a, "--raw-weights")) return o->raw_weights = 1;
     static const char *valued[] = {"--state", "--layer", "--batch-size", "--max-docs", "--device", "--precision"};
     int k = 0;
     while (k < 6 && strcmp(a, valued[k])) k++;
@@ -61,6 +63,7 @@ static void feat_opts_check(FeatOpts *o, const Model *m) {
 Model *feat_model_load(const char *ckpt, FeatOpts *o) {
     const char *prec = o->precision ? o->precision : !strcmp(o->device, "cpu") ? "fp32" : NULL;
     Model *m = model_load(ckpt, o->device, prec);
+    if (!o->raw_weights) model_use_ema(m);
     feat_opts_check(o, m);
     return m;
 }

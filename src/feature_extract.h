@@ -18,6 +18,7 @@ typedef struct {
     int progress;            // 1 on, 0 off, -1 when stderr is a terminal
     int preprocess;          // sentiment-neuron preprocessing of each line (docs.h)
     long max_docs;           // 0 = all
+    int raw_weights;         // the trained weights even when the checkpoint holds their average
     const char *device, *precision;
 } FeatOpts;
 

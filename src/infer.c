@@ -3,7 +3,7 @@
 // lengths share a batch without padding ever changing a state.
 #include <stdlib.h>
 #include <string.h>
-#include "model.h"
+#include "mlstm.h"
 
 #define P(off) (m->params + (off))
 
@@ -25,6 +25,7 @@ Infer *infer_create(const Model *m, int maxB, int track_mean) {
         s->c[l] = be->alloc(B * H * sizeof(real));
         s->hsum[l] = track_mean ? be->alloc(B * H * sizeof(real)) : NULL;
     }
+    s->ml = m->mlstm ? mlstm_acts_create(m, -1, maxB, 1, 0) : NULL;
     return s;
 }
 
@@ -37,6 +38,7 @@ void infer_free(const Model *m, Infer *s) {
         be->free(s->h[l]); be->free(s->c[l]);
         if (s->hsum[l]) be->free(s->hsum[l]);
     }
+    mlstm_acts_free(m, s->ml);
     free(s);
 }
 
@@ -58,12 +60,15 @@ void infer_step(Model *m, Infer *s, const int *tok, int n, float *logits_out) {
     const real *x = s->x0;
     for (int l = 0; l < m->L; l++) {
         const Layer *L = &m->layer[l];
-        if (L->sparse_x) be->bsmm_fwd(s->z, x, &L->wx, P(L->off_wx), n, 0);
-        else be->matmul_fwd(s->z, x, P(L->off_wx), NULL, n, L->in, (int)G, 0);
-        be->bsmm_fwd(s->z, s->h[l], &L->wh, P(L->off_wh), n, 1);
         be->copy(s->c_prev, s->c[l], (size_t)n * H * sizeof(real));
-        be->lstm_fwd(s->h[l], s->c[l], s->act, m->ln ? s->lnstat : NULL, s->z, s->c_prev,
-                     P(L->off_b), m->ln ? P(L->off_g) : NULL, n, (int)H);
+        if (m->mlstm) mlstm_infer_layer(m, s, l, x, n);
+        else {
+            if (L->sparse_x) be->bsmm_fwd(s->z, x, &L->wx, P(L->off_wx), n, 0);
+            else be->matmul_fwd(s->z, x, P(L->off_wx), NULL, n, L->in, (int)G, 0);
+            be->bsmm_fwd(s->z, s->h[l], &L->wh, P(L->off_wh), n, 1);
+            be->lstm_fwd(s->h[l], s->c[l], s->act, m->ln ? s->lnstat : NULL, s->z, s->c_prev,
+                         P(L->off_b), m->ln ? P(L->off_g) : NULL, n, (int)H);
+        }
         if (s->track_mean) be->axpy(s->hsum[l], s->h[l], 1, (size_t)n * H);
         x = s->h[l];
     }

@@ -1,22 +1,9 @@
 // lstm_cpu.c: the LSTM cell, gates i, f, g, o in blocks of H, optional per-gate layer
 // norm. CPU reference.
 #include "backend.h"
-#include <tgmath.h>
-
-#define LN_EPS 1e-5
+#include "layernorm.h"
 
 static inline real sigmoid(real x) { return 1 / (1 + exp(-x)); }
-
-// Mean and 1/sqrt(biased variance + eps) of one gate's H values (two passes: the
-// variance is summed around the mean, which keeps it accurate in float).
-static void ln_stats(const real *z, int H, real *mean, real *rstd) {
-    real s = 0, ss = 0;
-    for (int j = 0; j < H; j++) s += z[j];
-    real m = s / H;
-    for (int j = 0; j < H; j++) ss += (z[j] - m) * (z[j] - m);
-    *mean = m;
-    *rstd = 1 / sqrt(ss / H + (real)LN_EPS);
-}
 
 // The normalised value of z[b, j] (j in [0, 4H)), from the stats the forward kept.
 static inline real xhat_at(const real *z, const real *lnstat, int b, int j, int H) {
@@ -35,7 +22,7 @@ void lstm_fwd_cpu(real *h, real *c, real *act, real *lnstat, const real *z, cons
         for (int g = 0; g < 4; g++) {
             real mean = 0, rstd = 1;
             if (ln_gain) {
-                ln_stats(zb + g * H, H, &mean, &rstd);
+                ln_span_stats(zb + g * H, H, &mean, &rstd);
                 lnstat[b * 8 + 2 * g] = mean;
                 lnstat[b * 8 + 2 * g + 1] = rstd;
             }
@@ -54,19 +41,11 @@ void lstm_fwd_cpu(real *h, real *c, real *act, real *lnstat, const real *z, cons
 }
 
 // dz <- dz_pre (the gradient at pre, laid out like z) of one row through that row's four
-// layer norms: dz = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dpre*gain.
+// layer norms.
 static void ln_bwd_row(real *dz, const real *z, const real *lnstat, const real *ln_gain, int b, int H) {
-    for (int g = 0; g < 4; g++) {
-        real s1 = 0, s2 = 0;
-        for (int j = g * H; j < (g + 1) * H; j++) {
-            real dxh = dz[j] * ln_gain[j];
-            s1 += dxh;
-            s2 += dxh * xhat_at(z, lnstat, b, j, H);
-        }
-        real m1 = s1 / H, m2 = s2 / H, rstd = lnstat[b * 8 + 2 * g + 1];
-        for (int j = g * H; j < (g + 1) * H; j++)
-            dz[j] = rstd * (dz[j] * ln_gain[j] - m1 - xhat_at(z, lnstat, b, j, H) * m2);
-    }
+    const real *st = lnstat + b * 8;
+    for (int g = 0; g < 4; g++)
+        ln_span_bwd(dz + g * H, z + (long)b * 4 * H + g * H, st[2 * g], st[2 * g + 1], ln_gain + g * H, H);
 }
 
 // Three passes: per row, the gradient at pre (kept in dz) and dc_prev; per column, dbias and

@@ -293,6 +293,33 @@ MaskStats mask_stats(const Mask *m) {
     return s;
 }
 
+// All sources at once: bits[c] holds the sources that reach block c so far; a step ORs, into
+// each output block r, the sets of the input blocks c that r reads (m[r][c]).
+void mask_reach(const Mask *steps, int D, double *share) {
+    int n = steps[0].nr, W = (n + 63) / 64;
+    uint64_t *cur = xcalloc((size_t)n * W, sizeof(uint64_t)), *next = xmalloc(sizeof(uint64_t) * (size_t)n * W);
+    for (int c = 0; c < n; c++) cur[(size_t)c * W + c / 64] = 1ULL << (c % 64);
+    for (int k = 0; k < D; k++) {
+        if (steps[k].nr != n || steps[k].nc != n) die("internal: mask_reach on layouts of different sizes");
+        long total = 0;
+        #pragma omp parallel for reduction(+ : total) schedule(static)
+        for (int r = 0; r < n; r++) {
+            uint64_t *out = next + (size_t)r * W;
+            memset(out, 0, sizeof(uint64_t) * (size_t)W);
+            for (int c = 0; c < n; c++)
+                if (steps[k].m[(size_t)r * n + c])
+                    for (int w = 0; w < W; w++) out[w] |= cur[(size_t)c * W + w];
+            for (int w = 0; w < W; w++) total += __builtin_popcountll(out[w]);
+        }
+        share[k] = (double)total / ((double)n * n);
+        uint64_t *t = cur;
+        cur = next;
+        next = t;
+    }
+    free(cur);
+    free(next);
+}
+
 // Stored blocks black on white: scaled up to >= 256 px for small layouts, down to <= 4096 px
 // (a pixel is black if any of its blocks is stored) for huge ones.
 void mask_write_png(const Mask *m, const char *path) {

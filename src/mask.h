@@ -34,6 +34,10 @@ MaskStats mask_stats(const Mask *m);
 #define MASK_STATS_EXACT_MAX 4096
 #define MASK_STATS_SOURCES 256
 int mask_path_sources(int n);  // how many BFS sources mask_stats uses for n nodes
+// The mixing of D square layouts of one size applied in turn (steps[0] first, one block hop
+// each): share[k] = the fraction of (source, target) pairs of blocks, hence of units, where the
+// target is reachable from the source through steps[0..k].
+void mask_reach(const Mask *steps, int D, double *share);
 // Writes a greyscale PNG, one pixel per block (scaled up for small layouts).
 void mask_write_png(const Mask *m, const char *path);
 

@@ -1,5 +1,6 @@
 // model.h: the block-sparse LSTM language model, written once on top of a Backend.
-// Embedding 256 x E -> L LSTM layers of H -> dense head H x 256 -> softmax.
+// Embedding 256 x E -> L LSTM layers of H -> dense head H x 256 -> softmax. The layers are
+// plain LSTM cells or (cell = mlstm) the paper's deep-update mLSTM cells (mlstm_step.c).
 #pragma once
 #include "backend.h"
 #include "bsmat.h"
@@ -21,19 +22,27 @@ typedef struct {
     Mask mask_h, mask_x;
     BsMat wh, wx;       // wx unused when !sparse_x
     size_t off_wx, off_wh, off_b, off_g;  // off_g only with layer_norm
+    // mlstm: wx is dense [2H, in] (W_m over W_a) with layer norms off_xln = [gain_m, bias_m,
+    // gain_a, bias_a]; internal step j has W_hj (ws[j], its own mask) and off_sln[j] = [gain, bias];
+    // wh holds the four gates on one mask, off_g and off_b their layer-norm gains and biases.
+    Mask mask_s[SW_MAX_DEPTH];
+    BsMat ws[SW_MAX_DEPTH];
+    size_t off_xln, off_ws[SW_MAX_DEPTH], off_sln[SW_MAX_DEPTH];
 } Layer;
 
 typedef struct Model {
     Config cfg;
     const Backend *be;
     int E, H, L, bs, ln;
+    int mlstm, D;       // cell = mlstm and its depth (D internal steps); ln is then 1
     Layer layer[SW_MAX_LAYERS];
     size_t off_emb, off_wo, off_bo;
-    ParamTensor tensor[4 + 4 * SW_MAX_LAYERS];
+    ParamTensor tensor[4 + (6 + 2 * SW_MAX_DEPTH) * SW_MAX_LAYERS];
     int ntensor;
     size_t nparams;     // stored (trained) parameters
     double dense_equiv; // parameters of the same model with dense masks
     real *params, *grads;  // backend memory, nparams each
+    real *ema;             // moving average of params (cfg.ema > 0, else NULL), kept by the trainer
     // Called by model_backward as gradients become final: every gradient at offset >= off is
     // (the head, then each layer from the top, then the embedding at 0), so a data-parallel
     // trainer can start summing them across ranks while backward goes on. NULL: not called.
@@ -44,13 +53,20 @@ typedef struct Model {
 // Builds masks from cfg (sparsity, mask_seed), allocates and initialises the parameters from
 // cfg->seed. Initial values are drawn on the host, so every backend starts from the same weights.
 Model *model_create(const Config *cfg, const Backend *be);
-// Same, with the masks given (2 per layer: W_h then W_x; W_x of layer 0 ignored). The model
-// keeps copies. Used when loading checkpoints, which store their masks.
+// Same, with the masks given, model_masks_per_layer(cfg) per layer: W_h (the gates), W_x
+// (ignored for layer 0 and for mlstm layers), then for mlstm W_h0 .. W_h(D-1). The model keeps
+// copies. Used when loading checkpoints, which store their masks.
 Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask *masks);
+int model_masks_per_layer(const Config *cfg);
+#define SW_MAX_MASKS (SW_MAX_LAYERS * (2 + SW_MAX_DEPTH))
 // Parameters of the model that cfg describes with every mask dense.
 double model_dense_params(const Config *cfg);
 // Mask seeds per layer and matrix, so that users can rebuild any mask with `swlstm mask`.
 uint64_t model_mask_seed(long mask_seed, int layer, int is_input);
+// The mask seed of internal step j of an mlstm layer (`swlstm mask --depth` builds these).
+uint64_t model_step_mask_seed(long mask_seed, int layer, int step);
+// Replaces the weights by their moving average (eval, sample, features); no-op without one.
+void model_use_ema(Model *m);
 void model_free(Model *m);
 const ParamTensor *model_tensor(const Model *m, const char *name);  // NULL if absent
 
@@ -70,14 +86,15 @@ typedef struct {
     real *loss;                                      // [T*B]
     real *loss_host;                                 // host copy of loss
     void *seq[SW_MAX_LAYERS];                        // the backend's recurrent engine, or NULL
+    struct MlstmActs *ml[SW_MAX_LAYERS];             // mlstm layers' own buffers (mlstm_step.c)
 } Acts;
 
 Acts *acts_create(const Model *m, int B, int T);
 void acts_free(const Model *m, Acts *a);
 // Which recurrent path a window runs: the fused engine or the per-step ops.
 const char *acts_path(const Acts *a);
-// Whether cfg asks for the backend's recurrent engine: `on`, or `auto` in bf16 (in fp32 the
-// engine's FFMA tiles measured slower than the per-step ops, docs/PERF.md section 0).
+// Whether cfg asks for the backend's recurrent engine (lstm cell only): `on`, or `auto` in bf16
+// (in fp32 the engine's FFMA tiles measured slower than the per-step ops, docs/PERF.md section 0).
 int engine_wanted(const Config *cfg);
 // Zeroes the carried state (h_0, c_0) of every layer.
 void acts_reset_state(const Model *m, Acts *a);
@@ -100,6 +117,7 @@ typedef struct {
     real *h[SW_MAX_LAYERS], *c[SW_MAX_LAYERS], *c_prev;  // [maxB, H]
     real *hsum[SW_MAX_LAYERS];                           // sum of h over steps (track_mean)
     int track_mean;
+    struct MlstmActs *ml;                                // mlstm step buffers, shared by the layers
 } Infer;
 
 Infer *infer_create(const Model *m, int maxB, int track_mean);

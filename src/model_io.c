@@ -1,5 +1,6 @@
 // model_io.c: checkpoint sections of a model: "config", "masks", "params" (always fp32,
-// whatever the device), and for training "state", "adam_m", "adam_v", "hidden".
+// whatever the device), "ema" (the weights' moving average, with ema > 0), and for training
+// "state", "adam_m", "adam_v", "hidden".
 #include "model_io.h"
 #include <math.h>
 #include <stdlib.h>
@@ -75,13 +76,19 @@ static void put_mask(Buf *b, const Mask *mk) {
     buf_put(b, mk->m, (size_t)mk->nr * mk->nc);
 }
 
+// Mask k of layer l in the order of model_create_with_masks (absent W_x: an empty mask).
+static const Mask *layer_mask(const Model *m, int l, int k) {
+    static const Mask none = {0, 0, NULL};
+    const Layer *L = &m->layer[l];
+    return k == 0 ? &L->mask_h : k == 1 ? (L->sparse_x ? &L->mask_x : &none) : &L->mask_s[k - 2];
+}
+
+// The layer count, then every layer's masks (2 + depth for mlstm layers) back to back.
 static void add_masks(CkptWriter *w, const Model *m) {
     Buf b = {0};
     buf_i32(&b, m->L);
-    for (int l = 0; l < m->L; l++) {
-        put_mask(&b, &m->layer[l].mask_h);
-        put_mask(&b, m->layer[l].sparse_x ? &m->layer[l].mask_x : &(Mask){0, 0, NULL});
-    }
+    for (int l = 0; l < m->L; l++)
+        for (int k = 0; k < 2 + m->D; k++) put_mask(&b, layer_mask(m, l, k));
     ckpt_add(w, "masks", b.p, b.n);
     free(b.p);
 }
@@ -119,6 +126,7 @@ void model_save(const char *path, const Model *m, const TrainState *ts, const re
     free(text);
     add_masks(w, m);
     add_reals(w, "params", m->be, m->params, m->nparams);
+    if (m->ema) add_reals(w, "ema", m->be, m->ema, m->nparams);
     if (ts) {
         add_state(w, ts);
         add_reals(w, "adam_m", m->be, adam_m, m->nparams);
@@ -142,26 +150,29 @@ void ckpt_config(const Ckpt *c, Config *cfg) {
 
 int ckpt_masks(const Ckpt *c, Mask *masks, int max_masks) {
     Rd r = reader(c, "masks");
-    int L = rd_i32(&r);
-    if (L < 1 || 2 * L > max_masks) die("checkpoint '%s': section 'masks' is malformed (%d layers)", c->path, L);
-    for (int i = 0; i < 2 * L; i++) {
+    int L = rd_i32(&r), i = 0;
+    if (L < 1 || L > SW_MAX_LAYERS) die("checkpoint '%s': section 'masks' is malformed (%d layers)", c->path, L);
+    for (; r.at < r.n; i++) {
+        if (i == max_masks) die("checkpoint '%s': section 'masks' holds more than %d masks", c->path, max_masks);
         int nr = rd_i32(&r), nc = rd_i32(&r);
         if (nr < 0 || nc < 0 || (size_t)nr * (size_t)nc > r.n - r.at)
             die("checkpoint '%s': section 'masks' is malformed (mask %d is %d x %d)", c->path, i, nr, nc);
         masks[i] = (Mask){nr, nc, xmalloc((size_t)nr * nc + 1)};
         rd_get(&r, masks[i].m, (size_t)nr * nc);
     }
-    return 2 * L;
+    return i;
 }
 
 // Checks that the stored masks fit the stored config before building anything from them.
 static void check_masks(const Ckpt *c, const Config *cfg, const Mask *masks, int n) {
-    int nb = cfg->hidden_size / cfg->block_size;
-    if (n != 2 * cfg->num_layers) die("checkpoint '%s': %d masks for %d layers", c->path, n, cfg->num_layers);
-    for (int l = 0; l < cfg->num_layers; l++) {
-        int want_x = l > 0 ? nb : 0;
-        if (masks[2 * l].nr != nb || masks[2 * l].nc != nb || masks[2 * l + 1].nr != want_x || masks[2 * l + 1].nc != want_x)
-            die("checkpoint '%s': masks of layer %d do not match hidden_size/block_size = %d blocks", c->path, l, nb);
+    int nb = cfg->hidden_size / cfg->block_size, per = model_masks_per_layer(cfg);
+    if (n != per * cfg->num_layers)
+        die("checkpoint '%s': %d masks for %d layers of cell %s (expected %d each)", c->path, n, cfg->num_layers, cfg->cell, per);
+    for (int i = 0; i < n; i++) {
+        int sparse_x = per == 2 && i >= per;  // W_x is stored above layer 0 of LSTM stacks
+        int want = i % per != 1 || sparse_x ? nb : 0;
+        if (masks[i].nr != want || masks[i].nc != want)
+            die("checkpoint '%s': masks of layer %d do not match hidden_size/block_size = %d blocks", c->path, i / per, nb);
     }
 }
 
@@ -171,8 +182,8 @@ Model *model_load(const char *path, const char *device, const char *precision) {
     Config cfg;
     ckpt_config(&c, &cfg);
     config_validate(&cfg);
-    Mask masks[2 * SW_MAX_LAYERS];
-    int n = ckpt_masks(&c, masks, 2 * SW_MAX_LAYERS);
+    Mask masks[SW_MAX_MASKS];
+    int n = ckpt_masks(&c, masks, SW_MAX_MASKS);
     check_masks(&c, &cfg, masks, n);
     if (device) snprintf(cfg.device, sizeof cfg.device, "%s", device);
     if (precision) snprintf(cfg.precision, sizeof cfg.precision, "%s", precision);
@@ -184,20 +195,20 @@ Model *model_load(const char *path, const char *device, const char *precision) {
 }
 
 void model_load_weights(Model *m, const Ckpt *c) {
-    Mask masks[2 * SW_MAX_LAYERS];
-    int n = ckpt_masks(c, masks, 2 * SW_MAX_LAYERS);
-    int same = n == 2 * m->L;
-    for (int l = 0; same && l < m->L; l++) {
-        const Mask *mh = &m->layer[l].mask_h;
-        same = masks[2 * l].nr == mh->nr && masks[2 * l].nc == mh->nc &&
-               !memcmp(masks[2 * l].m, mh->m, (size_t)mh->nr * mh->nc);
-        const Mask *mx = &m->layer[l].mask_x;
-        if (same && m->layer[l].sparse_x)
-            same = masks[2 * l + 1].nr == mx->nr && !memcmp(masks[2 * l + 1].m, mx->m, (size_t)mx->nr * mx->nc);
+    Mask masks[SW_MAX_MASKS];
+    int n = ckpt_masks(c, masks, SW_MAX_MASKS), per = 2 + m->D;
+    int same = n == per * m->L;
+    for (int i = 0; same && i < n; i++) {
+        const Mask *mk = layer_mask(m, i / per, i % per);
+        size_t bytes = (size_t)mk->nr * mk->nc;
+        same = masks[i].nr == mk->nr && masks[i].nc == mk->nc && (!bytes || !memcmp(masks[i].m, mk->m, bytes));
     }
     for (int i = 0; i < n; i++) mask_free(&masks[i]);
-    if (!same) die("checkpoint '%s': its masks differ from this model's (check sparsity, mask_seed, hidden_size, num_layers)", c->path);
+    if (!same) die("checkpoint '%s': its masks differ from this model's (check cell, depth, sparsity, mask_seed, hidden_size, num_layers)", c->path);
     get_reals(c, "params", m->be, m->params, m->nparams);
+    if (!m->ema) return;
+    if (ckpt_find(c, "ema", 0)) get_reals(c, "ema", m->be, m->ema, m->nparams);
+    else m->be->copy(m->ema, m->params, m->nparams * sizeof(real));  // the average starts here
 }
 
 int ckpt_train_state(const Ckpt *c, TrainState *ts) {

@@ -3,7 +3,7 @@
 // recurrent product runs step by step: in the backend's engine where it has one (a->seq,
 // the whole window in a few launches), else here with per-step ops (the reference).
 // Weight gradients are summed over the window in one call.
-#include "model.h"
+#include "mlstm.h"
 
 #define P(off) (m->params + (off))
 #define GR(off) (m->grads + (off))
@@ -14,6 +14,10 @@ static void input_fwd(Model *m, const Layer *L, real *z, const real *x, int N) {
 }
 
 static void layer_forward(Model *m, Acts *a, int l, const real *x, int T) {
+    if (m->mlstm) {
+        mlstm_layer_forward(m, a, l, x, T);
+        return;
+    }
     const Backend *be = m->be;
     const Layer *L = &m->layer[l];
     size_t B = (size_t)a->B, H = (size_t)m->H, G = 4 * H;
@@ -74,6 +78,10 @@ static void recurrent_backward(Model *m, Acts *a, int l, int T) {
 }
 
 static void layer_backward(Model *m, Acts *a, int l, int T) {
+    if (m->mlstm) {
+        mlstm_layer_backward(m, a, l, T);
+        return;
+    }
     const Backend *be = m->be;
     const Layer *L = &m->layer[l];
     size_t B = (size_t)a->B, H = (size_t)m->H, G = 4 * H, N = (size_t)T * B;

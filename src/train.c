@@ -45,7 +45,8 @@ static void check_resume_config(const Config *run, const Config *ck, const char 
 #define SAME_STR(k) if (strcmp(run->k, ck->k)) die("--resume %s: " #k " = '%s' in this run, '%s' in the checkpoint (it must match)", path, run->k, ck->k)
     SAME_INT(hidden_size); SAME_INT(num_layers); SAME_INT(embed_size); SAME_INT(block_size);
     SAME_INT(mask_seed); SAME_INT(layer_norm); SAME_INT(batch_size); SAME_INT(seq_length);
-    SAME_STR(sparsity); SAME_STR(input_sparsity); SAME_STR(split);
+    SAME_INT(depth);
+    SAME_STR(sparsity); SAME_STR(input_sparsity); SAME_STR(split); SAME_STR(cell);
 #undef SAME_INT
 #undef SAME_STR
 }
@@ -111,6 +112,7 @@ static void setup(Trainer *tr) {
     tr->a = acts_create(tr->m, tr->st.B, cfg->seq_length);
     tr->adam_m = be->alloc(tr->m->nparams * sizeof(real));
     tr->adam_v = be->alloc(tr->m->nparams * sizeof(real));
+    if (tr->m->ema) tr->raw = be->alloc(tr->m->nparams * sizeof(real));
     tr->ts = (TrainState){.best_valid_bpc = INFINITY};
     rng_seed(&tr->ts.rng, (uint64_t)cfg->seed ^ 0x5eedULL);
     if (lead(tr) && mkdir_p(cfg->out_dir)) die("out_dir '%s': cannot create the directory", cfg->out_dir);
@@ -135,6 +137,20 @@ static void apply_adam(Trainer *tr, double lr, double scale) {
                       (real)(t->decay ? cfg->weight_decay : 0), (real)scale, tr->ts.step};
         m->be->adam(m->params + t->off, m->grads + t->off, tr->adam_m + t->off, tr->adam_v + t->off, t->n, a);
     }
+    // The average's decay ramps up as (1 + step) / (10 + step) (as TensorFlow's), so that the
+    // average forgets the random init within the first hundred steps.
+    double ramp = (1.0 + tr->ts.step) / (10.0 + tr->ts.step);
+    if (m->ema) m->be->ema(m->ema, m->params, (real)fmin(cfg->ema, ramp), m->nparams);
+}
+
+// Validation runs on the weights' moving average when there is one (on = 1); tr->raw keeps the
+// trained weights meanwhile, and on = 0 puts them back.
+static void use_average(Trainer *tr, int on) {
+    Model *m = tr->m;
+    size_t bytes = m->nparams * sizeof(real);
+    if (!m->ema) return;
+    if (on) m->be->copy(tr->raw, m->params, bytes);
+    m->be->copy(m->params, on ? m->ema : tr->raw, bytes);
 }
 
 // One optimizer step. Returns 0 when a non-finite step was skipped.
@@ -183,7 +199,9 @@ static void validate(Trainer *tr) {
     double t0 = now_sec();
     Stripes all = eval_stripes(tr->ds.bytes + tr->ds.off[SPLIT_VALID], valid_len(tr), tr->eval_B, tr->cfg.seq_length), mine;
     dist_stripes(&mine, &all, tr->rank, tr->world);
+    use_average(tr, 1);
     double nats = eval_nats(tr->m, tr->ea, &mine);
+    use_average(tr, 0);
     dist_sum_doubles(&nats, 1);
     size_t count = (size_t)tr->eval_B * (all.stripe_len - 1);
     double bpc = nats / (double)count / log(2.0);
@@ -230,6 +248,7 @@ static void finish(Trainer *tr) {
     acts_free(tr->m, tr->ea);
     tr->m->be->free(tr->adam_m);
     tr->m->be->free(tr->adam_v);
+    if (tr->raw) tr->m->be->free(tr->raw);
     model_free(tr->m);
     dataset_close(&tr->ds);
     free(tr->tok);

@@ -4,15 +4,17 @@
 #include <string.h>
 
 static void print_model_summary(const Model *m, const Config *cfg) {
-    printf("swlstm train: device %s (%s), %d layer(s) of %d units, block %d, sparsity %s, embed %d\n",
-           cfg->device, cfg->precision, m->L, m->H, m->bs, cfg->sparsity, m->E);
+    printf("swlstm train: device %s (%s), %d %s layer(s) of %d units, block %d, sparsity %s, embed %d\n",
+           cfg->device, cfg->precision, m->L, cfg->cell, m->H, m->bs, cfg->sparsity, m->E);
     for (int l = 0; l < m->L; l++) {
         const Layer *L = &m->layer[l];
         long nb = (long)L->mask_h.nr * L->mask_h.nc;
         printf("  layer %d: W_h %d x %d, %ld of %ld blocks (%.2f%%)", l, L->wh.rows, L->wh.cols,
                (long)mask_count(&L->mask_h), nb, 100.0 * mask_count(&L->mask_h) / nb);
         if (L->sparse_x) printf(", W_x %ld blocks (%.2f%%)", mask_count(&L->mask_x), 100.0 * mask_count(&L->mask_x) / nb);
-        else printf(", W_x dense %d x %d", 4 * m->H, L->in);
+        else printf(", W_x dense %d x %d", m->mlstm ? 2 * m->H : 4 * m->H, L->in);
+        for (int j = 0; j < m->D; j++) printf("%s W_h%d %ld", j ? "," : "; mlstm steps:", j, mask_count(&L->mask_s[j]));
+        if (m->mlstm) printf(" blocks");
         printf("\n");
     }
     printf("  parameters: %zu stored and trained (%.3fM); a dense model of this shape has %.0f (%.3fM)\n",

@@ -16,6 +16,7 @@ typedef struct {
     Acts *a, *ea;          // training window (batch_size/world rows), validation window
     int eval_B;            // validation stripes over all ranks
     real *adam_m, *adam_v;
+    real *raw;             // trained weights while validation runs on their average (ema > 0)
     Dataset ds;
     Stripes st;            // this rank's stripes
     TrainState ts;

@@ -30,12 +30,14 @@ TEST(config_defaults_values) {
     CHECK(c.grad_clip == 1.0 && c.min_lr == 0 && c.weight_decay == 0);
     CHECK_EQ(c.eval_every, 200); CHECK_EQ(c.log_every, 10); CHECK_EQ(c.save_every, 0); CHECK_EQ(c.eval_bytes, 0);
     CHECK_EQ(c.gpus, 1); CHECK(c.dist_init[0] == 0 && c.dist_bucket_mb == 25);
+    CHECK(!strcmp(c.cell, "lstm") && !strcmp(c.init, "uniform") && c.ema == 0);
+    CHECK_EQ(c.depth, 4);
     config_validate(&c);
     // one line per Config field
     char *text = config_to_text(&c);
     int lines = 0;
     for (char *p = text; *p; p++) lines += *p == '\n';
-    CHECK_EQ(lines, 37);
+    CHECK_EQ(lines, 41);
     CHECK(strstr(text, "data = \"../shared/data/tinyshakespeare.txt\"\n") != NULL);
     CHECK(strstr(text, "learning_rate = 0.002\n") != NULL);
     free(text);
@@ -135,6 +137,10 @@ TEST(config_file_errors) {
         {"learning_rate = nan\n", "expected a number > 0"},
         {"beta2 = 1\n", "key 'beta2' = '1': expected a number in [0, 1)"},
         {"layer_norm = maybe\n", "key 'layer_norm' = 'maybe': expected true or false"},
+        {"cell = gru\n", "x.cfg:1: key 'cell' = 'gru': expected one of lstm, mlstm"},
+        {"init = orthogonal\n", "key 'init' = 'orthogonal': expected one of uniform, identity"},
+        {"ema = 1\n", "key 'ema' = '1': expected a number in [0, 1)"},
+        {"depth = 0\n", "key 'depth' = '0': expected a positive integer"},
         {"\n\nhidden_size 512\n", "x.cfg:3: expected 'key = value', got 'hidden_size 512'"},
         {"data = \"abc\n", "x.cfg:1: key 'data': bad quoted string"},
         {"data = \"a\" b\n", "x.cfg:1: key 'data': bad quoted string"},
@@ -197,6 +203,8 @@ TEST(config_validate_errors) {
         {"--min_lr=0.1", "min_lr = 0.1 is above learning_rate = 0.002"},
         {"--warmup_steps=2000", "warmup_steps = 2000 is more than max_steps = 1000"},
         {"--data=", "data: empty path"},
+        {"--depth=1", "depth = 1: expected 2 to 8 (the mlstm's internal steps)"},
+        {"--depth=9", "depth = 9: expected 2 to 8"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK_DIES(validate_with, (void *)cases[i][0], cases[i][1]);
@@ -215,7 +223,9 @@ TEST(config_help_lists_every_key) {
     char *help = read_text_file(tmp_path("help.txt"), NULL, "help");
     int keys = 0;
     for (char *p = strstr(help, "\n  "); p; p = strstr(p + 1, "\n  ")) keys++;
-    CHECK_EQ(keys, 37);
+    CHECK_EQ(keys, 41);
+    CHECK(strstr(help, "\n  cell ") && strstr(help, "(default lstm; one of lstm, mlstm)") && strstr(help, "\n  depth "));
+    CHECK(strstr(help, "\n  init ") && strstr(help, "\n  ema ") && strstr(help, "(default uniform; one of uniform, identity)"));
     CHECK(strstr(help, "\n  hidden_size ") && strstr(help, "(default 256)"));
     CHECK(strstr(help, "(default cpu; one of cpu, cuda)"));
     free(help);

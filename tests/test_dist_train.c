@@ -1,6 +1,6 @@
 // test_dist_train.c: what data-parallel ranks rely on, checked on the CPU: the backward hook
 // reports only final gradients, a rank resumes its rows of the carried state, and ranks that
-// evaluate their shares of the stripes add up to the one-rank evaluation.
+// evaluate their shares of the stripes add up to the one-rank evaluation (LSTM and mlstm).
 #ifndef SW_DOUBLE
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +11,16 @@
 
 enum { B = 4, T = 8, LEN = 4096 };
 
-static Model *small_model(void) {
+static Model *model_of(const char *cell) {
     Config cfg;
     config_defaults(&cfg);
-    cfg.hidden_size = 32, cfg.embed_size = 8, cfg.num_layers = 3, cfg.block_size = 8, cfg.layer_norm = 1;
+    cfg.hidden_size = 32, cfg.embed_size = 8, cfg.num_layers = 3, cfg.block_size = 8, cfg.layer_norm = 1, cfg.depth = 2;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_1");
+    snprintf(cfg.cell, sizeof cfg.cell, "%s", cell);
     return model_create(&cfg, backend_cpu());
 }
+
+static Model *small_model(void) { return model_of("lstm"); }
 
 static uint8_t *text_of(size_t n) {
     uint8_t *t = malloc(n);
@@ -48,8 +51,8 @@ static void record(void *ctx, size_t off) {
     h->off[h->n++] = off;
 }
 
-TEST(dist_backward_hook_reports_final_gradients) {
-    Model *m = small_model();
+static void check_hook(const char *cell) {
+    Model *m = model_of(cell);
     Acts *a = acts_create(m, B, T);
     uint8_t *text = text_of(LEN);
     int tok[B * T], tgt[B * T];
@@ -76,6 +79,9 @@ TEST(dist_backward_hook_reports_final_gradients) {
     model_free(m);
     free(text);
 }
+
+TEST(dist_backward_hook_reports_final_gradients) { check_hook("lstm"); }
+TEST(dist_backward_hook_reports_final_gradients_mlstm) { check_hook("mlstm"); }
 
 static void load_wrong_rows(void *path) {
     Model *m = small_model();
@@ -119,8 +125,8 @@ TEST(dist_resume_takes_the_rank_rows) {
     model_free(m);
 }
 
-TEST(dist_shared_evaluation_adds_up) {
-    Model *m = small_model();
+static void check_shared_eval(const char *cell) {
+    Model *m = model_of(cell);
     uint8_t *text = text_of(LEN);
     size_t count;
     Acts *all = acts_create(m, B, T), *half = acts_create(m, B / 2, T);
@@ -137,4 +143,7 @@ TEST(dist_shared_evaluation_adds_up) {
     model_free(m);
     free(text);
 }
+
+TEST(dist_shared_evaluation_adds_up) { check_shared_eval("lstm"); }
+TEST(dist_shared_evaluation_adds_up_mlstm) { check_shared_eval("mlstm"); }
 #endif

@@ -111,7 +111,7 @@ TEST(docs_bad_label_names_file_and_line) {
 
 // ---- feature extraction on a tiny random model ----
 
-static Model *tiny_model(void) {
+static Model *tiny_model_of(const char *cell) {
     Config cfg;
     config_defaults(&cfg);
     cfg.hidden_size = 32;
@@ -119,8 +119,12 @@ static Model *tiny_model(void) {
     cfg.embed_size = 16;
     cfg.num_layers = 1;
     cfg.seed = 11;
+    cfg.depth = 3;
+    snprintf(cfg.cell, sizeof cfg.cell, "%s", cell);
     return model_create(&cfg, backend_cpu());
 }
+
+static Model *tiny_model(void) { return tiny_model_of("lstm"); }
 
 // Random documents of lengths 0..40 (with repeats, so sorting has ties), unpreprocessed.
 static void random_docs(Docs *d, int n) {
@@ -148,8 +152,8 @@ static float *extract(Model *m, const Docs *d, const char *state, int mean, int 
     return features_extract(m, d, &o);
 }
 
-TEST(features_batch_size_invariant_bitwise) {
-    Model *m = tiny_model();
+static void check_batch_invariance(const char *cell) {
+    Model *m = tiny_model_of(cell);
     Docs d;
     random_docs(&d, 50);
     const char *states[3] = {"c", "h", "b"};
@@ -158,13 +162,16 @@ TEST(features_batch_size_invariant_bitwise) {
         float *a = extract(m, &d, k < 3 ? states[k] : NULL, k == 3, 0, 1);
         float *b = extract(m, &d, k < 3 ? states[k] : NULL, k == 3, 0, 256);
         float *c = extract(m, &d, k < 3 ? states[k] : NULL, k == 3, 0, 7);
-        CHECK_MSG(memcmp(a, b, sizeof(float) * d.n * D) == 0, "state %d: batch 1 and 256 differ", k);
-        CHECK_MSG(memcmp(a, c, sizeof(float) * d.n * D) == 0, "state %d: batch 1 and 7 differ", k);
+        CHECK_MSG(memcmp(a, b, sizeof(float) * d.n * D) == 0, "%s state %d: batch 1 and 256 differ", cell, k);
+        CHECK_MSG(memcmp(a, c, sizeof(float) * d.n * D) == 0, "%s state %d: batch 1 and 7 differ", cell, k);
         free(a); free(b); free(c);
     }
     docs_free(&d);
     model_free(m);
 }
+
+TEST(features_batch_size_invariant_bitwise) { check_batch_invariance("lstm"); }
+TEST(features_batch_size_invariant_bitwise_mlstm) { check_batch_invariance("mlstm"); }
 
 // Runs one document alone, step by step; returns final c and h and the mean of h.
 static void run_alone(Model *m, const Docs *d, int i, float *c, float *h, float *mean) {

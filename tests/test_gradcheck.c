@@ -1,6 +1,7 @@
 // test_gradcheck.c: finite-difference check of the whole model's gradient (double build):
 // every parameter tensor and the carried state h_0, c_0 of every layer, for dense, random,
-// ba and ws masks and block sizes 8, 16 and 32, with and without layer norm.
+// ba and ws masks and block sizes 8, 16 and 32, with and without layer norm; and the same for
+// the mlstm cell at depths 2, 3 and 4 (identity init and EMA weights in some).
 #ifdef SW_DOUBLE
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@ typedef struct {
     int *tok, *tgt;
 } Fixture;
 
-static Fixture fixture(int H, int bs, int L, const char *sparsity, int ln, int B, int T) {
+static Config small_config(int H, int bs, int L, const char *sparsity, int ln) {
     Config cfg;
     config_defaults(&cfg);
     cfg.hidden_size = H;
@@ -23,7 +24,12 @@ static Fixture fixture(int H, int bs, int L, const char *sparsity, int ln, int B
     cfg.layer_norm = ln;
     cfg.seed = 7;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", sparsity);
-    Fixture f = {model_create(&cfg, backend_cpu()), NULL, xmalloc(sizeof(int) * B * T), xmalloc(sizeof(int) * B * T)};
+    return cfg;
+}
+
+static Fixture fixture(const Config *cfg, int B, int T) {
+    int H = cfg->hidden_size, L = cfg->num_layers;
+    Fixture f = {model_create(cfg, backend_cpu()), NULL, xmalloc(sizeof(int) * B * T), xmalloc(sizeof(int) * B * T)};
     f.a = acts_create(f.m, B, T);
     unsigned long long s = 99;
     for (int i = 0; i < B * T; i++) {
@@ -75,9 +81,10 @@ static int check_entries(Fixture *f, const char *name, real *x, const real *g, s
     return 1;
 }
 
-static void run_check(int H, int bs, int L, const char *sparsity, int ln) {
-    Fixture f = fixture(H, bs, L, sparsity, ln, 3, 4);
+static void check_config(const Config *cfg) {
+    Fixture f = fixture(cfg, 3, 4);
     Model *m = f.m;
+    int H = m->H, L = m->L;
     size_t BH = (size_t)f.a->B * H;
     real *dh0 = xmalloc(sizeof(real) * L * BH), *dc0 = xmalloc(sizeof(real) * L * BH);
     memset(m->grads, 0, m->nparams * sizeof(real));
@@ -99,9 +106,28 @@ static void run_check(int H, int bs, int L, const char *sparsity, int ln) {
     fixture_free(&f);
 }
 
+static void run_check(int H, int bs, int L, const char *sparsity, int ln) {
+    Config cfg = small_config(H, bs, L, sparsity, ln);
+    check_config(&cfg);
+}
+
+static void run_mlstm(int H, int bs, int L, const char *sparsity, int depth, const char *init, double ema) {
+    Config cfg = small_config(H, bs, L, sparsity, 0);
+    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
+    snprintf(cfg.init, sizeof cfg.init, "%s", init);
+    cfg.depth = depth;
+    cfg.ema = ema;
+    check_config(&cfg);
+}
+
 TEST(gradcheck_dense_bs8_two_layers) { run_check(16, 8, 2, "dense", 0); }
 TEST(gradcheck_ba_bs8_layernorm) { run_check(48, 8, 2, "ba_2", 1); }
 TEST(gradcheck_ws_bs16) { run_check(64, 16, 2, "ws_2_0.5", 0); }
 TEST(gradcheck_random_bs32_layernorm) { run_check(96, 32, 2, "random_0.4", 1); }
 TEST(gradcheck_ba_bs16_one_layer) { run_check(64, 16, 1, "ba_1", 0); }
+TEST(gradcheck_mlstm_dense_d2_bs8_two_layers) { run_mlstm(16, 8, 2, "dense", 2, "uniform", 0); }
+TEST(gradcheck_mlstm_ba_d3_bs16_identity_ema) { run_mlstm(64, 16, 1, "ba_1", 3, "identity", 0.999); }
+TEST(gradcheck_mlstm_ws_d4_bs8_two_layers) { run_mlstm(48, 8, 2, "ws_2_0.5", 4, "uniform", 0.999); }
+TEST(gradcheck_mlstm_random_d4_bs32) { run_mlstm(96, 32, 1, "random_0.4", 4, "identity", 0); }
+TEST(gradcheck_mlstm_ba_d2_bs16_uniform) { run_mlstm(64, 16, 2, "ba_2", 2, "uniform", 0); }
 #endif

@@ -364,4 +364,31 @@ TEST(mask_verb_bad_input) {
         CHECK_MSG(rc != 0 && strstr(out, "swlstm: error: ") && strstr(out, bad[t].needle), "%s: rc %d: %s", bad[t].args, rc, out);
     }
 }
+
+// A chain 0 -> 1 (step 0) then 1 -> 2 (step 1), diagonals stored: 4 then 6 of the 9 pairs.
+TEST(mask_reach_counts_pairs_through_each_step) {
+    uint8_t a[9] = {1, 0, 0, 1, 1, 0, 0, 0, 1}, b[9] = {1, 0, 0, 0, 1, 0, 0, 1, 1};
+    Mask steps[2] = {{3, 3, a}, {3, 3, b}}, dense = mask_make("dense", 3, 3, 1);
+    double share[2];
+    mask_reach(steps, 2, share);
+    CHECK_NEAR(share[0], 4.0 / 9, 1e-15);
+    CHECK_NEAR(share[1], 6.0 / 9, 1e-15);
+    Mask rev[2] = {steps[1], steps[0]};  // 1 -> 2 first cannot carry 0 to 2
+    mask_reach(rev, 2, share);
+    CHECK_NEAR(share[1], 5.0 / 9, 1e-15);
+    mask_reach(&dense, 1, share);
+    CHECK_EQ(share[0], 1);
+    mask_free(&dense);
+}
+
+// The figures for the paper's width: 576 blocks, ba_8, about 2.9% -> 44% -> 99.8%.
+TEST(mask_depth_prints_reach_of_internal_steps) {
+    char out[4096];
+    CHECK_EQ(run_swlstm("mask --hidden=18432 --block=32 --sparsity=ba_8 --depth=3 --json", out, sizeof out), 0);
+    const char *r = strstr(out, "\"reach\":[");
+    CHECK_MSG(r, "%s", out);
+    double s1 = 0, s2 = 0, s3 = 0;
+    CHECK(sscanf(r, "\"reach\":[%lf,%lf,%lf]", &s1, &s2, &s3) == 3);
+    CHECK_MSG(fabs(s1 - 0.0293) < 0.001 && s2 > 0.40 && s2 < 0.50 && s3 > 0.99, "%g %g %g", s1, s2, s3);
+}
 #endif

@@ -1,4 +1,5 @@
-// test_ops.c: the CPU reference ops (embed, matmul, bsmm, lstm, softmax_xent).
+// test_ops.c: the CPU reference ops (embed, matmul, bsmm, lstm, layernorm, mul, relu,
+// softmax_xent, ema).
 // Double build: each op's backward against central differences of its forward.
 // Float build: each op against a plain double-precision reference written here, with
 // outputs poisoned (NAN) beforehand, accumulate flags, aliasing, and bitwise-equal
@@ -48,6 +49,12 @@ static double fd_at(fwd_fn f, void *ctx, double *param, long p, const double *wt
     free(op);
     free(om);
     return d / (2 * eps);
+}
+
+static real *copy_of(const real *v, long n) {
+    real *c = xmalloc(sizeof(real) * (size_t)(n + 1));
+    memcpy(c, v, sizeof(real) * (size_t)n);
+    return c;
 }
 
 #ifdef SW_DOUBLE
@@ -152,6 +159,59 @@ static void lstm_fd(int ln) {
     free(z); free(cp); free(bias); free(gain); free(wt); free(h); free(c); free(act);
     free(dz); free(dcp); free(dbias); free(dgain);
 }
+typedef struct { const real *x, *gain, *bias; int N, C; } LnCtx;
+static void ln_out(void *p, double *out) {
+    LnCtx *c = p;
+    real *stat = xmalloc(sizeof(real) * 2 * c->N);
+    backend_cpu()->layernorm_fwd(out, stat, c->x, c->gain, c->bias, c->N, c->C);
+    free(stat);
+}
+
+TEST(opcpu_fd_layernorm) {
+    const Backend *be = backend_cpu();
+    unsigned long long s = 7;
+    int N = 4, C = 13;
+    long n = (long)N * C;
+    real *x = rand_vec(n, 2, &s), *gain = rand_vec(C, 1.5, &s), *bias = rand_vec(C, 1, &s), *wt = rand_vec(n, 1, &s);
+    real *y = xmalloc(sizeof(real) * n), stat[8], *dx = xmalloc(sizeof(real) * n), *inplace = copy_of(wt, n);
+    real *dg = xcalloc(C, sizeof(real)), *db = xcalloc(C, sizeof(real)), *dg2 = xcalloc(C, sizeof(real)), *db2 = xcalloc(C, sizeof(real));
+    be->layernorm_fwd(y, stat, x, gain, bias, N, C);
+    be->layernorm_bwd(dx, dg, db, wt, x, stat, gain, N, C);
+    LnCtx c = {x, gain, bias, N, C};
+    CHECK_GRAD(ln_out, &c, x, n, dx, wt, n, 1);
+    CHECK_GRAD(ln_out, &c, gain, C, dg, wt, n, 1);
+    CHECK_GRAD(ln_out, &c, bias, C, db, wt, n, 1);
+    be->layernorm_bwd(inplace, dg2, db2, inplace, x, stat, gain, N, C);  // dx aliasing dy
+    CHECK(memcmp(inplace, dx, sizeof(real) * n) == 0 && memcmp(dg2, dg, sizeof(real) * C) == 0);
+    free(x); free(gain); free(bias); free(wt); free(y); free(dx); free(inplace); free(dg); free(db); free(dg2); free(db2);
+}
+
+typedef struct { const real *a, *b; long n; int relu; } EltCtx;
+static void elt_out(void *p, double *out) {
+    EltCtx *c = p;
+    if (c->relu) backend_cpu()->relu_fwd(out, c->a, c->b, (size_t)c->n);
+    else backend_cpu()->mul_fwd(out, c->a, c->b, (size_t)c->n);
+}
+
+// y = a * b and y = relu(a + b): the gradient at b of the relu is the one at a.
+TEST(opcpu_fd_mul_relu) {
+    const Backend *be = backend_cpu();
+    unsigned long long s = 8;
+    long n = 37;
+    real *a = rand_vec(n, 1, &s), *b = rand_vec(n, 1, &s), *wt = rand_vec(n, 1, &s), *y = xmalloc(sizeof(real) * n);
+    real *da = xmalloc(sizeof(real) * n), *db = copy_of(wt, n);
+    be->mul_bwd(da, db, db, a, b, (size_t)n);  // db aliasing dy
+    EltCtx c = {a, b, n, 0};
+    CHECK_GRAD(elt_out, &c, a, n, da, wt, n, 1);
+    CHECK_GRAD(elt_out, &c, b, n, db, wt, n, 1);
+    c.relu = 1;
+    be->relu_fwd(y, a, b, (size_t)n);
+    be->relu_bwd(da, wt, y, (size_t)n);
+    CHECK_GRAD(elt_out, &c, a, n, da, wt, n, 1);
+    CHECK_GRAD(elt_out, &c, b, n, da, wt, n, 1);
+    free(a); free(b); free(wt); free(y); free(da); free(db);
+}
+
 TEST(opcpu_fd_lstm) { lstm_fd(0); }
 TEST(opcpu_fd_lstm_layernorm) { lstm_fd(1); }
 
@@ -196,11 +256,6 @@ TEST(opcpu_fd_embed) {
 // Float build: against plain double references; poisoning, accumulation, aliasing, threads.
 
 static void poison(real *p, long n) { for (long i = 0; i < n; i++) p[i] = NAN; }
-static real *copy_vec(const real *v, long n) {
-    real *c = xmalloc(sizeof(real) * (size_t)(n + 1));
-    memcpy(c, v, sizeof(real) * (size_t)n);
-    return c;
-}
 
 // out[m][p] = start[m][p] (or 0) + sum_k A(m,k) B(k,p), in double; mag[m][p] = |start| + sum |terms|
 // (the scale of the float rounding error). A(m,k) = A[m*am + k*ak], B(k,p) = B[k*bk + p].
@@ -280,7 +335,7 @@ static int bsmm_case(int bs, int ng, int N, int acc, unsigned long long *s) {
     long ny = (long)N * w.rows, nx = (long)N * w.cols, nv = bsmat_nvals(&w), bb = (long)bs * bs;
     real *x = rand_vec(nx, 1, s), *dy = rand_vec(ny, 1, s), *vals = rand_vec(nv, 1, s);
     real *y = rand_vec(ny, 1, s), *dx = rand_vec(nx, 1, s), *dv = rand_vec(nv, 1, s);
-    real *y0 = copy_vec(y, ny), *dx0 = copy_vec(dx, nx), *dv0 = copy_vec(dv, nv);
+    real *y0 = copy_of(y, ny), *dx0 = copy_of(dx, nx), *dv0 = copy_of(dv, nv);
     if (!acc) { poison(y, ny); poison(dx, nx); }
     be->bsmm_fwd(y, x, &w, vals, N, acc);
     be->bsmm_bwd_data(dx, dy, &w, vals, N, acc);
@@ -324,7 +379,7 @@ static int matmul_case(int N, int C, int R, int acc, int with_bias, unsigned lon
     long ny = (long)N * R, nx = (long)N * C, nw = (long)R * C;
     real *x = rand_vec(nx, 1, s), *W = rand_vec(nw, 1, s), *b = rand_vec(R, 1, s), *dy = rand_vec(ny, 1, s);
     real *y = rand_vec(ny, 1, s), *dx = rand_vec(nx, 1, s), *dW = rand_vec(nw, 1, s), *db = rand_vec(R, 1, s);
-    real *y0 = copy_vec(y, ny), *dW0 = copy_vec(dW, nw), *db0 = copy_vec(db, R);
+    real *y0 = copy_of(y, ny), *dW0 = copy_of(dW, nw), *db0 = copy_of(db, R);
     if (!acc) poison(y, ny);
     poison(dx, nx);
     be->matmul_fwd(y, x, W, with_bias ? b : NULL, N, C, R, acc);
@@ -412,7 +467,7 @@ static void lstm_vs_ref(int ln, int alias) {
     real *h = xmalloc(sizeof(real) * BH), *c = xmalloc(sizeof(real) * BH), *act = xmalloc(sizeof(real) * G);
     real lnstat[5 * 8], *dz = xmalloc(sizeof(real) * G), *dcp = xmalloc(sizeof(real) * BH);
     real *dbias = rand_vec(4 * H, 1, &s), *dgain = rand_vec(4 * H, 1, &s);
-    real *dbias0 = copy_vec(dbias, 4 * H), *dgain0 = copy_vec(dgain, 4 * H), *dc = copy_vec(dhc + BH, BH);
+    real *dbias0 = copy_of(dbias, 4 * H), *dgain0 = copy_of(dgain, 4 * H), *dc = copy_of(dhc + BH, BH);
     real *dc_prev = alias ? dc : dcp;
     poison(h, BH); poison(c, BH); poison(act, G); poison(lnstat, 40); poison(dz, G); poison(dcp, BH);
     be->lstm_fwd(h, c, act, lnstat, z, cp, bias, ln ? gain : NULL, B, H);
@@ -449,6 +504,58 @@ TEST(opcpu_lstm_vs_reference) { lstm_vs_ref(0, 0); }
 TEST(opcpu_lstm_layernorm_vs_reference) { lstm_vs_ref(1, 0); }
 TEST(opcpu_lstm_bwd_dc_prev_aliases_dc) { lstm_vs_ref(1, 1); }
 
+// Layer norm against a plain double reference; relu and mul against their definitions.
+TEST(opcpu_layernorm_eltwise_vs_reference) {
+    const Backend *be = backend_cpu();
+    unsigned long long s = 32;
+    int N = 9, C = 70;
+    long n = (long)N * C;
+    real *x = rand_vec(n, 3, &s), *gain = rand_vec(C, 1.5, &s), *bias = rand_vec(C, 1, &s), *dy = rand_vec(n, 1, &s);
+    real *y = xmalloc(sizeof(real) * n), *stat = xmalloc(sizeof(real) * 2 * N), *dx = xmalloc(sizeof(real) * n);
+    real *dg = rand_vec(C, 1, &s), *db = rand_vec(C, 1, &s);
+    double *ry = xmalloc(sizeof(double) * n), *rdx = xmalloc(sizeof(double) * n), *rdg = to_double(dg, C), *rdb = to_double(db, C);
+    for (int r = 0; r < N; r++) {
+        const real *xr = x + (long)r * C, *dyr = dy + (long)r * C;
+        double mean = 0, var = 0, s1 = 0, s2 = 0;
+        for (int j = 0; j < C; j++) mean += xr[j] / (double)C;
+        for (int j = 0; j < C; j++) var += (xr[j] - mean) * (xr[j] - mean) / C;
+        double rstd = 1 / sqrt(var + 1e-5);
+        for (int j = 0; j < C; j++) {
+            double xh = (xr[j] - mean) * rstd;
+            ry[(long)r * C + j] = xh * gain[j] + bias[j];
+            rdg[j] += dyr[j] * xh;
+            rdb[j] += dyr[j];
+            s1 += dyr[j] * gain[j];
+            s2 += dyr[j] * gain[j] * xh;
+        }
+        for (int j = 0; j < C; j++)
+            rdx[(long)r * C + j] = rstd * (dyr[j] * gain[j] - s1 / C - (xr[j] - mean) * rstd * s2 / C);
+    }
+    poison(y, n); poison(stat, 2 * N); poison(dx, n);
+    be->layernorm_fwd(y, stat, x, gain, bias, N, C);
+    be->layernorm_bwd(dx, dg, db, dy, x, stat, gain, N, C);
+    CHECK_CLOSE(y, ry, NULL, n, 1e-5, "layernorm_fwd");
+    CHECK_CLOSE(dx, rdx, NULL, n, 1e-5, "layernorm_bwd dx");
+    CHECK_CLOSE(dg, rdg, NULL, C, 1e-5, "layernorm_bwd dgain");
+    CHECK_CLOSE(db, rdb, NULL, C, 1e-5, "layernorm_bwd dbias");
+    be->relu_fwd(y, x, NULL, (size_t)n);
+    be->relu_bwd(dx, dy, y, (size_t)n);
+    for (long i = 0; i < n; i++) CHECK(y[i] == fmax(x[i], 0) && dx[i] == (x[i] > 0 ? dy[i] : 0));
+    be->mul_fwd(y, x, dy, (size_t)n);
+    be->mul_bwd(dx, stat, dy, x, dy, (size_t)N);
+    for (long i = 0; i < n; i++) CHECK(y[i] == x[i] * dy[i]);
+    for (long i = 0; i < N; i++) CHECK(dx[i] == dy[i] * dy[i] && stat[i] == dy[i] * x[i]);
+    free(x); free(gain); free(bias); free(dy); free(y); free(stat); free(dx); free(dg); free(db);
+    free(ry); free(rdx); free(rdg); free(rdb);
+}
+
+// ema: avg = decay * avg + (1 - decay) * p, in float.
+TEST(opcpu_ema_update) {
+    real avg[3] = {1, -2, 0.5f}, p[3] = {3, 2, 0.5f};
+    backend_cpu()->ema(avg, p, 0.75f, 3);
+    CHECK(avg[0] == 1.5f && avg[1] == -1.0f && avg[2] == 0.5f);
+}
+
 // Per row: loss = logsumexp - logit[target]; dlogits = (softmax - onehot) * dscale.
 TEST(opcpu_softmax_xent_vs_reference) {
     unsigned long long s = 30;
@@ -456,7 +563,7 @@ TEST(opcpu_softmax_xent_vs_reference) {
     real *logits = rand_vec((long)N * V, 20, &s), loss[7], loss2[7];
     logits[3] = 1e4;  // a dominant logit: overflows without the max subtraction
     int *tgt = rand_tokens(N, V, &s);
-    real *dl = xmalloc(sizeof(real) * N * V), *inplace = copy_vec(logits, (long)N * V);
+    real *dl = xmalloc(sizeof(real) * N * V), *inplace = copy_of(logits, (long)N * V);
     double rl[7], *rd = xmalloc(sizeof(double) * N * V);
     for (int n = 0; n < N; n++) {
         const real *l = logits + (long)n * V;
@@ -534,6 +641,11 @@ static void run_all_ops(Outs *o) {
     memset(dbias, 0, sizeof(real) * 4 * H);
     memset(dgain, 0, sizeof(real) * 4 * H);
     be->lstm_bwd(out_buf(o, 4 * BH), out_buf(o, BH), dbias, dgain, dh, dc, act, c, cp, z, lnstat, gain, B, H);
+
+    real *lny = out_buf(o, 4 * BH), *lns = out_buf(o, 2L * B);
+    real *dlg = memset(out_buf(o, 4 * H), 0, sizeof(real) * 4 * H), *dlb = memset(out_buf(o, 4 * H), 0, sizeof(real) * 4 * H);
+    be->layernorm_fwd(lny, lns, z, gain, bias, B, 4 * H);
+    be->layernorm_bwd(out_buf(o, 4 * BH), dlg, dlb, lny, z, lns, gain, B, 4 * H);
 
     int *tok = rand_tokens(N, V, &s);
     real *logits = rand_vec((long)N * V, 5, &s);

@@ -43,7 +43,7 @@ static const char *tiny_cfg(void) {
 }
 
 static int train(const char *out_dir, const char *extra, char *log, size_t loglen) {
-    char args[2048];
+    char args[4096];
     snprintf(args, sizeof args, "train %s --out_dir=%s %s", tiny_cfg(), out_dir, extra);
     return run_swlstm(args, log, loglen);
 }
@@ -59,15 +59,16 @@ static int same_section(const char *a, const char *b, const char *tag) {
     return same;
 }
 
-TEST(train_resume_is_bit_exact) {
-    char log[8192], d1[512], d2[512], p1[600], p2[600];
-    snprintf(d1, sizeof d1, "%s", tmp_path("full"));
-    snprintf(d2, sizeof d2, "%s", tmp_path("split"));
-    CHECK_EQ(train(d1, "", log, sizeof log), 0);
-    CHECK_EQ(train(d2, "--stop-after 3", log, sizeof log), 0);
+// 8 steps against 3 + resume + 5: the same weights, moments, carried state (and average).
+static void check_resume(const char *name, const char *opts, int ema) {
+    char log[8192], d1[512], d2[512], p1[600], p2[600], extra[1200];
+    snprintf(d1, sizeof d1, "%s-full", tmp_path(name));
+    snprintf(d2, sizeof d2, "%s-split", tmp_path(name));
+    CHECK_EQ(train(d1, opts, log, sizeof log), 0);
+    snprintf(extra, sizeof extra, "%s --stop-after 3", opts);
+    CHECK_EQ(train(d2, extra, log, sizeof log), 0);
     snprintf(p2, sizeof p2, "%s/latest.ckpt", d2);
-    char extra[700];
-    snprintf(extra, sizeof extra, "--resume %s", p2);
+    snprintf(extra, sizeof extra, "%s --resume %s", opts, p2);
     CHECK_EQ(train(d2, extra, log, sizeof log), 0);
     CHECK_MSG(strstr(log, "resumed from") != NULL, "no resume message: %s", log);
     snprintf(p1, sizeof p1, "%s/latest.ckpt", d1);
@@ -75,6 +76,33 @@ TEST(train_resume_is_bit_exact) {
     CHECK(same_section(p1, p2, "adam_m"));
     CHECK(same_section(p1, p2, "adam_v"));
     CHECK(same_section(p1, p2, "hidden"));
+    CHECK(same_section(p1, p2, "masks"));
+    if (ema) CHECK(same_section(p1, p2, "ema"));
+}
+
+TEST(train_resume_is_bit_exact) { check_resume("lstm", "", 0); }
+TEST(train_mlstm_ema_resume_is_bit_exact) { check_resume("mlstm", "--cell=mlstm --depth=3 --ema=0.99 --init=identity", 1); }
+
+// The average differs from the trained weights, and eval uses it unless --raw-weights.
+TEST(eval_uses_ema_unless_raw_weights) {
+    char log[4096], dir[512], args[1024];
+    snprintf(dir, sizeof dir, "%s", tmp_path("emaeval"));
+    CHECK_EQ(train(dir, "--cell=mlstm --depth=2 --ema=0.9 --max_steps=4 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
+    double bpc[2];
+    for (int raw = 0; raw < 2; raw++) {
+        snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --max-bytes 1000 --json%s", dir, raw ? " --raw-weights" : "");
+        CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+        const char *p = strstr(log, "\"bpc\": ");
+        CHECK(p);
+        bpc[raw] = atof(p + 7);
+    }
+    CHECK_MSG(bpc[0] != bpc[1] && bpc[0] > 3 && bpc[1] > 3 && bpc[0] < 8.5, "ema %g, raw %g", bpc[0], bpc[1]);
+    snprintf(args, sizeof args, "sample %s/latest.ckpt -n 20 -s 1 --raw-weights", dir);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    snprintf(args, sizeof args, "info %s/latest.ckpt", dir);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "cell mlstm (depth 2)") && strstr(log, "layer 1 W_h1:") && strstr(log, "ema(") &&
+              strstr(log, "layer 1: units reachable within 1..2 internal step(s):"), "%s", log);
 }
 
 TEST(train_writes_log_best_and_info) {
@@ -123,6 +151,55 @@ TEST(checkpoint_round_trip_keeps_weights) {
     CHECK(memcmp(r->layer[1].mask_x.m, m->layer[1].mask_x.m, 16) == 0);
     model_free(m);
     model_free(r);
+    // mlstm with an average: every internal mask and the average come back.
+    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
+    cfg.depth = 3;
+    cfg.ema = 0.5;
+    m = model_create(&cfg, backend_cpu());
+    for (size_t i = 0; i < m->nparams; i++) m->ema[i] = (real)i;
+    model_save(path, m, NULL, NULL, NULL, NULL);
+    r = model_load(path, "cpu", "fp32");
+    CHECK_EQ(r->nparams, m->nparams);
+    CHECK(memcmp(r->params, m->params, m->nparams * sizeof(real)) == 0);
+    CHECK(r->ema && memcmp(r->ema, m->ema, m->nparams * sizeof(real)) == 0);
+    for (int l = 0; l < 2; l++)
+        for (int j = 0; j < 3; j++) CHECK(memcmp(r->layer[l].mask_s[j].m, m->layer[l].mask_s[j].m, 16) == 0);
+    const Mask *ms = m->layer[0].mask_s;  // each step its own seed
+    CHECK(memcmp(ms[0].m, ms[1].m, 16) || memcmp(ms[1].m, ms[2].m, 16));
+    model_use_ema(r);
+    CHECK(memcmp(r->params, m->ema, m->nparams * sizeof(real)) == 0);
+    model_free(m);
+    model_free(r);
+}
+
+// Sum of |v - I| over the stored blocks of w (the identity on diagonal blocks, 0 elsewhere).
+static double off_identity(const BsMat *w, const real *vals) {
+    double d = 0;
+    int bs = w->bs;
+    for (int br = 0; br < w->nbr; br++)
+        for (int k = w->row_ptr[br]; k < w->row_ptr[br + 1]; k++)
+            for (int i = 0; i < bs; i++)
+                for (int j = 0; j < bs; j++)
+                    d += fabs(vals[((long)k * bs + i) * bs + j] - (w->col_idx[k] == br % w->nbc && i == j));
+    return d;
+}
+
+TEST(identity_init_of_recurrent_matrices) {
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.hidden_size = 32; cfg.block_size = 8; cfg.embed_size = 4; cfg.num_layers = 2; cfg.depth = 3;
+    snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_1");
+    snprintf(cfg.init, sizeof cfg.init, "identity");
+    Model *m = model_create(&cfg, backend_cpu());  // LSTM: each gate's W_h
+    for (int l = 0; l < 2; l++) CHECK(off_identity(&m->layer[l].wh, m->params + m->layer[l].off_wh) == 0);
+    model_free(m);
+    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
+    m = model_create(&cfg, backend_cpu());  // mlstm: the internal steps; the gates stay uniform
+    for (int l = 0; l < 2; l++) {
+        for (int j = 0; j < 3; j++) CHECK(off_identity(&m->layer[l].ws[j], m->params + m->layer[l].off_ws[j]) == 0);
+        CHECK(off_identity(&m->layer[l].wh, m->params + m->layer[l].off_wh) > 1);
+    }
+    model_free(m);
 }
 
 static void load_bad(void *path) { model_load(path, "cpu", "fp32"); }

@@ -9,11 +9,15 @@
 typedef struct {
     const char *sparsity;
     int bs, ln, L;
+    const char *cell, *init;  // NULL: lstm, uniform
+    int depth;                // mlstm internal steps
+    double ema;
 } Shape;
 
-// Block 32 runs the CUDA recurrent engine; 8 and 16 the per-step ops.
-static const Shape shapes[] = {{"ba_2", 16, 0, 2}, {"random_0.3", 32, 1, 2}, {"ws_4_0.2", 8, 1, 1},
-                               {"dense", 16, 0, 1}, {"ba_2", 32, 0, 2}, {"dense", 32, 0, 1}};
+// Block 32 runs the CUDA recurrent engine (in bf16); 8 and 16 the per-step ops.
+static const Shape shapes[] = {{"ba_2", 16, 0, 2, NULL, NULL, 0, 0}, {"random_0.3", 32, 1, 2, NULL, NULL, 0, 0},
+                               {"ws_4_0.2", 8, 1, 1, NULL, NULL, 0, 0}, {"dense", 16, 0, 1, NULL, NULL, 0, 0},
+                               {"ba_2", 32, 0, 2, NULL, NULL, 0, 0}, {"dense", 32, 0, 1, NULL, NULL, 0, 0}};
 #define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
 
 static inline Model *make_model(const Shape *sh, const Backend *be) {
@@ -25,9 +29,17 @@ static inline Model *make_model(const Shape *sh, const Backend *be) {
     cfg.embed_size = 24;
     cfg.layer_norm = sh->ln;
     cfg.seed = 11;
+    cfg.ema = sh->ema;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", sh->sparsity);
+    if (sh->cell) {
+        snprintf(cfg.cell, sizeof cfg.cell, "%s", sh->cell);
+        snprintf(cfg.init, sizeof cfg.init, "%s", sh->init);
+        cfg.depth = sh->depth;
+    }
     return model_create(&cfg, be);
 }
+
+static inline const char *shape_cell(const Shape *sh) { return sh->cell ? sh->cell : "lstm"; }
 
 // A text-like byte stream: words from a small list (the device machine has no corpus).
 static inline unsigned char *toy_text(size_t n, unsigned long long s) {
@@ -91,16 +103,6 @@ static inline void run_steps(Run *r, int steps, const unsigned char *text, size_
     free(tgt);
 }
 
-// Largest |a - b| / |b| over n losses.
-static inline double worst_rel(const double *a, const double *b, int n) {
-    double w = 0;
-    for (int i = 0; i < n; i++) {
-        double e = fabs(a[i] - b[i]) / fabs(b[i]);
-        w = e > w ? e : w;
-    }
-    return w;
-}
-
 // Tokens, targets and a carried state (h_0, c_0), the same for every backend.
 typedef struct {
     int B, T, H, *tok, *tgt;
@@ -134,3 +136,67 @@ static inline double fwd_bwd(Model *m, Acts *a, const Batch *b) {
     return loss;
 }
 
+// Largest |a - b| / |b| over n losses.
+static inline double worst_rel(const double *a, const double *b, int n) {
+    double w = 0;
+    for (int i = 0; i < n; i++) {
+        double e = fabs(a[i] - b[i]) / fabs(b[i]);
+        w = e > w ? e : w;
+    }
+    return w;
+}
+
+// Same config and batch on CPU and GPU: loss and every gradient tensor (and the carried
+// state's gradient) within tolerance.
+static inline void check_grads(const Shape *shs, int nsh, const char *prec, double loss_tol, double grad_tol) {
+    const Backend *cpu = backend_cpu(), *gpu = backend_cuda(prec);
+    for (int si = 0; si < nsh; si++) {
+        const Shape *sh = &shs[si];
+        Model *mc = make_model(sh, cpu), *mg = make_model(sh, gpu);
+        Batch b = batch_make(7, 5, mc->H, 100 + si);
+        Acts *ac = acts_create(mc, b.B, b.T), *ag = acts_create(mg, b.B, b.T);
+        double lc = fwd_bwd(mc, ac, &b), lg = fwd_bwd(mg, ag, &b);
+        double worst = 0;
+        const char *worst_name = "";
+        CHECK_MSG(fabs(lg - lc) < loss_tol * lc, "%s %s: loss gpu %.9g cpu %.9g", prec, sh->sparsity, lg, lc);
+        for (int t = 0; t < mc->ntensor; t++) {
+            const ParamTensor *pt = &mc->tensor[t];
+            double e = d_err(gpu, mg->grads + pt->off, mc->grads + pt->off, pt->n);
+            if (e > worst) worst = e, worst_name = pt->name;
+            CHECK_MSG(e < grad_tol, "%s %s %s bs=%d ln=%d D=%d: gradient of %s: rel L2 %.3g (tol %g)", prec, shape_cell(sh),
+                      sh->sparsity, sh->bs, sh->ln, sh->depth, pt->name, e, grad_tol);
+        }
+        for (int l = 0; l < mc->L; l++) {
+            double e = d_err(gpu, ag->dh[l], ac->dh[l], (size_t)b.B * mc->H);
+            CHECK_MSG(e < grad_tol, "%s %s: gradient of carried h of layer %d: rel L2 %.3g", prec, sh->sparsity, l, e);
+        }
+        printf("  %s %s %-10s bs=%2d ln=%d D=%d L=%d: loss %.7f vs %.7f, worst grad rel L2 %.2g (%s)\n", prec, shape_cell(sh), sh->sparsity,
+               sh->bs, sh->ln, sh->depth, sh->L, lg, lc, worst, worst_name);
+        acts_free(mc, ac); acts_free(mg, ag);
+        model_free(mc); model_free(mg);
+        batch_free(&b);
+    }
+}
+
+// `steps` Adam steps of shape sh: the GPU loss stays within tol (relative) of the CPU loss at
+// every step, and falls by more than 1 nat.
+static inline void check_curve(const Shape *sh, int steps, const char *prec, double tol) {
+    enum { B = 8, T = 16 };
+    size_t len = 64 * 1024;
+    unsigned char *text = toy_text(len, 9);
+    Run rc = run_make(make_model(sh, backend_cpu()), B, T);
+    Run rg = run_make(make_model(sh, backend_cuda(prec)), B, T);
+    double *lc = xmalloc(sizeof(double) * steps), *lg = xmalloc(sizeof(double) * steps);
+    run_steps(&rc, steps, text, len, lc);
+    run_steps(&rg, steps, text, len, lg);
+    double worst = worst_rel(lg, lc, steps), first = lg[0], last = lg[steps - 1];
+    printf("  %s %s: loss %.4f -> %.4f (cpu %.4f -> %.4f), worst step rel diff %.2g\n", prec, shape_cell(sh), first, last,
+           lc[0], lc[steps - 1], worst);
+    run_free(&rc);
+    run_free(&rg);
+    free(text);
+    free(lc);
+    free(lg);
+    CHECK_MSG(worst < tol, "%s %s: GPU loss curve leaves the CPU's by %.3g (tol %g)", prec, shape_cell(sh), worst, tol);
+    CHECK_MSG(last < first - 1, "%s %s: loss did not fall over %d steps (%.4f -> %.4f)", prec, shape_cell(sh), steps, first, last);
+}

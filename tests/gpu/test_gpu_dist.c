@@ -2,7 +2,8 @@
 // the same global batch, one process with gpus = 2 and two processes (TCP or file) train
 // what one GPU trains (losses, validation bpc, final weights and carried state within fp32
 // tolerance); checkpoints resume across GPU counts; a killed rank ends its peer with an error
-// naming the rank; more GPUs than the machine has is a clear error.
+// naming the rank; more GPUs than the machine has is a clear error; the mlstm cell (with EMA
+// weights) trains on 2 GPUs what it trains on one.
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -176,6 +177,19 @@ TEST(gpu_dist_two_gpus_match_one) {
     CHECK(matches("2 processes (TCP id exchange)", ref, procs));
     CHECK_MSG(train_2proc(viafile, 0, out, sizeof out) == 0, "two processes through a file failed: %s", out);
     CHECK(matches("2 processes (id through a file)", ref, viafile));
+}
+
+TEST(gpu_dist_mlstm_two_gpus_match_one) {
+    if (!two_gpus()) return;
+    char out[16384], one[512], two[512];
+    const char *opts = "--cell=mlstm --depth=3 --ema=0.99 --init=identity";
+    snprintf(one, sizeof one, "%s", dir("mlstm1"));
+    snprintf(two, sizeof two, "%s", dir("mlstm2"));
+    CHECK_MSG(train(one, opts, out, sizeof out) == 0, "mlstm on 1 GPU failed: %s", out);
+    char extra[256];
+    snprintf(extra, sizeof extra, "%s --gpus=2", opts);
+    CHECK_MSG(train(two, extra, out, sizeof out) == 0, "mlstm on 2 GPUs failed: %s", out);
+    CHECK(matches("mlstm, gpus = 2", one, two));
 }
 
 // Half the run on one GPU count, the rest on the other, from the latest checkpoint.

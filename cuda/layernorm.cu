@@ -1,0 +1,66 @@
+// layernorm.cu: layer norm over the C values of each row with a gain and bias per column
+// (CPU twin: src/layernorm_cpu.c). x, y, dy, dx are [N, C]; stat[N, 2] = (mean, rstd).
+#include "reduce.cuh"
+
+#define LN_EPS 1e-5f
+#define ROW_THREADS 256
+
+// Row n = blockIdx.x: mean, then the variance summed around it (as the CPU does), then y.
+__global__ void layernorm_fwd_kernel(real *y, real *stat, const real *x, const real *gain, const real *bias, int C) {
+    __shared__ float buf[32];
+    const real *xr = x + (long)blockIdx.x * C;
+    real *yr = y + (long)blockIdx.x * C;
+    float s = 0, ss = 0;
+    for (int j = threadIdx.x; j < C; j += blockDim.x) s += xr[j];
+    float mean = block_sum(s, buf) / C;
+    for (int j = threadIdx.x; j < C; j += blockDim.x) ss += (xr[j] - mean) * (xr[j] - mean);
+    float rstd = 1 / sqrtf(block_sum(ss, buf) / C + LN_EPS);
+    for (int j = threadIdx.x; j < C; j += blockDim.x) yr[j] = (xr[j] - mean) * rstd * gain[j] + bias[j];
+    if (threadIdx.x == 0) {
+        stat[2 * blockIdx.x] = mean;
+        stat[2 * blockIdx.x + 1] = rstd;
+    }
+}
+
+void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C) {
+    if (N <= 0) return;
+    layernorm_fwd_kernel<<<N, ROW_THREADS>>>(y, stat, x, gain, bias, C);
+    LAUNCH_CHECK();
+}
+
+// dgain[j] += sum_n dy[n][j] * xhat[n][j], n in order; one thread per column.
+__global__ void layernorm_gain_grad_kernel(real *dgain, const real *dy, const real *x, const real *stat, int N, int C) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= C) return;
+    float s = 0;
+    for (int n = 0; n < N; n++) s += dy[(long)n * C + j] * (x[(long)n * C + j] - stat[2 * n]) * stat[2 * n + 1];
+    dgain[j] += s;
+}
+
+// Row n = blockIdx.x: dx = rstd * (dxh - mean(dxh) - xhat * mean(dxh * xhat)), dxh = dy * gain.
+// Both sums are taken before any dx is written, so dx may alias dy.
+__global__ void layernorm_bwd_kernel(real *dx, const real *dy, const real *x, const real *stat, const real *gain, int C) {
+    __shared__ float buf[32];
+    const long r = (long)blockIdx.x * C;
+    const float mean = stat[2 * blockIdx.x], rstd = stat[2 * blockIdx.x + 1];
+    float s1 = 0, s2 = 0;
+    for (int j = threadIdx.x; j < C; j += blockDim.x) {
+        float dxh = dy[r + j] * gain[j];
+        s1 += dxh;
+        s2 += dxh * (x[r + j] - mean) * rstd;
+    }
+    float m1 = block_sum(s1, buf) / C, m2 = block_sum(s2, buf) / C;
+    for (int j = threadIdx.x; j < C; j += blockDim.x)
+        dx[r + j] = rstd * (dy[r + j] * gain[j] - m1 - (x[r + j] - mean) * rstd * m2);
+}
+
+// Columns first (dbias, dgain), while dy is intact; then the rows.
+void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
+                        const real *gain, int N, int C) {
+    if (N <= 0) return;
+    colsum_acc(dbias, dy, N, C);
+    layernorm_gain_grad_kernel<<<cdiv(C, 128), 128>>>(dgain, dy, x, stat, N, C);
+    LAUNCH_CHECK();
+    layernorm_bwd_kernel<<<N, ROW_THREADS>>>(dx, dy, x, stat, gain, C);
+    LAUNCH_CHECK();
+}

@@ -1,0 +1,110 @@
+// test_gpu_mlstm.c: the mlstm cell on the GPU against the CPU reference: its ops (layer norm,
+// mul, relu, ema), the whole model's loss and gradients (fp32 and bf16; dense, ba, ws, random
+// masks; depths 2-4; blocks 8/16/32; EMA on), 30 training steps, and step-by-step inference.
+#include "gpu_train.h"
+
+// The device result within tol (rel L2) of the CPU's; the message names the case.
+#define CMP(d, ref, n, tol, ...) CHECK_MSG(d_err(gpu, d, ref, n) < (tol), __VA_ARGS__)
+
+TEST(gpu_layernorm_matches_cpu) {
+    const Backend *cpu = backend_cpu(), *gpu = backend_cuda("fp32");
+    const int Ns[] = {1, 7, 130}, Cs[] = {8, 100, 1024};
+    unsigned long long s = 50;
+    for (int ni = 0; ni < 3; ni++)
+        for (int ci = 0; ci < 3; ci++)
+            for (int inplace = 0; inplace < 2; inplace++) {
+                int N = Ns[ni], C = Cs[ci];
+                size_t n = (size_t)N * C;
+                real *x = h_rand(n, &s, 3), *g = h_rand(C, &s, 1.5), *b = h_rand(C, &s, 1), *dy = h_rand(n, &s, 1);
+                real *dg = h_rand(C, &s, 1), *db = h_rand(C, &s, 1), *y = xmalloc(sizeof(real) * n);
+                real *st = xmalloc(sizeof(real) * 2 * N), *dx = xmalloc(sizeof(real) * n);
+                real *d_x = d_from(gpu, x, n * sizeof(real)), *d_g = d_from(gpu, g, C * sizeof(real));
+                real *d_b = d_from(gpu, b, C * sizeof(real)), *d_dy = d_from(gpu, dy, n * sizeof(real));
+                real *d_dg = d_from(gpu, dg, C * sizeof(real)), *d_db = d_from(gpu, db, C * sizeof(real));
+                real *d_y = gpu->alloc(n * sizeof(real)), *d_st = gpu->alloc(2 * N * sizeof(real));
+                real *d_dx = inplace ? d_dy : gpu->alloc(n * sizeof(real));
+                d_poison(gpu, d_y, n); d_poison(gpu, d_st, 2 * N);
+                if (!inplace) d_poison(gpu, d_dx, n);
+                cpu->layernorm_fwd(y, st, x, g, b, N, C);
+                gpu->layernorm_fwd(d_y, d_st, d_x, d_g, d_b, N, C);
+                CMP(d_y, y, n, TOL_FP32, "layernorm_fwd y N=%d C=%d", N, C);
+                CMP(d_st, st, 2 * N, TOL_FP32, "layernorm_fwd stat N=%d C=%d", N, C);
+                cpu->layernorm_bwd(dx, dg, db, dy, x, st, g, N, C);
+                gpu->to_device(d_st, st, 2 * N * sizeof(real));
+                gpu->layernorm_bwd(d_dx, d_dg, d_db, d_dy, d_x, d_st, d_g, N, C);
+                CMP(d_dx, dx, n, TOL_FP32, "layernorm_bwd dx N=%d C=%d inplace=%d", N, C, inplace);
+                CMP(d_dg, dg, C, TOL_FP32, "layernorm_bwd dgain N=%d C=%d", N, C);
+                CMP(d_db, db, C, TOL_FP32, "layernorm_bwd dbias N=%d C=%d", N, C);
+                real *hf[] = {x, g, b, dy, dg, db, y, st, dx};
+                for (int i = 0; i < 9; i++) free(hf[i]);
+                real *df[] = {d_x, d_g, d_b, d_dy, d_dg, d_db, d_y, d_st};
+                for (int i = 0; i < 8; i++) gpu->free(df[i]);
+                if (!inplace) gpu->free(d_dx);
+            }
+}
+
+TEST(gpu_eltwise_and_ema_match_cpu) {
+    const Backend *cpu = backend_cpu(), *gpu = backend_cuda("fp32");
+    unsigned long long s = 51;
+    size_t n = 100003;
+    real *a = h_rand(n, &s, 1), *b = h_rand(n, &s, 1), *dy = h_rand(n, &s, 1);
+    real *y = xmalloc(sizeof(real) * n), *da = xmalloc(sizeof(real) * n), *db = xmalloc(sizeof(real) * n);
+    real *d_a = d_from(gpu, a, n * sizeof(real)), *d_b = d_from(gpu, b, n * sizeof(real)), *d_dy = d_from(gpu, dy, n * sizeof(real));
+    real *d_y = gpu->alloc(n * sizeof(real)), *d_da = gpu->alloc(n * sizeof(real)), *d_db = gpu->alloc(n * sizeof(real));
+    cpu->mul_fwd(y, a, b, n);
+    gpu->mul_fwd(d_y, d_a, d_b, n);
+    CMP(d_y, y, n, 1e-7, "mul_fwd");
+    cpu->mul_bwd(da, db, dy, a, b, n);
+    gpu->mul_bwd(d_da, d_db, d_dy, d_a, d_b, n);
+    CMP(d_da, da, n, 1e-7, "mul_bwd da");
+    CMP(d_db, db, n, 1e-7, "mul_bwd db");
+    for (int add = 0; add < 2; add++) {
+        cpu->relu_fwd(y, a, add ? b : NULL, n);
+        gpu->relu_fwd(d_y, d_a, add ? d_b : NULL, n);
+        CMP(d_y, y, n, 1e-7, "relu_fwd add=%d", add);
+        cpu->relu_bwd(da, dy, y, n);
+        gpu->relu_bwd(d_dy, d_dy, d_y, n);  // in place
+        CMP(d_dy, da, n, 1e-7, "relu_bwd add=%d", add);
+        gpu->to_device(d_dy, dy, n * sizeof(real));
+    }
+    cpu->ema(a, b, 0.999f, n);
+    gpu->ema(d_a, d_b, 0.999f, n);
+    CMP(d_a, a, n, 1e-7, "ema");
+    free(a); free(b); free(dy); free(y); free(da); free(db);
+    real *df[] = {d_a, d_b, d_dy, d_y, d_da, d_db};
+    for (int i = 0; i < 6; i++) gpu->free(df[i]);
+}
+
+// ba_2 16 with 2 layers, dense 8 with identity init, ws 32, random 16 identity; depths 2-4, EMA on.
+static const Shape mshapes[] = {{"ba_2", 16, 1, 2, "mlstm", "uniform", 4, 0.999}, {"dense", 8, 1, 1, "mlstm", "identity", 2, 0.999},
+                                {"ws_4_0.2", 32, 1, 1, "mlstm", "uniform", 3, 0.999}, {"random_0.3", 16, 1, 1, "mlstm", "identity", 4, 0.999}};
+#define NM (int)(sizeof mshapes / sizeof mshapes[0])
+
+TEST(gpu_mlstm_fp32_matches_cpu) { check_grads(mshapes, NM, "fp32", 1e-5, 1e-4); }
+TEST(gpu_mlstm_bf16_matches_cpu) { check_grads(mshapes, NM, "bf16", 1e-2, 1e-2); }
+TEST(gpu_mlstm_train_fp32_tracks_cpu) { check_curve(&mshapes[0], 30, "fp32", 1e-3); }
+TEST(gpu_mlstm_train_bf16_tracks_cpu) { check_curve(&mshapes[0], 30, "bf16", 3e-2); }
+
+// Inference (sampling, features): 20 steps of 3 streams, then 1 stream, give the CPU's logits.
+TEST(gpu_mlstm_infer_matches_cpu) {
+    const char *precs[] = {"fp32", "bf16"};
+    for (int p = 0; p < 2; p++) {
+        Model *mc = make_model(&mshapes[0], backend_cpu()), *mg = make_model(&mshapes[0], backend_cuda(precs[p]));
+        Infer *sc = infer_create(mc, 3, 1), *sg = infer_create(mg, 3, 1);
+        float lc[3 * 256], lg[3 * 256];
+        unsigned long long s = 60;
+        double worst = 0;
+        for (int t = 0; t < 20; t++) {
+            int tok[3] = {(int)(test_rand(&s) * 256), (int)(test_rand(&s) * 256), (int)(test_rand(&s) * 256)}, n = t < 15 ? 3 : 1;
+            infer_step(mc, sc, tok, n, lc);
+            infer_step(mg, sg, tok, n, lg);
+            double num = 0, den = 0;
+            for (int i = 0; i < n * 256; i++) num += (lg[i] - lc[i]) * (lg[i] - lc[i]), den += (double)lc[i] * lc[i];
+            worst = fmax(worst, sqrt(num / den));
+        }
+        printf("  mlstm infer %s: worst logits rel L2 %.2g\n", precs[p], worst);
+        infer_free(mc, sc); infer_free(mg, sg);
+        model_free(mc); model_free(mg);
+        CHECK_MSG(worst < tol_for(precs[p]) * 10, "%s: mlstm inference logits differ from the CPU's by %.3g", precs[p], worst);
+    }
+}
