@@ -165,6 +165,18 @@ static void check_masks(const Ckpt *c, const Config *cfg, const Mask *masks, int
     }
 }
 
+// Parameters a model of this config and these masks has (model.c's layout), so that a
+// hostile config cannot make model_load allocate more than the file's "params" holds.
+static double count_params(const Config *cfg, const Mask *masks) {
+    double H = cfg->hidden_size, G = 4 * H, blk = (double)cfg->block_size * cfg->block_size;
+    double n = 256.0 * cfg->embed_size + 256 * H + 256;
+    for (int l = 0; l < cfg->num_layers; l++) {
+        n += l ? 4 * blk * (double)mask_count(&masks[2 * l + 1]) : G * cfg->embed_size;
+        n += 4 * blk * (double)mask_count(&masks[2 * l]) + G * (cfg->layer_norm ? 2 : 1);
+    }
+    return n;
+}
+
 Model *model_load(const char *path, const char *device, const char *precision) {
     Ckpt c;
     ckpt_read(&c, path);
@@ -174,6 +186,11 @@ Model *model_load(const char *path, const char *device, const char *precision) {
     Mask masks[2 * SW_MAX_LAYERS];
     int n = ckpt_masks(&c, masks, 2 * SW_MAX_LAYERS);
     check_masks(&c, &cfg, masks, n);
+    double want = count_params(&cfg, masks);
+    uint64_t have = ckpt_find(&c, "params", 1)->len / sizeof(float);
+    if (want != (double)have)
+        die("checkpoint '%s': section 'params' holds %llu values, its config and masks need %.0f", path,
+            (unsigned long long)have, want);
     if (device) snprintf(cfg.device, sizeof cfg.device, "%s", device);
     if (precision) snprintf(cfg.precision, sizeof cfg.precision, "%s", precision);
     Model *m = model_create_with_masks(&cfg, backend_get(cfg.device, cfg.precision), masks);

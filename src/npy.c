@@ -1,6 +1,8 @@
 // npy.c: NumPy .npy reading and writing, and label files (.npy or text).
 #include "npy.h"
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -139,8 +141,11 @@ static uint8_t *npy_load(const char *path, NpyHeader *h, int *k) {
     for (int i = 0; i < (int)(sizeof dtypes / sizeof dtypes[0]); i++)
         if (!strcmp(h->descr, dtypes[i].descr)) *k = i;
     if (*k < 0) die("npy file '%s': dtype '%s' not supported (expected <f4, <f8, <i4, <i8, |i1, |u1 or |b1)", path, h->descr);
-    size_t need = h->data_off + h->shape[0] * h->shape[1] * dtypes[*k].size;
-    if (len < need) die("npy file '%s': truncated data (%zu bytes, expected %zu)", path, len, need);
+    // Shape checked by division: a hostile shape must not wrap the byte count.
+    size_t fits = (len - h->data_off) / (size_t)dtypes[*k].size;
+    if (h->shape[1] && h->shape[0] > fits / h->shape[1])
+        die("npy file '%s': truncated data (%zu bytes of data, shape (%zu, %zu) of %s needs more)", path,
+            len - h->data_off, h->shape[0], h->shape[1], h->descr);
     return buf;
 }
 
@@ -165,7 +170,7 @@ static int *labels_read_npy(const char *path, size_t *n) {
     int *out = xmalloc(h.shape[0] * sizeof(int));
     for (size_t i = 0; i < h.shape[0]; i++) {
         double v = elem(k, buf + h.data_off + i * dtypes[k].size);
-        if (v != (double)(int)v) die("labels file '%s': element %zu is %g; expected an integer label", path, i, v);
+        if (!(v >= INT_MIN && v <= INT_MAX) || v != floor(v)) die("labels file '%s': element %zu is %g; expected an integer label", path, i, v);
         out[i] = (int)v;
     }
     free(buf);
