@@ -5,14 +5,13 @@
 // The trailing CRC covers headers and tags too, so any flipped byte or truncation is caught.
 // Payloads are not aligned inside the file: readers memcpy them out.
 #include "ckpt.h"
+#include "atomic_file.h"
 #include "common.h"
 #include <errno.h>
 #include <limits.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 static const char MAGIC[8] = {'S', 'W', 'L', 'S', 'T', 'M', 'C', 'K'};
@@ -62,15 +61,14 @@ void ckpt_add(CkptWriter *w, const char *tag, const void *data, size_t len) {
     s->len = len;
 }
 
-// A file being written: `crc` runs over every byte so far; `ok` drops to 0 on the first error.
+// The file being written: `crc` runs over every byte so far.
 typedef struct {
-    FILE *f;
+    AtomicFile *f;
     uint32_t crc;
-    int ok;
 } Out;
 
 static void out_put(Out *o, const void *p, size_t n) {
-    if (o->ok && n && fwrite(p, 1, n, o->f) != n) o->ok = 0;
+    af_write(o->f, p, n);
     o->crc = crc_of(o->crc, p, n);
 }
 
@@ -95,20 +93,6 @@ static void write_body(Out *o, const CkptWriter *w) {
     out_put(o, tr, sizeof tr);
 }
 
-// fsync the directory holding path so the rename itself is durable.
-static int fsync_dir(const char *path) {
-    char *dir = xstrdup(path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) strcpy(dir, ".");
-    else if (slash == dir) dir[1] = 0;
-    else *slash = 0;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    int rc = fd < 0 ? -1 : fsync(fd);
-    if (fd >= 0) close(fd);
-    free(dir);
-    return rc;
-}
-
 static void writer_free(CkptWriter *w) {
     for (int i = 0; i < w->n; i++) free(w->sec[i].data);
     free(w->sec);
@@ -116,22 +100,9 @@ static void writer_free(CkptWriter *w) {
 }
 
 void ckpt_commit(CkptWriter *w, const char *path) {
-    size_t tn = strlen(path) + 32;
-    char *tmp = xmalloc(tn);
-    snprintf(tmp, tn, "%s.tmp.%ld", path, (long)getpid());
-    Out o = {fopen(tmp, "wb"), 0, 1};
-    if (!o.f) die("checkpoint '%s': cannot create '%s': %s", path, tmp, strerror(errno));
+    Out o = {af_open(path, "checkpoint"), 0};
     write_body(&o, w);
-    int ok = o.ok && fflush(o.f) == 0 && fsync(fileno(o.f)) == 0;
-    int err = errno;
-    if (fclose(o.f) != 0 && ok) { ok = 0; err = errno; }
-    if (ok && rename(tmp, path) != 0) { ok = 0; err = errno; }
-    if (!ok) {
-        unlink(tmp);
-        die("checkpoint '%s': write failed: %s", path, strerror(err));
-    }
-    if (fsync_dir(path) != 0) die("checkpoint '%s': fsync of its directory failed: %s", path, strerror(errno));
-    free(tmp);
+    af_commit(o.f);
     writer_free(w);
 }
 

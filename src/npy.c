@@ -1,37 +1,16 @@
 // npy.c: NumPy .npy reading and writing, and label files (.npy or text).
 #include "npy.h"
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include "atomic_file.h"
 #include "common.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "npy.c writes host-order data as little-endian: a big-endian host needs byte swapping"
 #endif
 _Static_assert(sizeof(int) == 4 && sizeof(float) == 4, "npy.c assumes 32-bit int and float");
-
-// ---- atomic writes: path.tmp, fsync, rename ----
-
-static FILE *tmp_open(const char *path, char **tmp) {
-    size_t n = strlen(path) + 5;
-    *tmp = xmalloc(n);
-    snprintf(*tmp, n, "%s.tmp", path);
-    return xfopen(*tmp, "wb", "output file");
-}
-
-static void tmp_commit(FILE *f, char *tmp, const char *path) {
-    if (fflush(f) || fsync(fileno(f)) || ferror(f)) die("output file '%s': write failed: %s", tmp, strerror(errno));
-    fclose(f);
-    if (rename(tmp, path)) die("output file '%s': cannot rename from '%s': %s", path, tmp, strerror(errno));
-    free(tmp);
-}
-
-static void xfwrite(const void *p, size_t n, FILE *f, const char *path) {
-    if (n && fwrite(p, 1, n, f) != n) die("output file '%s': write failed: %s", path, strerror(errno));
-}
 
 // ---- writing ----
 
@@ -53,13 +32,13 @@ static size_t npy_header(char *buf, size_t cap, const char *descr, int ndim, con
 }
 
 void npy_write(const char *path, const char *descr, const void *data, int ndim, const size_t *shape) {
-    char head[256], *tmp;
+    char head[256];
     size_t hn = npy_header(head, sizeof head, descr, ndim, shape);
     size_t count = shape[0] * (ndim == 2 ? shape[1] : 1);
-    FILE *f = tmp_open(path, &tmp);
-    xfwrite(head, hn, f, tmp);
-    xfwrite(data, count * 4, f, tmp);
-    tmp_commit(f, tmp, path);
+    AtomicFile *f = af_open(path, "output file");
+    af_write(f, head, hn);
+    af_write(f, data, count * 4);
+    af_commit(f);
 }
 
 // ---- header parsing ----
@@ -208,8 +187,10 @@ void labels_write(const char *path, const int *labels, size_t n) {
         npy_write(path, "<i4", labels, 1, &n);
         return;
     }
-    char *tmp;
-    FILE *f = tmp_open(path, &tmp);
-    for (size_t i = 0; i < n; i++) fprintf(f, "%d\n", labels[i]);
-    tmp_commit(f, tmp, path);
+    AtomicFile *f = af_open(path, "output file");
+    for (size_t i = 0; i < n; i++) {
+        char line[16];
+        af_write(f, line, (size_t)snprintf(line, sizeof line, "%d\n", labels[i]));
+    }
+    af_commit(f);
 }
