@@ -95,6 +95,8 @@ static void add_state(CkptWriter *w, const TrainState *ts) {
     buf_put(&b, &ts->bytes_seen, 8);
     buf_put(&b, &ts->data_pos, 8);
     buf_put(&b, ts->rng.s, 32);
+    buf_put(&b, &ts->data_len, 8);
+    buf_put(&b, &ts->data_crc, 4);
     ckpt_add(w, "state", b.p, b.n);
     free(b.p);
 }
@@ -228,6 +230,11 @@ int ckpt_train_state(const Ckpt *c, TrainState *ts) {
     rd_get(&r, &ts->bytes_seen, 8);
     rd_get(&r, &ts->data_pos, 8);
     rd_get(&r, ts->rng.s, 32);
+    ts->data_len = 0, ts->data_crc = 0;
+    if (r.n > r.at) {  // absent before the corpus check existed
+        rd_get(&r, &ts->data_len, 8);
+        rd_get(&r, &ts->data_crc, 4);
+    }
     return 1;
 }
 
