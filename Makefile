@@ -5,7 +5,13 @@ NVCC     ?= nvcc
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
 SANITIZE ?= 0
 
-ifeq ($(SANITIZE),1)
+# SANITIZE=1: ASan + UBSan for the CPU build; for `make test-gpu` instead compute-sanitizer
+# (memcheck, racecheck, synccheck, initcheck) over a CUDA build without ASan (they do not mix).
+ifeq ($(SANITIZE)$(filter test-gpu,$(MAKECMDGOALS)),1test-gpu)
+  BUILD   := build/csan
+  CUDA    := 1
+  OPT     := -O1 -g -fno-omit-frame-pointer
+else ifeq ($(SANITIZE),1)
   BUILD   := build/san
   CUDA    ?= 0
   OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -19,6 +25,10 @@ CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow -
 LDLIBS  := -lz -lm
 NVFLAGS := -O3 -std=c++17 -Isrc -Xcompiler -Wall,-fopenmp \
            -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90
+
+ifeq ($(BUILD),build/csan)
+  NVFLAGS += -lineinfo
+endif
 
 LIBSRC  := $(filter-out src/main.c,$(wildcard src/*.c))
 TESTSRC := $(wildcard tests/test_*.c)
@@ -70,8 +80,13 @@ test: $(BUILD)/swlstm $(BUILD)/run_tests $(DBL)/run_tests
 $(BUILD)/run_tests_gpu: $(GPUTEST:%.c=$(BUILD)/%.o) $(BUILD)/tests/test_framework.o $(LIBOBJ) $(CUOBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+SANITIZE_TOOLS ?= memcheck racecheck synccheck initcheck
 test-gpu: $(BUILD)/swlstm $(BUILD)/run_tests_gpu
+ifeq ($(BUILD),build/csan)
+	SWLSTM_BIN=$(BUILD)/swlstm bash tests/gpu/sanitize.sh $(BUILD)/run_tests_gpu $(SANITIZE_TOOLS)
+else
 	SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/run_tests_gpu
+endif
 
 # Kills training at random moments and checks that latest.ckpt loads and resumes (KILL_RUNS).
 KILL_RUNS ?= 20
