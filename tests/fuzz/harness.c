@@ -83,6 +83,9 @@ void fuzz_register(const char *name, fuzz_fn fn) { (void)name, (void)fn; }
 
 #include <dirent.h>
 #include <sys/wait.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "test.h"
 
 void fuzz_begin(void) {}
@@ -113,6 +116,9 @@ static int replay_ok(fuzz_fn fn, const char *path) {
     if (pid == 0) {
         close(fds[0]);
         dup2(fds[1], 2);
+#ifdef _OPENMP
+        omp_set_num_threads(1);  // the parent's OpenMP thread pool does not survive fork
+#endif
         fn((const uint8_t *)data, n);
         _exit(0);
     }
