@@ -31,10 +31,15 @@ for ((i = 1; i <= runs; i++)); do
     rm -rf "$work/run"
     sig=${sigs[RANDOM % 3]}
     delay=$(printf '0.%03d' $((RANDOM % 1000)))   # 0 to 1 s: start-up, steps and saves
-    "$bin" train "$work/kill.cfg" >"$work/out" 2>&1 &
+    # A background job of a script starts with SIGINT ignored: restore it, as a terminal would.
+    env --default-signal=INT "$bin" train "$work/kill.cfg" >"$work/out" 2>&1 &
     pid=$!
     sleep "$delay"
     kill -s "$sig" "$pid" 2>/dev/null
+    { for ((t = 0; t < 600; t++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done; } 2>/dev/null
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "run $i: still running 60 s after SIG$sig"; kill -9 "$pid"; wait "$pid" 2>/dev/null; fail=$((fail + 1)); continue
+    fi
     { wait "$pid"; } 2>/dev/null; rc=$?
     count[$sig]=$((count[$sig] + 1))
     # SIGTERM/SIGINT: a clean stop (0) or, before the handler was installed, death by the signal.
