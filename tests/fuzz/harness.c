@@ -20,7 +20,7 @@ char *fuzz_str(const void *data, size_t size) {
 #include <sanitizer/allocator_interface.h>
 
 // Blocks allocated during the current input and not yet freed (the target is single-threaded).
-enum { MAX_LIVE = 1 << 16, MAX_FD = 64 };
+enum { MAX_LIVE = 1 << 16, MAX_FD = 16 };  // inputs open a few files: low numbers
 static const volatile void *live[MAX_LIVE];
 static int nlive, tracking, overflow;
 static uint8_t fd_open[MAX_FD];
