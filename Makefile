@@ -5,7 +5,13 @@ NVCC     ?= nvcc
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
 SANITIZE ?= 0
 
-ifeq ($(SANITIZE),1)
+# SANITIZE=1: ASan + UBSan for the CPU build; for `make test-gpu` instead compute-sanitizer
+# (memcheck, racecheck, synccheck, initcheck) over a CUDA build without ASan (they do not mix).
+ifeq ($(SANITIZE)$(filter test-gpu,$(MAKECMDGOALS)),1test-gpu)
+  BUILD   := build/csan
+  CUDA    := 1
+  OPT     := -O1 -g -fno-omit-frame-pointer
+else ifeq ($(SANITIZE),1)
   BUILD   := build/san
   CUDA    ?= 0
   OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -20,8 +26,13 @@ LDLIBS  := -lz -lm
 NVFLAGS := -O3 -std=c++17 -Isrc -Xcompiler -Wall,-fopenmp \
            -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90
 
+ifeq ($(BUILD),build/csan)
+  NVFLAGS += -lineinfo
+endif
+
 LIBSRC  := $(filter-out src/main.c,$(wildcard src/*.c))
 TESTSRC := $(wildcard tests/test_*.c)
+FUZZSRC := tests/fuzz/harness.c $(wildcard tests/fuzz/fuzz_*.c)
 GPUTEST := $(wildcard tests/gpu/*.c)
 CUSRC   := $(wildcard cuda/*.cu)
 
@@ -34,7 +45,7 @@ ifeq ($(CUDA),1)
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lcurand -lcusparse -lnccl -lstdc++
 endif
 
-.PHONY: all test test-gpu bench bench-dist clean
+.PHONY: all test test-gpu test-kill fuzz fuzz-build bench bench-dist clean
 all: swlstm
 
 swlstm: $(BUILD)/swlstm
@@ -43,7 +54,8 @@ swlstm: $(BUILD)/swlstm
 $(BUILD)/swlstm: $(BUILD)/src/main.o $(LIBOBJ) $(CUOBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/run_tests: $(TESTSRC:%.c=$(BUILD)/%.o) $(LIBOBJ) $(CUOBJ)
+# The fuzz targets join the test binary, which replays every file under tests/fuzz/<target>/.
+$(BUILD)/run_tests: $(TESTSRC:%.c=$(BUILD)/%.o) $(FUZZSRC:%.c=$(BUILD)/%.o) $(LIBOBJ) $(CUOBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Finite-difference gradient checks: the same sources in double precision, CPU only.
@@ -52,7 +64,7 @@ $(DBL)/run_tests: $(TESTSRC:%.c=$(DBL)/%.o) $(DBLOBJ)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) -Itests -c -o $@ $<
 
 $(DBL)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -68,8 +80,39 @@ test: $(BUILD)/swlstm $(BUILD)/run_tests $(DBL)/run_tests
 $(BUILD)/run_tests_gpu: $(GPUTEST:%.c=$(BUILD)/%.o) $(BUILD)/tests/test_framework.o $(LIBOBJ) $(CUOBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+SANITIZE_TOOLS ?= memcheck racecheck synccheck initcheck
 test-gpu: $(BUILD)/swlstm $(BUILD)/run_tests_gpu
+ifeq ($(BUILD),build/csan)
+	SWLSTM_BIN=$(BUILD)/swlstm bash tests/gpu/sanitize.sh $(BUILD)/run_tests_gpu $(SANITIZE_TOOLS)
+else
 	SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/run_tests_gpu
+endif
+
+# Kills training at random moments and checks that latest.ckpt loads and resumes (KILL_RUNS).
+KILL_RUNS ?= 20
+test-kill: $(BUILD)/swlstm
+	bash tests/kill_test.sh $(BUILD)/swlstm $(KILL_RUNS)
+
+# libFuzzer targets (clang), each run FUZZ_SECONDS with ASan + UBSan; corpora grow in
+# build/fuzz/corpus, crashes land in build/fuzz/artifacts (see docs/RELIABILITY.md).
+FUZZ_SECONDS ?= 60
+FUZZ_CC  ?= clang
+FUZZ     := build/fuzz
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -DSW_LIBFUZZER -O1 -g -fno-omit-frame-pointer -Wall -Wno-unknown-pragmas \
+              -fsanitize=address,undefined -fno-sanitize-recover=all -Isrc -Itests -MMD -MP
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ)/%)
+
+$(FUZZ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ)/fuzz_%: $(FUZZ)/tests/fuzz/fuzz_%.o $(FUZZ)/tests/fuzz/harness.o $(LIBSRC:%.c=$(FUZZ)/%.o)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ -lz -lm
+
+fuzz-build: $(FUZZ_BINS)
+fuzz: $(FUZZ_BINS)
+	bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 bench: swlstm
 	./swlstm bench

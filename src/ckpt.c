@@ -61,15 +61,14 @@ void ckpt_add(CkptWriter *w, const char *tag, const void *data, size_t len) {
     s->len = len;
 }
 
-// A file being written: `crc` runs over every byte so far; `ok` drops to 0 on the first error.
+// The file being written: `crc` runs over every byte so far.
 typedef struct {
-    FILE *f;
+    AtomicFile *f;
     uint32_t crc;
-    int ok;
 } Out;
 
 static void out_put(Out *o, const void *p, size_t n) {
-    if (o->ok && n && fwrite(p, 1, n, o->f) != n) o->ok = 0;
+    af_write(o->f, p, n);
     o->crc = crc_of(o->crc, p, n);
 }
 
@@ -101,10 +100,9 @@ static void writer_free(CkptWriter *w) {
 }
 
 void ckpt_commit(CkptWriter *w, const char *path) {
-    AtomicFile af = atomic_open(path, "checkpoint");
-    Out o = {af.f, 0, 1};
+    Out o = {af_open(path, "checkpoint"), 0};
     write_body(&o, w);
-    atomic_commit(&af);  // a failed write above left f in error: commit dies
+    af_commit(o.f);
     writer_free(w);
 }
 

@@ -20,7 +20,7 @@ typedef struct {
 typedef struct CkptWriter CkptWriter;
 CkptWriter *ckpt_writer_new(void);
 void ckpt_add(CkptWriter *w, const char *tag, const void *data, size_t len);  // copies data
-// Writes path atomically (path.tmp, fsync, rename, fsync dir) and frees w. Dies on failure.
+// Writes path atomically (atomic_file.h) and frees w. Dies on failure.
 void ckpt_commit(CkptWriter *w, const char *path);
 
 typedef struct {

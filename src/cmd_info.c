@@ -57,6 +57,7 @@ static void print_state(const Ckpt *c) {
            ts.step, (unsigned long long)ts.bytes_seen, ts.elapsed_sec);
     if (isfinite(ts.best_valid_bpc)) printf("%.4f\n", ts.best_valid_bpc);
     else printf("none yet\n");
+    if (ts.data_len) printf("trained on: %llu bytes of data, fingerprint %08x\n", (unsigned long long)ts.data_len, ts.data_crc);
 }
 
 int cmd_info(int argc, char **argv) {

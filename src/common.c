@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 static _Thread_local char context[64];
+void (*die_hook)(void);
 
 void die_context(const char *ctx) { snprintf(context, sizeof context, "%s%s", ctx, *ctx ? ": " : ""); }
 
@@ -25,6 +26,7 @@ void die(const char *fmt, ...) {
     va_start(ap, fmt);
     report("error", fmt, ap);
     va_end(ap);
+    if (die_hook) die_hook();
     fflush(NULL);
     _exit(1);
 }

@@ -22,6 +22,10 @@ typedef float real;
 // Prints "swlstm: error: <context: ><message>" on one line and exits with status 1 at once
 // (no atexit handlers: other threads may be inside CUDA or NCCL calls).
 __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
+// Test hook: when set, die() calls it after printing instead of exiting. The fuzz harnesses
+// (tests/fuzz/) set one that longjmps back, so a clean error on bad input is not a crash.
+// The hook must not return.
+extern void (*die_hook)(void);
 // Names the calling thread in its later errors and warnings, e.g. "rank 1 of 2" ("" = none).
 void die_context(const char *ctx);
 // Prints "swlstm: warning: <message>".

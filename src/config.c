@@ -97,10 +97,11 @@ static int levenshtein(const char *a, const char *b) {
 }
 
 static const Key *find_key(const char *name, const char *where) {
-    const Key *best = NULL;
+    for (int i = 0; i < NKEYS; i++)
+        if (!strcmp(keys[i].name, name)) return &keys[i];
+    const Key *best = NULL;  // edit distances only for the error message
     int best_d = INT_MAX;
     for (int i = 0; i < NKEYS; i++) {
-        if (!strcmp(keys[i].name, name)) return &keys[i];
         int d = levenshtein(name, keys[i].name);
         if (d < best_d) best_d = d, best = &keys[i];
     }

@@ -140,7 +140,9 @@ static void open_zip(Dataset *d, const char *path) {
         d->bytes = m + data;  // stored: the corpus is the mapped entry itself
         d->len = usize;
     } else if (method == 8) {
-        Inflater f = inflater_over(d, data, csize, (size_t)usize + 1);
+        // Deflate expands at most 1032:1: a hostile header cannot claim a larger buffer.
+        size_t most = 1032 * (size_t)csize + 1;
+        Inflater f = inflater_over(d, data, csize, usize < most ? (size_t)usize + 1 : most);
         z_stream z = {0};
         if (inflateInit2(&z, -MAX_WBITS) != Z_OK) die("data file '%s': zlib init failed", path);
         inflate_stream(&z, &f, path, "zip deflate");
@@ -173,6 +175,16 @@ void dataset_close(Dataset *d) {
     unmap(d);
     free(d->owned);
     memset(d, 0, sizeof *d);
+}
+
+uint32_t dataset_fingerprint(const Dataset *d) {
+    enum { CHUNKS = 16, CHUNK = 4096 };
+    uint64_t len = d->len;
+    uint32_t crc = (uint32_t)crc32_z(0, (const Bytef *)&len, sizeof len);
+    if (d->len <= (size_t)CHUNKS * CHUNK) return (uint32_t)crc32_z(crc, d->bytes, d->len);
+    for (size_t i = 0; i < CHUNKS; i++)
+        crc = (uint32_t)crc32_z(crc, d->bytes + i * ((d->len - CHUNK) / (CHUNKS - 1)), CHUNK);
+    return crc;
 }
 
 // ---------------------------------------------------------------------------------------------

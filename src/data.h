@@ -28,6 +28,10 @@ void dataset_split(Dataset *d, const char *split, const char *path_for_errors);
 // Fractions are written with '.' or an exponent; plain integers are byte counts.
 void split_sizes(const char *split, size_t len, size_t n[3], const char *path_for_errors);
 void dataset_close(Dataset *d);
+// A cheap fingerprint of the corpus: CRC32 of its length and of 16 evenly spaced 4 KiB
+// chunks (the whole corpus up to 64 KiB). Checkpoints keep it so that --resume can refuse
+// a different or changed file instead of silently training on a shifted split.
+uint32_t dataset_fingerprint(const Dataset *d);
 int split_from_name(const char *name);  // "train"|"valid"|"test" -> index, -1 otherwise
 
 // B contiguous stripes over a span; windows of T steps read T+1 bytes (inputs and targets).

@@ -102,6 +102,8 @@ static void add_state(CkptWriter *w, const TrainState *ts) {
     buf_put(&b, &ts->bytes_seen, 8);
     buf_put(&b, &ts->data_pos, 8);
     buf_put(&b, ts->rng.s, 32);
+    buf_put(&b, &ts->data_len, 8);
+    buf_put(&b, &ts->data_crc, 4);
     ckpt_add(w, "state", b.p, b.n);
     free(b.p);
 }
@@ -176,6 +178,18 @@ static void check_masks(const Ckpt *c, const Config *cfg, const Mask *masks, int
     }
 }
 
+// Parameters a model of this config and these masks has (model.c's layout), so that a
+// hostile config cannot make model_load allocate more than the file's "params" holds.
+static double count_params(const Config *cfg, const Mask *masks) {
+    double H = cfg->hidden_size, G = 4 * H, blk = (double)cfg->block_size * cfg->block_size;
+    double n = 256.0 * cfg->embed_size + 256 * H + 256;
+    for (int l = 0; l < cfg->num_layers; l++) {
+        n += l ? 4 * blk * (double)mask_count(&masks[2 * l + 1]) : G * cfg->embed_size;
+        n += 4 * blk * (double)mask_count(&masks[2 * l]) + G * (cfg->layer_norm ? 2 : 1);
+    }
+    return n;
+}
+
 Model *model_load(const char *path, const char *device, const char *precision) {
     Ckpt c;
     ckpt_read(&c, path);
@@ -185,6 +199,11 @@ Model *model_load(const char *path, const char *device, const char *precision) {
     Mask masks[SW_MAX_MASKS];
     int n = ckpt_masks(&c, masks, SW_MAX_MASKS);
     check_masks(&c, &cfg, masks, n);
+    double want = count_params(&cfg, masks);
+    uint64_t have = ckpt_find(&c, "params", 1)->len / sizeof(float);
+    if (want != (double)have)
+        die("checkpoint '%s': section 'params' holds %llu values, its config and masks need %.0f", path,
+            (unsigned long long)have, want);
     if (device) snprintf(cfg.device, sizeof cfg.device, "%s", device);
     if (precision) snprintf(cfg.precision, sizeof cfg.precision, "%s", precision);
     Model *m = model_create_with_masks(&cfg, backend_get(cfg.device, cfg.precision), masks);
@@ -222,6 +241,11 @@ int ckpt_train_state(const Ckpt *c, TrainState *ts) {
     rd_get(&r, &ts->bytes_seen, 8);
     rd_get(&r, &ts->data_pos, 8);
     rd_get(&r, ts->rng.s, 32);
+    ts->data_len = 0, ts->data_crc = 0;
+    if (r.n > r.at) {  // absent before the corpus check existed
+        rd_get(&r, &ts->data_len, 8);
+        rd_get(&r, &ts->data_crc, 4);
+    }
     return 1;
 }
 

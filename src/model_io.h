@@ -15,6 +15,8 @@ typedef struct {
     uint64_t bytes_seen;    // training characters consumed
     uint64_t data_pos;      // stripe offset of the next window
     Rng rng;
+    uint64_t data_len;      // corpus size and fingerprint (dataset_fingerprint); 0 in
+    uint32_t data_crc;      // checkpoints older than these fields: nothing to check
 } TrainState;
 
 // Writes config, masks and fp32 weights; with ts non-NULL also the Adam moments (adam_m,

@@ -1,9 +1,9 @@
 // npy.c: NumPy .npy reading and writing, and label files (.npy or text).
 #include "npy.h"
-#include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "atomic_file.h"
 #include "common.h"
 
@@ -11,10 +11,6 @@
 #error "npy.c writes host-order data as little-endian: a big-endian host needs byte swapping"
 #endif
 _Static_assert(sizeof(int) == 4 && sizeof(float) == 4, "npy.c assumes 32-bit int and float");
-
-static void xfwrite(const void *p, size_t n, FILE *f, const char *path) {
-    if (n && fwrite(p, 1, n, f) != n) die("output file '%s': write failed: %s", path, strerror(errno));
-}
 
 // ---- writing ----
 
@@ -39,10 +35,10 @@ void npy_write(const char *path, const char *descr, const void *data, int ndim, 
     char head[256];
     size_t hn = npy_header(head, sizeof head, descr, ndim, shape);
     size_t count = shape[0] * (ndim == 2 ? shape[1] : 1);
-    AtomicFile af = atomic_open(path, "output file");
-    xfwrite(head, hn, af.f, af.tmp);
-    xfwrite(data, count * 4, af.f, af.tmp);
-    atomic_commit(&af);
+    AtomicFile *f = af_open(path, "output file");
+    af_write(f, head, hn);
+    af_write(f, data, count * 4);
+    af_commit(f);
 }
 
 // ---- header parsing ----
@@ -124,8 +120,11 @@ static uint8_t *npy_load(const char *path, NpyHeader *h, int *k) {
     for (int i = 0; i < (int)(sizeof dtypes / sizeof dtypes[0]); i++)
         if (!strcmp(h->descr, dtypes[i].descr)) *k = i;
     if (*k < 0) die("npy file '%s': dtype '%s' not supported (expected <f4, <f8, <i4, <i8, |i1, |u1 or |b1)", path, h->descr);
-    size_t need = h->data_off + h->shape[0] * h->shape[1] * dtypes[*k].size;
-    if (len < need) die("npy file '%s': truncated data (%zu bytes, expected %zu)", path, len, need);
+    // Shape checked by division: a hostile shape must not wrap the byte count.
+    size_t fits = (len - h->data_off) / (size_t)dtypes[*k].size;
+    if (h->shape[1] && h->shape[0] > fits / h->shape[1])
+        die("npy file '%s': truncated data (%zu bytes of data, shape (%zu, %zu) of %s needs more)", path,
+            len - h->data_off, h->shape[0], h->shape[1], h->descr);
     return buf;
 }
 
@@ -150,7 +149,7 @@ static int *labels_read_npy(const char *path, size_t *n) {
     int *out = xmalloc(h.shape[0] * sizeof(int));
     for (size_t i = 0; i < h.shape[0]; i++) {
         double v = elem(k, buf + h.data_off + i * dtypes[k].size);
-        if (v != (double)(int)v) die("labels file '%s': element %zu is %g; expected an integer label", path, i, v);
+        if (!(v >= INT_MIN && v <= INT_MAX) || v != floor(v)) die("labels file '%s': element %zu is %g; expected an integer label", path, i, v);
         out[i] = (int)v;
     }
     free(buf);
@@ -188,7 +187,10 @@ void labels_write(const char *path, const int *labels, size_t n) {
         npy_write(path, "<i4", labels, 1, &n);
         return;
     }
-    AtomicFile af = atomic_open(path, "output file");
-    for (size_t i = 0; i < n; i++) fprintf(af.f, "%d\n", labels[i]);
-    atomic_commit(&af);
+    AtomicFile *f = af_open(path, "output file");
+    for (size_t i = 0; i < n; i++) {
+        char line[16];
+        af_write(f, line, (size_t)snprintf(line, sizeof line, "%d\n", labels[i]));
+    }
+    af_commit(f);
 }

@@ -1,7 +1,6 @@
 // png.c: 8-bit greyscale PNG: signature, IHDR, one zlib-compressed IDAT, IEND.
 #include "png.h"
-#include <errno.h>
-#include <stdio.h>
+#include "atomic_file.h"
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -12,16 +11,16 @@ static void put_be32(uint8_t *p, uint32_t v) {
 }
 
 // A chunk is length, type, data, and the CRC of type and data (all big-endian).
-static void write_chunk(FILE *f, const char *type, const uint8_t *data, uint32_t len) {
+static void write_chunk(AtomicFile *f, const char *type, const uint8_t *data, uint32_t len) {
     uint8_t head[8], tail[4];
     put_be32(head, len);
     memcpy(head + 4, type, 4);
     uLong crc = crc32(crc32(0L, Z_NULL, 0), (const Bytef *)type, 4);
     if (len) crc = crc32(crc, data, len);
     put_be32(tail, (uint32_t)crc);
-    fwrite(head, 1, 8, f);
-    if (len) fwrite(data, 1, len, f);
-    fwrite(tail, 1, 4, f);
+    af_write(f, head, 8);
+    af_write(f, data, len);
+    af_write(f, tail, 4);
 }
 
 void png_write_gray(const char *path, const uint8_t *pixels, int w, int h) {
@@ -41,16 +40,11 @@ void png_write_gray(const char *path, const uint8_t *pixels, int w, int h) {
     put_be32(ihdr, (uint32_t)w);
     put_be32(ihdr + 4, (uint32_t)h);
     ihdr[8] = 8;  // bit depth; colour type 0 (grey), deflate, adaptive filtering, no interlace
-    char *tmp = xmalloc(strlen(path) + 5);
-    sprintf(tmp, "%s.tmp", path);
-    FILE *f = xfopen(tmp, "wb", "image");
-    fwrite("\x89PNG\r\n\x1a\n", 1, 8, f);
+    AtomicFile *f = af_open(path, "image");
+    af_write(f, "\x89PNG\r\n\x1a\n", 8);
     write_chunk(f, "IHDR", ihdr, 13);
     write_chunk(f, "IDAT", z, (uint32_t)zlen);
     write_chunk(f, "IEND", NULL, 0);
     free(z);
-    int bad = ferror(f);
-    if (fclose(f) || bad) die("image '%s': write failed: %s", tmp, strerror(errno));
-    if (rename(tmp, path)) die("image '%s': cannot rename from '%s': %s", path, tmp, strerror(errno));
-    free(tmp);
+    af_commit(f);
 }

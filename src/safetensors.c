@@ -119,15 +119,15 @@ uint64_t st_write(SafeTensors *st, const char *path) {
     Text h = header(st);
     uint8_t len[8];
     for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)h.n >> (8 * i));
-    AtomicFile af = atomic_open(path, "safetensors file");
+    AtomicFile *af = af_open(path, "safetensors file");
     uint64_t total = sizeof len + h.n;
-    fwrite(len, 1, sizeof len, af.f);
-    fwrite(h.p, 1, h.n, af.f);
+    af_write(af, len, sizeof len);
+    af_write(af, h.p, h.n);
     for (int i = 0; i < st->n; i++) {
-        fwrite(st->t[i].data, 1, st->t[i].bytes, af.f);
+        af_write(af, st->t[i].data, st->t[i].bytes);
         total += st->t[i].bytes;
     }
-    atomic_commit(&af);  // a failed fwrite left the stream in error: commit dies naming path
+    af_commit(af);  // dies naming path and the cause on any failed step
     free(h.p);
     st_free(st);
     return total;

@@ -51,6 +51,17 @@ static void check_resume_config(const Config *run, const Config *ck, const char 
 #undef SAME_STR
 }
 
+// The corpus must be the one the checkpoint was trained on: another file, or the same file
+// grown or edited, would shift the split and the stripes without any error.
+static void check_resume_data(Trainer *tr, const char *path) {
+    uint64_t len = tr->ts.data_len;
+    uint32_t crc = tr->ts.data_crc, now = dataset_fingerprint(&tr->ds);
+    if (len && (len != tr->ds.len || crc != now))
+        die("--resume %s: the checkpoint was trained on %llu bytes of data (fingerprint %08x), but data '%s' "
+            "has %zu bytes (fingerprint %08x): resume on the same corpus, or start a new run with init_from",
+            path, (unsigned long long)len, crc, tr->cfg.data, tr->ds.len, now);
+}
+
 static void resume(Trainer *tr, const char *path) {
     Ckpt c;
     ckpt_read(&c, path);
@@ -59,6 +70,7 @@ static void resume(Trainer *tr, const char *path) {
     check_resume_config(&tr->cfg, &ck, path);
     model_load_weights(tr->m, &c);
     model_load_train_state(tr->m, &c, &tr->ts, tr->adam_m, tr->adam_v, tr->a, tr->rank * tr->a->B, tr->cfg.batch_size);
+    check_resume_data(tr, path);
     if (tr->ts.data_pos >= tr->st.stripe_len) die("--resume %s: data position %llu is past this data's stripes (was the data file changed?)", path, (unsigned long long)tr->ts.data_pos);
     tr->st.pos = tr->ts.data_pos;
     ckpt_close(&c);
@@ -116,10 +128,12 @@ static void setup(Trainer *tr) {
     tr->ts = (TrainState){.best_valid_bpc = INFINITY};
     rng_seed(&tr->ts.rng, (uint64_t)cfg->seed ^ 0x5eedULL);
     if (lead(tr) && mkdir_p(cfg->out_dir)) die("out_dir '%s': cannot create the directory", cfg->out_dir);
-    int stale = lead(tr) ? atomic_remove_stale(cfg->out_dir) : 0;
+    int stale = lead(tr) ? af_remove_stale(cfg->out_dir) : 0;
     if (stale) printf("removed %d temporary file(s) of a killed run from %s\n", stale, cfg->out_dir);
     if (tr->resume_path) resume(tr, tr->resume_path);
     else if (cfg->init_from[0]) init_from(tr);
+    tr->ts.data_len = tr->ds.len;
+    tr->ts.data_crc = dataset_fingerprint(&tr->ds);
     if (cfg->eval_every > 0) setup_eval(tr);
     dist_trainer_setup(tr);
     if (!lead(tr)) return;

@@ -1,5 +1,6 @@
 // test_data.c: corpus readers (raw, gzip, zip), split arithmetic and batch stripes.
 #ifndef SW_DOUBLE
+#include "common.h"
 #include "data.h"
 #include "test.h"
 #include <stdio.h>
@@ -196,6 +197,46 @@ TEST(data_open_errors) {
     gz[n / 2] ^= 0x55;
     CHECK_DIES(open_path, (void *)write_file(tmp_path("bad.gz"), gz, n), "bad.gz': corrupt gzip data");
     CHECK_DIES(open_path, (void *)write_file(tmp_path("text.gz"), "hello", 5), "text.gz': corrupt gzip data");
+}
+
+// Every cut of a .gz or .zip (sampled lengths plus the last 40 bytes, where the trailers
+// are) is a one-line error naming the file, never a shorter corpus read silently.
+static int truncations_die(const char *whole, const char *cut_path) {
+    size_t n;
+    char *b = read_text_file(whole, &n, "test file");
+    int ok = 1;
+    for (size_t len = 0; ok && len < n; len += len + 40 < n ? 1 + n / 37 : 1) {
+        write_file(cut_path, b, len);
+        ok = expect_die(open_path, (void *)cut_path, "data file '");
+        if (!ok) fprintf(stderr, "  %s cut to %zu of %zu bytes\n", whole, len, n);
+    }
+    free(b);
+    return ok;
+}
+
+TEST(data_truncated_gz_zip_are_errors) {
+    const uint8_t *b = corpus();
+    write_gz(tmp_path("whole.gz"), "wb", b, N_BYTES);
+    CHECK(truncations_die(tmp_path("whole.gz"), tmp_path("cut.gz")));
+    write_zip(tmp_path("whole-d.zip"), b, N_BYTES, (ZipOpt){1, 0, 1, -1});
+    CHECK(truncations_die(tmp_path("whole-d.zip"), tmp_path("cut-d.zip")));
+    write_zip(tmp_path("whole-s.zip"), b, N_BYTES, (ZipOpt){0, 0, 1, -1});
+    CHECK(truncations_die(tmp_path("whole-s.zip"), tmp_path("cut-s.zip")));
+}
+
+// The fingerprint sees a change of length and an edit anywhere in a small corpus.
+TEST(data_fingerprint_changes_with_the_corpus) {
+    uint8_t b[N_BYTES];
+    memcpy(b, corpus(), N_BYTES);
+    Dataset d = {.bytes = b, .len = N_BYTES};
+    uint32_t f0 = dataset_fingerprint(&d);
+    d.len--;
+    CHECK(dataset_fingerprint(&d) != f0);
+    d.len++;
+    b[N_BYTES / 2] ^= 1;
+    CHECK(dataset_fingerprint(&d) != f0);
+    b[N_BYTES / 2] ^= 1;
+    CHECK_EQ(dataset_fingerprint(&d), f0);
 }
 
 TEST(data_zip_errors) {

@@ -289,7 +289,9 @@ TEST(png_write_gray_roundtrip) {
     const uint8_t expect[8] = {0, 0, 10, 255, 0, 128, 7, 99};
     CHECK(memcmp(raw, expect, 8) == 0);
     free(raw);
-    CHECK(access(tmp_path("tiny.png.tmp"), F_OK) != 0);
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "tiny.png.tmp.%ld", (long)getpid());
+    CHECK(access(tmp_path(tmp), F_OK) != 0);
 }
 
 TEST(mask_write_png_pixels) {
@@ -326,7 +328,7 @@ static void png_to_missing_dir(void *arg) {
 }
 
 TEST(png_write_error_dies) {
-    CHECK_DIES(png_to_missing_dir, (void *)"/nonexistent-dir/x.png", "image '/nonexistent-dir/x.png.tmp'");
+    CHECK_DIES(png_to_missing_dir, (void *)"/nonexistent-dir/x.png", "image '/nonexistent-dir/x.png': cannot create '/nonexistent-dir/x.png.tmp.");
 }
 
 TEST(mask_verb_prints_stats) {

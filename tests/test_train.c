@@ -105,6 +105,46 @@ TEST(eval_uses_ema_unless_raw_weights) {
               strstr(log, "layer 1: units reachable within 1..2 internal step(s):"), "%s", log);
 }
 
+// --resume on a corpus that grew, or changed in place, is refused with the sizes and
+// fingerprints; on the same corpus it continues.
+TEST(train_resume_refuses_a_changed_corpus) {
+    char log[8192], dir[300], extra[700];
+    snprintf(dir, sizeof dir, "%s", tmp_path("corpus-change"));
+    size_t n;
+    char *text = read_text_file(corpus(), &n, "test corpus");
+    const char *copy = write_file(tmp_path("corpus-copy.txt"), text, n);
+    snprintf(extra, sizeof extra, "--data=%s --stop-after 2", copy);
+    CHECK_EQ(train(dir, extra, log, sizeof log), 0);
+    snprintf(extra, sizeof extra, "--data=%s --resume %s/latest.ckpt --stop-after 3", copy, dir);
+    write_file(copy, text, n - 1);
+    int rc = train(dir, extra, log, sizeof log);
+    CHECK_MSG(rc == 1 && strstr(log, "the checkpoint was trained on 40000 bytes of data") && strstr(log, "has 39999 bytes"), "%s", log);
+    text[n / 2] ^= 1;
+    write_file(copy, text, n);
+    rc = train(dir, extra, log, sizeof log);
+    CHECK_MSG(rc == 1 && strstr(log, "has 40000 bytes (fingerprint"), "%s", log);
+    text[n / 2] ^= 1;
+    write_file(copy, text, n);
+    free(text);
+    CHECK_EQ(train(dir, extra, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "resumed from") != NULL, "%s", log);
+}
+
+// A save that fails (here best.ckpt's rename: a directory is in the way) stops training with
+// one line naming the file and the cause; latest.ckpt, saved just before, loads and resumes.
+TEST(train_stops_cleanly_when_a_save_fails) {
+    char log[8192], dir[300], blocker[400], extra[700];
+    snprintf(dir, sizeof dir, "%s", tmp_path("save-fails"));
+    snprintf(blocker, sizeof blocker, "%s/best.ckpt/x", dir);
+    CHECK(mkdir_p(blocker) == 0);
+    int rc = train(dir, "", log, sizeof log);
+    CHECK_MSG(rc == 1 && strstr(log, "best.ckpt': rename failed: ") && strstr(log, "(any previous file there is unchanged)"), "%s", log);
+    CHECK_MSG(strstr(log, "step 4/8"), "training did not reach the first evaluation: %s", log);
+    snprintf(extra, sizeof extra, "--resume %s/latest.ckpt --eval_every=0 --stop-after 5", dir);
+    CHECK_EQ(train(dir, extra, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "at step 4"), "%s", log);
+}
+
 TEST(train_writes_log_best_and_info) {
     char log[16384], dir[512], args[1024];
     snprintf(dir, sizeof dir, "%s", tmp_path("info"));
