@@ -9,9 +9,17 @@
 #include "common.h"
 #include "verbs.h"
 
+int bench_probe(int argc, char **argv);  // bench_probe.c: CPU and CUDA builds
+
+static int wants_probe(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--probe")) return 1;
+    return 0;
+}
+
 #ifndef SW_CUDA
 int cmd_bench(int argc, char **argv) {
-    (void)argc; (void)argv;
+    if (wants_probe(argc, argv)) return bench_probe(argc, argv);
     die("bench: this swlstm was built without CUDA (nvcc was not found by make); benchmarks need a GPU build");
 }
 #else
@@ -267,10 +275,12 @@ static void bench_usage(void) {
            "  (default) block-sparse kernel table vs cuBLAS and cuSPARSE; --bs, --density and --dtype\n"
            "            keep only the matching rows (block 32 runs densities 1 0.5 0.25 0.1 0.05 0.02;\n"
            "            blocks 8 and 16 run 0.1)\n"
-           "  --train   training throughput, dense H=2048 vs small-world H=8192, fp32 and bf16\n");
+           "  --train   training throughput, dense H=2048 vs small-world H=8192, fp32 and bf16\n"
+           "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n");
 }
 
 int cmd_bench(int argc, char **argv) {
+    if (wants_probe(argc, argv)) return bench_probe(argc, argv);
     int train = 0;
     KFilter f = {0, 0, NULL};
     for (int i = 1; i < argc; i++) {

@@ -35,6 +35,7 @@ static void probe_usage(void) {
            "  --penalty l2|l1|both  (default both)      --folds K   (default 10)\n"
            "  --seed S      fold assignment (default 1) --refit-all refit on train + dev\n"
            "  --json        one JSON object on stdout\n"
+           "  --device cpu|cuda  where L2 paths are fitted (default cpu; cuda needs a CUDA build)\n"
            "feature options (CKPT form; --no-preprocess and --max-docs also for bigram):\n%s", feat_opts_usage);
 }
 
@@ -47,13 +48,6 @@ static const char **set_option(ProbeArgs *a, const char *o) {
     for (int i = 0; i < 9; i++)
         if (!strcmp(o, names[i])) return slots[i];
     return NULL;
-}
-
-static int parse_penalty(const char *v) {
-    if (!strcmp(v, "l2")) return 1 << PEN_L2;
-    if (!strcmp(v, "l1")) return 1 << PEN_L1;
-    if (!strcmp(v, "both")) return 1 << PEN_L2 | 1 << PEN_L1;
-    die("probe --penalty = '%s': expected l2, l1 or both", v);
 }
 
 static void parse_option(ProbeArgs *a, int argc, char **argv, int *i) {
@@ -70,8 +64,9 @@ static void parse_option(ProbeArgs *a, int argc, char **argv, int *i) {
     if (!v) die("probe: option '%s' needs a value (see swlstm probe --help)", o);
     if (slot) *slot = v;
     else if (!strcmp(o, "--features")) a->kind = v;
-    else if (!strcmp(o, "--penalty")) a->po.penalties = parse_penalty(v);
+    else if (!strcmp(o, "--penalty")) a->po.penalties = probe_parse_penalty(v);
     else if (!strcmp(o, "--folds")) a->po.folds = (int)parse_long("probe --folds", v, 2, INT_MAX), a->folds_given = 1;
+    else if (!strcmp(o, "--device")) a->po.device = probe_parse_device(v);
     else if (!strcmp(o, "--seed")) a->po.seed = parse_long("probe --seed", v, 0, LONG_MAX);
     else die("probe: unknown option '%s' (see swlstm probe --help)", o);
 }

@@ -40,6 +40,7 @@ void lr_solver_free(LrSolver *s);
 // The starting point: w = 0, b = training log-odds, the solver's statistics.
 void logreg_init(LogReg *m, const LrSolver *s);
 void logreg_free(LogReg *m);
+void logreg_copy(LogReg *dst, const LogReg *src);   // dst: a new model equal to src
 // Minimises the objective starting from m (so a path over increasing C warm-starts).
 // Returns the final KKT violation (largest over coordinates and intercept).
 double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m);

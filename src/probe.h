@@ -15,11 +15,14 @@ typedef struct {
     int n, d;
 } ProbeSet;
 
+typedef enum { PROBE_CPU = 0, PROBE_CUDA = 1 } ProbeDevice;
+
 typedef struct {
     int penalties;    // bit PEN_L2 (1 << 0) and/or PEN_L1 (1 << 1)
     int folds;        // k-fold CV when there is no dev set
     long seed;        // fold assignment
     int refit_all;    // refit on train + dev for the test score
+    ProbeDevice device;  // where L2 paths are fitted
 } ProbeOpts;
 
 typedef struct {
@@ -34,6 +37,8 @@ typedef struct {
 } ProbeResult;
 
 double probe_C(int k);
+int probe_parse_penalty(const char *v);        // "l2" | "l1" | "both" -> bit mask; dies otherwise
+ProbeDevice probe_parse_device(const char *v); // "cpu" | "cuda"; cuda dies on a CPU-only build
 // dev and test may be NULL. Deterministic for a seed (parallel tasks never share sums).
 void probe_run(const ProbeSet *train, const ProbeSet *dev, const ProbeSet *test, const ProbeOpts *o, ProbeResult *r);
 
