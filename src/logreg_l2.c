@@ -132,40 +132,52 @@ void lr_spectrum_free(Spectrum *sp) {
 
 // ---- the Newton step ----
 
+#define RB 4            // rows per pass of the Hessian product: p and q are read once per 4 rows
+
+// xp[r] = p[d] + e_r . p for the RB rows e_0.. (stride d), then q += sum_r D[r] xp[r] e_r.
 __attribute__((target_clones("avx2", "default")))
-static double row_dot(const real *e, const double *p, int d) {
-    double t = 0;
-    #pragma omp simd reduction(+ : t)
-    for (int j = 0; j < d; j++) t += e[j] * p[j];
-    return t;
+static void rows_hess(const real *e, const double *p, const double *D, double *xp, double *u, double *q, int d) {
+    const real *e0 = e, *e1 = e + d, *e2 = e + 2 * d, *e3 = e + 3 * d;
+    double t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+    #pragma omp simd reduction(+ : t0, t1, t2, t3)
+    for (int j = 0; j < d; j++) t0 += e0[j] * p[j], t1 += e1[j] * p[j], t2 += e2[j] * p[j], t3 += e3[j] * p[j];
+    double t[RB] = {t0, t1, t2, t3};
+    for (int r = 0; r < RB; r++) xp[r] = p[d] + t[r], u[r] = D[r] * xp[r];
+    double u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3];
+    #pragma omp simd
+    for (int j = 0; j < d; j++) q[j] += u0 * e0[j] + u1 * e1[j] + u2 * e2[j] + u3 * e3[j];
 }
 
-__attribute__((target_clones("avx2", "default")))
-static void row_axpy(double u, const real *e, double *q, int d) {
-    #pragma omp simd
-    for (int j = 0; j < d; j++) q[j] += u * e[j];
+// The same for one row (the tail of a part).
+static void row_hess(const real *e, const double *p, const double *D, double *xp, double *u, double *q, int d) {
+    double t = p[d];
+    for (int j = 0; j < d; j++) t += e[j] * p[j];
+    *xp = t;
+    *u = *D * t;
+    for (int j = 0; j < d; j++) q[j] += *u * e[j];
 }
 
 // q = H p; xp = E p + p[d] (the change of the margins along p), u = D xp.
-// One pass over E: part t of the rows sums E^T u into its own row of `part` [PARTS][d].
+// One pass over E: part t of the rows sums E^T u into its own row of `part` [PARTS][d],
+// then the parts are added in order, so the result does not depend on the threads.
 static void hess_vec(const LrSolver *s, Work *k, double *part) {
     int n = s->n, d = s->d;
-    #pragma omp parallel for schedule(static)
-    for (int t = 0; t < PARTS; t++) {
-        double *qt = part + (size_t)t * d;
-        memset(qt, 0, d * sizeof(double));
-        for (int i = (int)((long)n * t / PARTS); i < (int)((long)n * (t + 1) / PARTS); i++) {
-            const real *e = s->xr + (size_t)i * d;
-            k->xp[i] = k->p[d] + row_dot(e, k->p, d);
-            k->u[i] = k->D[i] * k->xp[i];
-            row_axpy(k->u[i], e, qt, d);
+    #pragma omp parallel if ((long)n * d >= 1 << 18)
+    {
+        #pragma omp for schedule(static)
+        for (int t = 0; t < PARTS; t++) {
+            double *qt = part + (size_t)t * d;
+            memset(qt, 0, d * sizeof(double));
+            int i = (int)((long)n * t / PARTS), i1 = (int)((long)n * (t + 1) / PARTS);
+            for (; i + RB <= i1; i += RB) rows_hess(s->xr + (size_t)i * d, k->p, k->D + i, k->xp + i, k->u + i, qt, d);
+            for (; i < i1; i++) row_hess(s->xr + (size_t)i * d, k->p, k->D + i, k->xp + i, k->u + i, qt, d);
         }
-    }
-    #pragma omp parallel for schedule(static)
-    for (int j = 0; j < d; j++) {
-        double acc = k->p[j];
-        for (int t = 0; t < PARTS; t++) acc += part[(size_t)t * d + j];
-        k->q[j] = acc;
+        #pragma omp for schedule(static)
+        for (int j = 0; j < d; j++) {
+            double acc = k->p[j];
+            for (int t = 0; t < PARTS; t++) acc += part[(size_t)t * d + j];
+            k->q[j] = acc;
+        }
     }
     k->q[d] = HMIN * k->p[d];
     for (int i = 0; i < n; i++) k->q[d] += k->u[i];
