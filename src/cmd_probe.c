@@ -142,12 +142,24 @@ static void print_human(const ProbeResult *r, int d) {
     printf("chosen: penalty %s, C = %g, %s accuracy %.4f, nonzero weights %ld\n", penalty_name(r->penalty), r->C,
            r->folds ? "CV" : "dev", r->dev_accuracy, r->nonzero);
     if (r->n_test) printf("test accuracy %.4f (%d documents)\n", r->accuracy, r->n_test);
+    if (r->n_top) {
+        printf("largest L1 weights (C = %g):", r->top_C);
+        for (int t = 0; t < r->n_top; t++) printf(" %d:%+.3g", r->top_unit[t], r->top_weight[t]);
+        printf("\n");
+    }
+    printf("best single unit: %d (%s %.4g), accuracy %.4f (training %.4f)\n", r->single.unit,
+           r->single.sign > 0 ? ">" : "<", r->single.thr, r->single_accuracy, r->single.train_acc);
 }
 
 static void print_json(const ProbeResult *r) {
     printf("{\"accuracy\":%.6f,\"C\":%g,\"penalty\":\"%s\",\"nonzero\":%ld,\"folds\":%d,"
-           "\"dev_accuracy\":%.6f,\"n_train\":%d,\"n_test\":%d}\n",
+           "\"dev_accuracy\":%.6f,\"n_train\":%d,\"n_test\":%d,\"top_units\":[",
            r->accuracy, r->C, penalty_name(r->penalty), r->nonzero, r->folds, r->dev_accuracy, r->n_train, r->n_test);
+    for (int t = 0; t < r->n_top; t++) printf("%s{\"unit\":%d,\"weight\":%.6g}", t ? "," : "", r->top_unit[t], r->top_weight[t]);
+    const SingleUnit *u = &r->single;
+    printf("],\"top_units_C\":%g,\"single_unit\":{\"unit\":%d,\"threshold\":%.6g,\"sign\":%d,"
+           "\"train_accuracy\":%.6f,\"accuracy\":%.6f}}\n",
+           r->n_top ? r->top_C : 0, u->unit, u->thr, u->sign, u->train_acc, r->single_accuracy);
 }
 
 int cmd_probe(int argc, char **argv) {

@@ -109,14 +109,20 @@ static void tally(const PathJob *jobs, int njobs, int n_eval, ProbeResult *r) {
         }
 }
 
-// Best selection accuracy; ties go to the smaller C, then to L2.
-static void choose(ProbeResult *r) {
+// Best selection accuracy among penalties p0..p1; ties go to the smaller C, then to L2.
+static int best_of(const ProbeResult *r, int p0, int p1, int *pen) {
     int bp = -1, bk = 0;
-    for (int p = 0; p < 2; p++)
+    for (int p = p0; p <= p1; p++)
         for (int k = 0; k < PROBE_NC; k++) {
             double a = r->sweep[p][k];
             if (a >= 0 && (bp < 0 || a > r->sweep[bp][bk] || (a == r->sweep[bp][bk] && k < bk))) bp = p, bk = k;
         }
+    *pen = bp;
+    return bk;
+}
+
+static void choose(ProbeResult *r) {
+    int bp, bk = best_of(r, 0, 1, &bp);
     r->penalty = (Penalty)bp;
     r->C = probe_C(bk);
     r->dev_accuracy = r->sweep[bp][bk];
@@ -134,6 +140,24 @@ static ProbeSet concat(const ProbeSet *a, const ProbeSet *b, float **X, int **y)
     return (ProbeSet){*X, *y, a->n + b->n, a->d};
 }
 
+static const LogReg *kept_model(const PathJob *jobs, int njobs, Penalty pen, int k) {
+    for (int i = 0; i < njobs; i++)
+        if (jobs[i].keep && jobs[i].pen == pen) return &jobs[i].model[k];
+    return NULL;
+}
+
+// The L1 model's largest weights and the best single unit (scored on `eval`).
+static void unit_view(ProbeResult *r, const PathJob *jobs, int njobs, const ProbeSet *fit, const ProbeSet *eval) {
+    int pen, k = best_of(r, PEN_L1, PEN_L1, &pen);
+    if (pen == PEN_L1) {
+        r->n_top = fit->d < PROBE_TOP ? fit->d : PROBE_TOP;
+        r->top_C = probe_C(k);
+        probe_top_units(kept_model(jobs, njobs, PEN_L1, k), r->top_unit, r->top_weight, r->n_top);
+    }
+    r->single = probe_single_unit(fit);
+    r->single_accuracy = single_unit_accuracy(&r->single, eval);
+}
+
 void probe_run(const ProbeSet *train, const ProbeSet *dev, const ProbeSet *test, const ProbeOpts *o, ProbeResult *r) {
     memset(r, 0, sizeof *r);
     float *X = NULL;
@@ -144,15 +168,14 @@ void probe_run(const ProbeSet *train, const ProbeSet *dev, const ProbeSet *test,
     tally(jobs, njobs, dev ? dev->n : train->n, r);
     choose(r);
     while (probe_C(k) < r->C) k++;
-    const LogReg *m = NULL;
-    for (int i = 0; i < njobs; i++)
-        if (jobs[i].keep && jobs[i].pen == r->penalty) m = &jobs[i].model[k];
+    const LogReg *m = kept_model(jobs, njobs, r->penalty, k);
     LrSet te = test ? all_rows(test) : (LrSet){0};
     r->accuracy = test ? (double)logreg_correct(m, &te) / test->n : r->dev_accuracy;
     r->nonzero = logreg_nonzero(m, r->penalty);
     r->folds = dev ? 0 : o->folds;
     r->n_train = fit.n;
     r->n_test = test ? test->n : 0;
+    unit_view(r, jobs, njobs, &fit, test ? test : dev ? dev : &fit);
     for (int i = 0; i < njobs; i++) path_job_free(&jobs[i]);
     free(jobs);
     free((void *)te.idx);

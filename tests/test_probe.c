@@ -271,7 +271,7 @@ TEST(probe_verb_bigram_json) {
     snprintf(cmd, sizeof cmd, "probe --features bigram --train %s --test %s --json", tr, te);
     CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
     CHECK_MSG(strstr(out, "{\"accuracy\":1.000000,") == out, "output: %s", out);
-    CHECK(strstr(out, "\"folds\":10,") && strstr(out, "\"n_train\":200,\"n_test\":100}"));
+    CHECK(strstr(out, "\"folds\":10,") && strstr(out, "\"n_train\":200,\"n_test\":100,"));
     snprintf(cmd, sizeof cmd, "probe --features bigram --train %s --dev %s --test %s --penalty l1 --json", tr, dv, te);
     CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
     CHECK_MSG(strstr(out, "\"accuracy\":1.000000") && strstr(out, "\"penalty\":\"l1\"") && strstr(out, "\"folds\":0"), "output: %s", out);
