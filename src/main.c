@@ -18,6 +18,7 @@ static const Verb verbs[] = {
     {"mask", cmd_mask, "build a sparsity mask and print its graph statistics"},
     {"features", cmd_features, "extract per-document features from a checkpoint to .npy"},
     {"probe", cmd_probe, "fit and score logistic-regression probes on features"},
+    {"units", cmd_units, "one unit's value at every byte of a text, as a coloured HTML page"},
     {"bench", cmd_bench, "benchmark kernels and training throughput (GPU)"},
 };
 #define NVERBS (int)(sizeof verbs / sizeof verbs[0])
@@ -42,5 +43,5 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < NVERBS; i++)
         if (!strcmp(verbs[i].name, argv[1])) return verbs[i].fn(argc - 1, argv + 1);
-    die("unknown verb '%s' (expected one of: train eval sample info mask features probe bench help)", argv[1]);
+    die("unknown verb '%s' (expected one of: train eval sample info mask features probe units bench help)", argv[1]);
 }
