@@ -35,7 +35,7 @@ static void probe_usage(void) {
            "  --penalty l2|l1|both  (default both)      --folds K   (default 10)\n"
            "  --seed S      fold assignment (default 1) --refit-all refit on train + dev\n"
            "  --json        one JSON object on stdout\n"
-           "  --device cpu|cuda  where L2 paths are fitted (default cpu; cuda needs a CUDA build)\n"
+           "  --device cpu|cuda  (default cpu) extracts features and fits the L2 paths on the GPU\n"
            "feature options (CKPT form; --no-preprocess and --max-docs also for bigram):\n%s", feat_opts_usage);
 }
 
@@ -66,7 +66,6 @@ static void parse_option(ProbeArgs *a, int argc, char **argv, int *i) {
     else if (!strcmp(o, "--features")) a->kind = v;
     else if (!strcmp(o, "--penalty")) a->po.penalties = probe_parse_penalty(v);
     else if (!strcmp(o, "--folds")) a->po.folds = (int)parse_long("probe --folds", v, 2, INT_MAX), a->folds_given = 1;
-    else if (!strcmp(o, "--device")) a->po.device = probe_parse_device(v);
     else if (!strcmp(o, "--seed")) a->po.seed = parse_long("probe --seed", v, 0, LONG_MAX);
     else die("probe: unknown option '%s' (see swlstm probe --help)", o);
 }
@@ -170,6 +169,7 @@ int cmd_probe(int argc, char **argv) {
         parse_option(&a, argc, argv, &i);
     }
     check_args(&a);
+    a.po.device = probe_parse_device(a.fo.device);   // --device: feature extraction and the L2 solver
     Loaded sets[3] = {{0}};
     if (a.text[TRAIN]) load_text(sets, &a);
     else for (int s = 0; s < 3; s++) if (a.feat[s]) load_npy(&sets[s], a.feat[s], a.lab[s]);

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "logreg_impl.h"
+#include "logreg_cuda.h"
 
 // KKT tolerances relative to the largest gradient at w = 0 (at least 1). L1 is looser:
 // coordinate descent crawls on correlated features when C is large (bigrams, C >= 4).
@@ -120,7 +120,6 @@ LrSolver *lr_solver_new(const LrSet *t) {
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < s->n; i++)
         for (int j = 0; j < s->d; j++) s->xr[(size_t)i * s->d + j] = (real)((s->xc[(size_t)j * s->n + i] - s->col[j].ctr) * s->isd[j]);
-    lr_spectrum(s);
     s->g0 = 0;
     for (int j = 0; j < s->d; j++) s->g0 = fmax(s->g0, fabs(col_dot(s, j, a)));
     free(a);
@@ -186,12 +185,16 @@ double pseudo_grad(Penalty p, double g, double w) {
 // ---- Newton iterations ----
 static double *dvec(size_t n) { return xcalloc(n, sizeof(double)); }
 
-static void work_init(Work *k, const LrSolver *s, const LogReg *m) {
+static void work_init(Work *k, const LrSolver *s, const LogReg *m, LrCuda *gpu) {
     size_t n = s->n, d1 = s->d + 1;
     k->z = dvec(n); k->r = dvec(n); k->D = dvec(n); k->dz = dvec(n); k->xp = dvec(n); k->u = dvec(n);
     k->g = dvec(d1); k->h = dvec(d1); k->pg = dvec(d1); k->dw = dvec(d1);
     k->res = dvec(d1); k->pz = dvec(d1); k->p = dvec(d1); k->q = dvec(d1);
     k->act = xcalloc(d1, 1);
+    k->gpu = gpu;
+#ifdef SW_CUDA
+    if (gpu) return lr_cuda_margins(gpu, s, m->w, m->b, k->z);
+#endif
     for (size_t i = 0; i < n; i++) k->z[i] = m->b;
     for (int j = 0; j < s->d; j++)
         if (m->w[j] != 0) col_axpy(s, j, m->w[j], k->z);
@@ -215,6 +218,10 @@ static double gradient(const LrSolver *s, Penalty pen, double C, const LogReg *m
         k->g[d] += k->r[i] = C * (p - s->y[i]);
         k->h[d] += k->D[i] = C * p * (1 - p);
     }
+#ifdef SW_CUDA
+    if (k->gpu) lr_cuda_grad_hess(k->gpu, s, k);
+    else
+#endif
     #pragma omp parallel for schedule(static)
     for (int j = 0; j < d; j++) col_grad_hess(s, j, k->r, k->D, &k->g[j], &k->h[j]);
     double v = 0;
@@ -261,10 +268,12 @@ static int line_search(const LrSolver *s, Penalty pen, double C, LogReg *m, Work
     return 0;
 }
 
-double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m) {
+double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m) { return logreg_fit_on(s, NULL, pen, C, m); }
+
+double logreg_fit_on(const LrSolver *s, LrCuda *gpu, Penalty pen, double C, LogReg *m) {
     Work k;
     m->b -= centre_shift(s, m->w);
-    work_init(&k, s, m);
+    work_init(&k, s, m, pen == PEN_L2 ? gpu : NULL);
     double tol = (pen == PEN_L2 ? LR_TOL_L2 : LR_TOL_L1) * fmax(1, C * s->g0), viol;
     for (int it = 0;; it++) {
         viol = gradient(s, pen, C, m, &k);

@@ -34,8 +34,13 @@ typedef struct {
 // Standardisation statistics plus a column-major copy of the training rows. Read-only once
 // built, so several threads may fit from one solver. Dies unless both classes occur.
 typedef struct LrSolver LrSolver;
+typedef struct LrCuda LrCuda;   // the L2 products on a GPU (logreg_cuda.h); NULL: on the CPU
 LrSolver *lr_solver_new(const LrSet *train);
 void lr_solver_free(LrSolver *s);
+// Builds the L2 preconditioner from the leading eigenvectors of the training rows' covariance
+// (two blocked matrix products; on the GPU when gpu is not NULL). Optional: without it, L2
+// uses Jacobi preconditioning (slow on wide, correlated features). Not thread-safe.
+void lr_solver_precondition(LrSolver *s, LrCuda *gpu);
 
 // The starting point: w = 0, b = training log-odds, the solver's statistics.
 void logreg_init(LogReg *m, const LrSolver *s);
@@ -44,6 +49,8 @@ void logreg_copy(LogReg *dst, const LogReg *src);   // dst: a new model equal to
 // Minimises the objective starting from m (so a path over increasing C warm-starts).
 // Returns the final KKT violation (largest over coordinates and intercept).
 double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m);
+// The same with L2's products on the GPU (gpu: from lr_cuda_new; L1 ignores it).
+double logreg_fit_on(const LrSolver *s, LrCuda *gpu, Penalty pen, double C, LogReg *m);
 
 double logreg_decision(const LogReg *m, const float *x);   // b + w . standardised x
 int logreg_correct(const LogReg *m, const LrSet *set);      // rows predicted right (decision > 0 -> 1)

@@ -41,6 +41,7 @@ typedef struct {
                                               // row, the step's margins, scratch
     double *g, *h, *pg, *dw, *res, *pz, *p, *q;  // [d + 1]
     unsigned char *act;                       // [d + 1]: coordinate moves in this Newton step
+    LrCuda *gpu;                              // the products on the GPU, or NULL
 } Work;
 
 double col_dot(const LrSolver *s, int j, const double *a);
@@ -50,7 +51,7 @@ double dot(const double *a, const double *b, int n);
 double pseudo_grad(Penalty p, double g, double w);
 
 // L2: the Newton step dw (and dz = its change of the margins) to residual tol.
-void lr_spectrum(LrSolver *s);
+void gram_times(const LrSolver *s, LrCuda *gpu, const real *V, int l, real *T, real *Y);
 void lr_spectrum_free(Spectrum *sp);
 void newton_cg(const LrSolver *s, Work *k, double tol);
 // L1: the step of the quadratic model plus |w|_1 over the active coordinates.

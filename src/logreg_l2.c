@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gemm_cpu.h"
-#include "logreg_impl.h"
+#include "logreg_cuda.h"
 #include "rng.h"
 
 #define PARTS 16        // fixed row parts of E^T u: the sum's order never depends on threads
@@ -21,7 +21,10 @@
 // ---- the spectrum of E^T E / n ----
 
 // Y [d][l] = E^T (E V) for V [d][l]; T [n][l] is scratch. Each output sums in a fixed order.
-static void gram_times(const LrSolver *s, const real *V, int l, real *T, real *Y) {
+void gram_times(const LrSolver *s, LrCuda *gpu, const real *V, int l, real *T, real *Y) {
+#ifdef SW_CUDA
+    if (gpu) return lr_cuda_gram_times(gpu, s, V, l, Y);
+#endif
     const real *a = s->xr;
     GemmTerms t = {.nseg = 1, .K = s->d, .a = &a, .b = &V, .lda = s->d, .ska = 1, .ldb = l};
     #pragma omp parallel for schedule(static)
@@ -79,7 +82,7 @@ static void jacobi_eigen(double *A, double *V, int l) {
     }
 }
 
-void lr_spectrum(LrSolver *s) {
+void lr_solver_precondition(LrSolver *s, LrCuda *gpu) {
     int d = s->d, n = s->n, l = SKETCH;
     if (s->sp.l || d < SPECTRUM_MIN_D) return;
     real *V = xmalloc((size_t)d * l * sizeof(real)), *Y = xmalloc((size_t)d * l * sizeof(real));
@@ -88,11 +91,11 @@ void lr_spectrum(LrSolver *s) {
     Rng r;
     rng_seed(&r, 12345);
     for (size_t i = 0; i < (size_t)d * l; i++) V[i] = (real)rng_normal(&r);
-    gram_times(s, V, l, T, Y);              // range of E^T E
+    gram_times(s, gpu, V, l, T, Y);              // range of E^T E
     orthonormalise(Y, d, l, Q);
     for (int k = 0; k < l; k++)
         for (int j = 0; j < d; j++) V[(size_t)j * l + k] = (real)Q[(size_t)k * d + j];
-    gram_times(s, V, l, T, Y);              // E^T E Q, then A = Q^T E^T E Q / n
+    gram_times(s, gpu, V, l, T, Y);              // E^T E Q, then A = Q^T E^T E Q / n
     for (int a = 0; a < l; a++)
         for (int b = 0; b < l; b++) {
             double acc = 0;
@@ -161,6 +164,9 @@ static void row_hess(const real *e, const double *p, const double *D, double *xp
 // One pass over E: part t of the rows sums E^T u into its own row of `part` [PARTS][d],
 // then the parts are added in order, so the result does not depend on the threads.
 static void hess_vec(const LrSolver *s, Work *k, double *part) {
+#ifdef SW_CUDA
+    if (k->gpu) return lr_cuda_hess_vec(k->gpu, s, k);
+#endif
     int n = s->n, d = s->d;
     #pragma omp parallel if ((long)n * d >= 1 << 18)
     {

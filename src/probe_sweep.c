@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "common.h"
+#include "logreg_cuda.h"
 
 #define QUIET_S 3       // no progress for sweeps shorter than this
 #define EVERY_S 2       // seconds between progress lines (10 when stderr is not a terminal)
@@ -30,15 +30,22 @@ static void progress_tick(Progress *p, const PathJob *j, int k) {
 
 static void fit_path(PathJob *j, ProbeDevice dev, Progress *p) {
     LrSolver *s = lr_solver_new(&j->tr);
+    LrCuda *gpu = NULL;
+#ifdef SW_CUDA
+    if (dev == PROBE_CUDA && j->pen == PEN_L2) gpu = lr_cuda_new(s);
+#endif
+    if (j->pen == PEN_L2) lr_solver_precondition(s, gpu);
     LogReg m;
     logreg_init(&m, s);
     for (int k = 0; k < PROBE_NC; k++) {
-        logreg_fit(s, j->pen, probe_C(k), &m);
+        logreg_fit_on(s, gpu, j->pen, probe_C(k), &m);
         if (j->ev.n) j->correct[k] = logreg_correct(&m, &j->ev);
         if (j->keep) logreg_copy(&j->model[k], &m);
         progress_tick(p, j, k);
     }
-    (void)dev;
+#ifdef SW_CUDA
+    lr_cuda_free(gpu);
+#endif
     logreg_free(&m);
     lr_solver_free(s);
 }

@@ -213,6 +213,76 @@ TEST(logreg_constant_column_gets_zero_weight) {
     }
 }
 
+// Rows with the correlation of LSTM features: tanh of a few shared factors plus noise;
+// labels from two units plus noise. d >= 128 so that L2 takes the spectral preconditioner.
+static void correlated(float *X, int *y, int n, int d, unsigned long long seed) {
+    double A[4][256];
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < d; j++) A[k][j] = 2 * test_rand(&seed) - 1;
+    for (int i = 0; i < n; i++) {
+        double z[4];
+        for (int k = 0; k < 4; k++) z[k] = 2 * test_rand(&seed) - 1;
+        for (int j = 0; j < d; j++) {
+            double v = 0.3 * (2 * test_rand(&seed) - 1);
+            for (int k = 0; k < 4; k++) v += z[k] * A[k][j];
+            X[i * d + j] = (float)tanh(v);
+        }
+        y[i] = X[i * d + 3] - 0.5 * X[i * d + 7] + 0.3 * (2 * test_rand(&seed) - 1) > 0;
+    }
+}
+
+TEST(logreg_l2_spectral_preconditioner_same_optimum) {
+    enum { N = 300, D = 160 };
+    float *X = malloc(sizeof(float) * N * D);
+    int y[N], *idx = iota(N);
+    correlated(X, y, N, D, 21);
+    double *Z = standardise(X, N, D), *th = malloc(sizeof(double) * (D + 1)), *g = malloc(sizeof(double) * (D + 1));
+    LrSet t = {X, D, y, idx, N};
+    LrSolver *plain = lr_solver_new(&t), *pre = lr_solver_new(&t);
+    lr_solver_precondition(pre, NULL);
+    LogReg a, b;
+    logreg_init(&a, plain);
+    logreg_init(&b, pre);
+    double Cs[3] = {0.01, 1, 8};
+    for (int k = 0; k < 3; k++) {
+        logreg_fit(plain, PEN_L2, Cs[k], &a);
+        logreg_fit(pre, PEN_L2, Cs[k], &b);
+        memcpy(th, b.w, D * sizeof(double));
+        th[D] = b.b;
+        loss_grad(Z, y, N, D, th, Cs[k], g);
+        double gmax = fabs(g[D]), dmax = fabs(a.b - b.b);
+        for (int j = 0; j < D; j++) gmax = fmax(gmax, fabs(g[j] + b.w[j])), dmax = fmax(dmax, fabs(a.w[j] - b.w[j]));
+        CHECK_MSG(gmax < 1e-5 * fmax(1, Cs[k] * N), "C=%g: KKT violation %g", Cs[k], gmax);
+        CHECK_MSG(dmax < 1e-5, "C=%g: Jacobi and spectral solutions differ by %g", Cs[k], dmax);
+    }
+    logreg_free(&a);
+    logreg_free(&b);
+    lr_solver_free(plain);
+    lr_solver_free(pre);
+    free(X); free(idx); free(Z); free(th); free(g);
+}
+
+TEST(probe_single_unit_and_top_l1_units) {
+    enum { N = 400, D = 6 };
+    float X[N * D];
+    int y[N];
+    toy(X, y, N, D, 0.2, 0, 12);  // the label follows x0 (+ x1 / 4): unit 0 alone is best
+    ProbeSet s = {X, y, N, D};
+    SingleUnit u = probe_single_unit(&s);
+    CHECK_EQ(u.unit, 0);
+    CHECK_EQ(u.sign, 1);
+    CHECK_NEAR(single_unit_accuracy(&u, &s), u.train_acc, 1e-12);
+    int ok = 0;  // the threshold's accuracy, counted here
+    for (int i = 0; i < N; i++) ok += (X[i * D] > u.thr) == (y[i] == 1);
+    CHECK_NEAR(u.train_acc, (double)ok / N, 1e-12);
+    CHECK_MSG(u.train_acc > 0.75, "training accuracy %g", u.train_acc);
+    LogReg m = {.d = D, .w = (double[D]){0.1, -3, 0, 2, -0.5, 0}};
+    int unit[3];
+    double w[3];
+    probe_top_units(&m, unit, w, 3);
+    CHECK(unit[0] == 1 && unit[1] == 3 && unit[2] == 4 && w[0] == -3 && w[2] == -0.5);
+}
+
 // ---- bigram probes on text where a marker byte decides the label ----
 
 // "LABEL TEXT" lines of random words; label-1 lines carry a " # " somewhere.
@@ -295,5 +365,9 @@ TEST(probe_verb_saved_features_and_errors) {
     const char *tr = marker_file("etrain.txt", 20, 9);
     snprintf(cmd, sizeof cmd, "probe --features bigram --train %s --dev %s --folds 3", tr, tr);
     CHECK(run_swlstm(cmd, out, sizeof out) != 0 && strstr(out, "drop --dev or --folds"));
+#ifndef SW_CUDA
+    snprintf(cmd, sizeof cmd, "probe --features-file %s --labels %s --device cuda", tmp_path("pf.npy"), tmp_path("pl.npy"));
+    CHECK(run_swlstm(cmd, out, sizeof out) != 0 && strstr(out, "probe --device cuda: this swlstm was built without CUDA"));
+#endif
 }
 #endif
