@@ -34,7 +34,7 @@ ifeq ($(CUDA),1)
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lcurand -lcusparse -lnccl -lstdc++
 endif
 
-.PHONY: all test test-gpu bench bench-dist clean
+.PHONY: all test test-gpu bench bench-probe bench-dist clean
 all: swlstm
 
 swlstm: $(BUILD)/swlstm
@@ -73,6 +73,11 @@ test-gpu: $(BUILD)/swlstm $(BUILD)/run_tests_gpu
 
 bench: swlstm
 	./swlstm bench
+
+# Probe sweep wall time at the SST-2 and MR shapes (generated features; CPU or GPU build).
+# Passive OpenMP waiting: spinning threads cost a lot on a shared machine.
+bench-probe: swlstm
+	OMP_WAIT_POLICY=passive ./swlstm bench --probe
 
 # Data-parallel throughput on 1 and 2 GPUs (a machine with 2 GPUs).
 bench-dist: swlstm
