@@ -111,7 +111,8 @@ TEST(docs_bad_label_names_file_and_line) {
 
 // ---- feature extraction on a tiny random model ----
 
-static Model *tiny_model(void) {
+// Also used by test_units.c.
+Model *test_tiny_model(void) {
     Config cfg;
     config_defaults(&cfg);
     cfg.hidden_size = 32;
@@ -149,7 +150,7 @@ static float *extract(Model *m, const Docs *d, const char *state, int mean, int 
 }
 
 TEST(features_batch_size_invariant_bitwise) {
-    Model *m = tiny_model();
+    Model *m = test_tiny_model();
     Docs d;
     random_docs(&d, 50);
     const char *states[3] = {"c", "h", "b"};
@@ -184,7 +185,7 @@ static void run_alone(Model *m, const Docs *d, int i, float *c, float *h, float 
 }
 
 TEST(features_equal_document_run_alone_in_input_order) {
-    Model *m = tiny_model();
+    Model *m = test_tiny_model();
     Docs d;
     random_docs(&d, 30);
     float *both = extract(m, &d, "both", 0, 0, 256), *mean = extract(m, &d, NULL, 1, 0, 256);
@@ -206,7 +207,7 @@ TEST(features_equal_document_run_alone_in_input_order) {
 }
 
 TEST(features_verb_writes_npy_and_labels) {
-    Model *m = tiny_model();
+    Model *m = test_tiny_model();
     const char *ck = tmp_path("tiny.ckpt");
     model_save(ck, m, NULL, NULL, NULL, NULL);
     const char *text = "1 great fun\n0 dull and slow\n1 a joy\n0 bad\n1 good\n0 awful\n1 lovely\n0 no\n";

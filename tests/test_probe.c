@@ -8,7 +8,7 @@
 #include "../src/logreg.h"
 #include "../src/npy.h"
 #include "../src/probe.h"
-#include "test.h"
+#include "probe_fixture.h"
 
 // n rows of d features in [-1, 1); y = [x0 + 0.5 x1 + noise * u > 0] (u uniform in [-1, 1)).
 static void toy(float *X, int *y, int n, int d, double noise, double margin, unsigned long long seed) {
@@ -213,29 +213,12 @@ TEST(logreg_constant_column_gets_zero_weight) {
     }
 }
 
-// Rows with the correlation of LSTM features: tanh of a few shared factors plus noise;
-// labels from two units plus noise. d >= 128 so that L2 takes the spectral preconditioner.
-static void correlated(float *X, int *y, int n, int d, unsigned long long seed) {
-    double A[4][256];
-    for (int k = 0; k < 4; k++)
-        for (int j = 0; j < d; j++) A[k][j] = 2 * test_rand(&seed) - 1;
-    for (int i = 0; i < n; i++) {
-        double z[4];
-        for (int k = 0; k < 4; k++) z[k] = 2 * test_rand(&seed) - 1;
-        for (int j = 0; j < d; j++) {
-            double v = 0.3 * (2 * test_rand(&seed) - 1);
-            for (int k = 0; k < 4; k++) v += z[k] * A[k][j];
-            X[i * d + j] = (float)tanh(v);
-        }
-        y[i] = X[i * d + 3] - 0.5 * X[i * d + 7] + 0.3 * (2 * test_rand(&seed) - 1) > 0;
-    }
-}
-
+// d >= 128: L2 takes the spectral preconditioner.
 TEST(logreg_l2_spectral_preconditioner_same_optimum) {
     enum { N = 300, D = 160 };
     float *X = malloc(sizeof(float) * N * D);
     int y[N], *idx = iota(N);
-    correlated(X, y, N, D, 21);
+    correlated_rows(X, y, N, D, 21);
     double *Z = standardise(X, N, D), *th = malloc(sizeof(double) * (D + 1)), *g = malloc(sizeof(double) * (D + 1));
     LrSet t = {X, D, y, idx, N};
     LrSolver *plain = lr_solver_new(&t), *pre = lr_solver_new(&t);

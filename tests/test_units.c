@@ -7,6 +7,8 @@
 #include "../src/unit_page.h"
 #include "test.h"
 
+Model *test_tiny_model(void);  // test_features.c: H = 32, one layer
+
 static int count(const char *s, const char *sub) {
     int n = 0;
     for (const char *p = s; (p = strstr(p, sub)); p++) n++;
@@ -32,14 +34,7 @@ TEST(unit_page_escapes_and_keeps_utf8_whole) {
 }
 
 TEST(units_verb_matches_the_model_byte_by_byte) {
-    Config cfg;
-    config_defaults(&cfg);
-    cfg.hidden_size = 32;
-    cfg.block_size = 8;
-    cfg.embed_size = 16;
-    cfg.num_layers = 1;
-    cfg.seed = 11;
-    Model *m = model_create(&cfg, backend_cpu());
+    Model *m = test_tiny_model();
     const char *ck = tmp_path("units.ckpt"), *text = "good & <bad>\n";
     model_save(ck, m, NULL, NULL, NULL, NULL);
     const char *in = write_file(tmp_path("units.txt"), text, strlen(text));

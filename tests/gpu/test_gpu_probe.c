@@ -3,27 +3,10 @@
 #include <string.h>
 #include "../../src/logreg_cuda.h"
 #include "../../src/probe.h"
+#include "../probe_fixture.h"
 #include "gpu_check.h"
 
 enum { N = 700, D = 300 };
-
-// Correlated tanh rows (4 shared factors plus noise); labels from two units plus noise.
-static void fixture(float *X, int *y) {
-    unsigned long long s = 31;
-    double A[4][D];
-    for (int k = 0; k < 4; k++)
-        for (int j = 0; j < D; j++) A[k][j] = 2 * test_rand(&s) - 1;
-    for (int i = 0; i < N; i++) {
-        double z[4];
-        for (int k = 0; k < 4; k++) z[k] = 2 * test_rand(&s) - 1;
-        for (int j = 0; j < D; j++) {
-            double v = 0.3 * (2 * test_rand(&s) - 1);
-            for (int k = 0; k < 4; k++) v += z[k] * A[k][j];
-            X[i * D + j] = (float)tanh(v);
-        }
-        y[i] = X[i * D + 3] - 0.5 * X[i * D + 7] + 0.3 * (2 * test_rand(&s) - 1) > 0;
-    }
-}
 
 static double max_diff(const double *a, const double *b, int n) {
     double m = 0;
@@ -34,7 +17,7 @@ static double max_diff(const double *a, const double *b, int n) {
 TEST(gpu_logreg_products_match_cpu) {
     float *X = malloc(sizeof(float) * N * D);
     int y[N], idx[N];
-    fixture(X, y);
+    correlated_rows(X, y, N, D, 31);
     for (int i = 0; i < N; i++) idx[i] = i;
     LrSolver *s = lr_solver_new(&(LrSet){X, D, y, idx, N});
     LrCuda *g = lr_cuda_new(s);
@@ -63,7 +46,7 @@ TEST(gpu_logreg_products_match_cpu) {
 TEST(gpu_logreg_l2_path_matches_cpu) {
     float *X = malloc(sizeof(float) * N * D);
     int y[N], idx[N];
-    fixture(X, y);
+    correlated_rows(X, y, N, D, 31);
     for (int i = 0; i < N; i++) idx[i] = i;
     LrSet t = {X, D, y, idx, N};
     LrSolver *cpu = lr_solver_new(&t), *gs = lr_solver_new(&t);
@@ -90,7 +73,7 @@ TEST(gpu_logreg_l2_path_matches_cpu) {
 TEST(gpu_probe_sweep_same_answers) {
     float *X = malloc(sizeof(float) * N * D);
     int y[N];
-    fixture(X, y);
+    correlated_rows(X, y, N, D, 31);
     ProbeSet s = {X, y, N, D};
     ProbeOpts o = {.penalties = 1 << PEN_L2, .folds = 5, .seed = 1, .device = PROBE_CPU};
     ProbeResult rc, rg;
