@@ -106,7 +106,7 @@ void lr_cuda_margins(LrCuda *g, const LrSolver *s, const double *w, double b, do
     for (int i = 0; i < s->n; i++) z[i] += b;
 }
 
-void lr_cuda_gram_times(LrCuda *g, const LrSolver *s, const real *V, int l, real *Y) {
+void lr_cuda_gram_times(LrCuda *g, const LrSolver *s, const real *V, int l, real *T, real *Y) {
     int n = s->n, d = s->d;
     if (g->l != l) {
         cudaFree(g->V); cudaFree(g->T); cudaFree(g->Y);
@@ -115,7 +115,7 @@ void lr_cuda_gram_times(LrCuda *g, const LrSolver *s, const real *V, int l, real
         CUDA_CHECK(cudaMalloc(&g->Y, (size_t)d * l * sizeof(double)));
         g->l = l;
     }
-    double *h = (double *)xmalloc((size_t)d * l * sizeof(double));
+    double *h = (double *)xmalloc((size_t)(n > d ? n : d) * l * sizeof(double));
     for (size_t i = 0; i < (size_t)d * l; i++) h[i] = V[i];
     up(g, g->V, h, (size_t)d * l);
     const double one = 1, zero = 0;
@@ -125,5 +125,7 @@ void lr_cuda_gram_times(LrCuda *g, const LrSolver *s, const real *V, int l, real
     CUBLAS_CHECK(cublasDgemm(g->blas, CUBLAS_OP_N, CUBLAS_OP_T, l, d, n, &one, g->T, l, g->E, d, &zero, g->Y, l));
     down(g, h, g->Y, (size_t)d * l);
     for (size_t i = 0; i < (size_t)d * l; i++) Y[i] = (real)h[i];
+    down(g, h, g->T, (size_t)n * l);
+    for (size_t i = 0; i < (size_t)n * l; i++) T[i] = (real)h[i];
     free(h);
 }

@@ -193,7 +193,7 @@ static void work_init(Work *k, const LrSolver *s, const LogReg *m, LrCuda *gpu) 
     k->act = xcalloc(d1, 1);
     k->gpu = gpu;
 #ifdef SW_CUDA
-    if (gpu) return lr_cuda_margins(gpu, s, m->w, m->b, k->z);
+    if (gpu) { lr_cuda_margins(gpu, s, m->w, m->b, k->z); return; }
 #endif
     for (size_t i = 0; i < n; i++) k->z[i] = m->b;
     for (int j = 0; j < s->d; j++)

@@ -2,13 +2,11 @@
 // Objective (sklearn's convention): C * sum_i logloss_i + penalty(w), penalty
 // 0.5*||w||^2 (L2) or ||w||_1 (L1); the intercept is not penalised. Features are
 // standardised with the training set's mean and std (std 0 -> 1); weights live in those units.
-// One solver serves both penalties: Newton steps solved by Jacobi-preconditioned conjugate
-// gradients, then a backtracking (Armijo) line search, until the KKT conditions hold to a
-// tight tolerance. L1 uses the orthant-wise form of OWL-QN (with Newton-CG in place of
-// L-BFGS): a zero weight whose gradient lies in [-1, 1] stays fixed for the step, the step
-// moves each weight against its pseudo-gradient, and a weight that would cross zero stops at
-// zero. (Coordinate descent was tried first: on correlated features such as byte bigrams it
-// needed hundreds of sweeps per Newton step.)
+// Both penalties take Newton steps and a backtracking (Armijo) line search until the KKT
+// conditions hold to a tight tolerance. L2 solves each step by conjugate gradients with a
+// spectral preconditioner (logreg_l2.c; products on the GPU with logreg_cuda.h); L1 by
+// coordinate descent on the quadratic model over the coordinates that may move (newGLMNET,
+// logreg_l1.c): a zero weight whose gradient lies in [-1, 1] stays fixed for the step.
 #pragma once
 #ifdef __cplusplus
 extern "C" {

@@ -16,8 +16,8 @@ void lr_cuda_hess_vec(LrCuda *g, const LrSolver *s, Work *k);
 void lr_cuda_grad_hess(LrCuda *g, const LrSolver *s, Work *k);
 // Twin of the margins in work_init (logreg.c): z = E w + b.
 void lr_cuda_margins(LrCuda *g, const LrSolver *s, const double *w, double b, double *z);
-// Twin of gram_times (logreg_l2.c): Y [d][l] = E^T (E V) for V [d][l].
-void lr_cuda_gram_times(LrCuda *g, const LrSolver *s, const real *V, int l, real *Y);
+// Twin of gram_times (logreg_l2.c): T [n][l] = E V, Y [d][l] = E^T T for V [d][l].
+void lr_cuda_gram_times(LrCuda *g, const LrSolver *s, const real *V, int l, real *T, real *Y);
 
 #ifdef __cplusplus
 }

@@ -17,12 +17,13 @@ typedef struct {
     double ctr, isd;
 } Col;
 
-// The leading eigenvectors of E^T E / n (E: the solver's matrix e_ij), for preconditioning.
+// A subspace holding the leading eigenvectors of E^T E (E: the solver's matrix e_ij), from a
+// randomized range finder, for preconditioning.
 typedef struct {
-    int l;          // kept eigenpairs (0: none)
+    int l;          // its dimension (0: none)
     double *U;      // [l][d], orthonormal rows
-    double *s;      // [l] eigenvalues
-    double bulk;    // mean eigenvalue of the rest
+    real *P;        // [n][l] = E U^T
+    double bulk;    // mean eigenvalue of E^T E / n outside it
 } Spectrum;
 
 struct LrSolver {
@@ -51,6 +52,7 @@ double dot(const double *a, const double *b, int n);
 double pseudo_grad(Penalty p, double g, double w);
 
 // L2: the Newton step dw (and dz = its change of the margins) to residual tol.
+// Y [d][l] = E^T T, T [n][l] = E V for V [d][l].
 void gram_times(const LrSolver *s, LrCuda *gpu, const real *V, int l, real *T, real *Y);
 void lr_spectrum_free(Spectrum *sp);
 void newton_cg(const LrSolver *s, Work *k, double tol);

@@ -14,16 +14,15 @@
 
 #define PARTS 16        // fixed row parts of E^T u: the sum's order never depends on threads
 #define SKETCH 64       // random directions of the range finder
-#define KEEP 48         // eigenpairs kept (the leading ones of the sketch are accurate)
 #define SPECTRUM_MIN_D 128
 #define MAX_CG 500
 
 // ---- the spectrum of E^T E / n ----
 
-// Y [d][l] = E^T (E V) for V [d][l]; T [n][l] is scratch. Each output sums in a fixed order.
+// T [n][l] = E V and Y [d][l] = E^T T for V [d][l]. Each output sums in a fixed order.
 void gram_times(const LrSolver *s, LrCuda *gpu, const real *V, int l, real *T, real *Y) {
 #ifdef SW_CUDA
-    if (gpu) return lr_cuda_gram_times(gpu, s, V, l, Y);
+    if (gpu) { lr_cuda_gram_times(gpu, s, V, l, T, Y); return; }
 #endif
     const real *a = s->xr;
     GemmTerms t = {.nseg = 1, .K = s->d, .a = &a, .b = &V, .lda = s->d, .ska = 1, .ldb = l};
@@ -51,85 +50,34 @@ static void orthonormalise(const real *Y, int d, int l, double *Q) {
     }
 }
 
-// Eigen-decomposition of the symmetric A [l][l] by cyclic Jacobi rotations: A becomes
-// diagonal, column k of V [l][l] its k-th eigenvector.
-static void jacobi_eigen(double *A, double *V, int l) {
-    for (int i = 0; i < l * l; i++) V[i] = i % (l + 1) == 0;
-    for (int sweep = 0; sweep < 50; sweep++) {
-        double off = 0, diag = 0;
-        for (int i = 0; i < l; i++)
-            for (int j = 0; j < l; j++) *(i == j ? &diag : &off) += A[i * l + j] * A[i * l + j];
-        if (off <= 1e-24 * diag) break;
-        for (int p = 0; p < l; p++)
-            for (int q = p + 1; q < l; q++) {
-                double apq = A[p * l + q];
-                if (apq == 0) continue;
-                double th = (A[q * l + q] - A[p * l + p]) / (2 * apq);
-                double t = (th >= 0 ? 1 : -1) / (fabs(th) + sqrt(th * th + 1)), c = 1 / sqrt(t * t + 1), sn = t * c;
-                for (int k = 0; k < l; k++) {  // A <- A J, then J^T A
-                    double akp = A[k * l + p], akq = A[k * l + q];
-                    A[k * l + p] = c * akp - sn * akq, A[k * l + q] = sn * akp + c * akq;
-                }
-                for (int k = 0; k < l; k++) {
-                    double apk = A[p * l + k], aqk = A[q * l + k];
-                    A[p * l + k] = c * apk - sn * aqk, A[q * l + k] = sn * apk + c * aqk;
-                }
-                for (int k = 0; k < l; k++) {
-                    double vkp = V[k * l + p], vkq = V[k * l + q];
-                    V[k * l + p] = c * vkp - sn * vkq, V[k * l + q] = sn * vkp + c * vkq;
-                }
-            }
-    }
-}
-
 void lr_solver_precondition(LrSolver *s, LrCuda *gpu) {
     int d = s->d, n = s->n, l = SKETCH;
     if (s->sp.l || d < SPECTRUM_MIN_D) return;
+    Spectrum *sp = &s->sp;
     real *V = xmalloc((size_t)d * l * sizeof(real)), *Y = xmalloc((size_t)d * l * sizeof(real));
-    real *T = xmalloc((size_t)n * l * sizeof(real));
-    double *Q = xmalloc((size_t)l * d * sizeof(double)), *A = xmalloc(l * l * sizeof(double)), *E = xmalloc(l * l * sizeof(double));
+    sp->P = xmalloc((size_t)n * l * sizeof(real));
+    sp->U = xmalloc((size_t)l * d * sizeof(double));
     Rng r;
     rng_seed(&r, 12345);
     for (size_t i = 0; i < (size_t)d * l; i++) V[i] = (real)rng_normal(&r);
-    gram_times(s, gpu, V, l, T, Y);              // range of E^T E
-    orthonormalise(Y, d, l, Q);
+    gram_times(s, gpu, V, l, sp->P, Y);     // the range of E^T E
+    orthonormalise(Y, d, l, sp->U);
     for (int k = 0; k < l; k++)
-        for (int j = 0; j < d; j++) V[(size_t)j * l + k] = (real)Q[(size_t)k * d + j];
-    gram_times(s, gpu, V, l, T, Y);              // E^T E Q, then A = Q^T E^T E Q / n
-    for (int a = 0; a < l; a++)
-        for (int b = 0; b < l; b++) {
-            double acc = 0;
-            for (int j = 0; j < d; j++) acc += Q[(size_t)a * d + j] * Y[(size_t)j * l + b];
-            A[a * l + b] = acc / n;
-        }
-    for (int a = 0; a < l; a++)
-        for (int b = 0; b < a; b++) A[a * l + b] = A[b * l + a] = 0.5 * (A[a * l + b] + A[b * l + a]);
-    jacobi_eigen(A, E, l);
-    Spectrum *sp = &s->sp;
-    sp->l = KEEP;
-    sp->U = xcalloc((size_t)KEEP * d, sizeof(double));
-    sp->s = xmalloc(KEEP * sizeof(double));
+        for (int j = 0; j < d; j++) V[(size_t)j * l + k] = (real)sp->U[(size_t)k * d + j];
+    gram_times(s, gpu, V, l, sp->P, Y);     // P = E U^T; Y = E^T P, for the trace it keeps
     double trace = 0, kept = 0;
     for (size_t i = 0; i < (size_t)n * d; i++) trace += (double)s->xr[i] * s->xr[i];
-    unsigned char *taken = xcalloc(l, 1);
-    for (int k = 0; k < KEEP; k++) {        // the k-th largest eigenpair: U_k = Q^T (column of E)
-        int best = -1;
-        for (int m = 0; m < l; m++)
-            if (!taken[m] && (best < 0 || A[m * l + m] > A[best * l + best])) best = m;
-        taken[best] = 1;
-        sp->s[k] = fmax(A[best * l + best], 0);
-        kept += sp->s[k];
-        for (int m = 0; m < l; m++)
-            for (int j = 0; j < d; j++) sp->U[(size_t)k * d + j] += E[m * l + best] * Q[(size_t)m * d + j];
-    }
-    free(taken);
-    free(V); free(Y); free(T); free(Q); free(A); free(E);
-    sp->bulk = fmax(trace / n - kept, 0) / (d - KEEP);
+    for (int k = 0; k < l; k++)
+        for (int j = 0; j < d; j++) kept += sp->U[(size_t)k * d + j] * Y[(size_t)j * l + k];
+    sp->l = l;
+    sp->bulk = fmax(trace - kept, 0) / n / (d - l);
+    free(V);
+    free(Y);
 }
 
 void lr_spectrum_free(Spectrum *sp) {
     free(sp->U);
-    free(sp->s);
+    free(sp->P);
     memset(sp, 0, sizeof *sp);
 }
 
@@ -165,7 +113,7 @@ static void row_hess(const real *e, const double *p, const double *D, double *xp
 // then the parts are added in order, so the result does not depend on the threads.
 static void hess_vec(const LrSolver *s, Work *k, double *part) {
 #ifdef SW_CUDA
-    if (k->gpu) return lr_cuda_hess_vec(k->gpu, s, k);
+    if (k->gpu) { lr_cuda_hess_vec(k->gpu, s, k); return; }
 #endif
     int n = s->n, d = s->d;
     #pragma omp parallel if ((long)n * d >= 1 << 18)
@@ -189,36 +137,69 @@ static void hess_vec(const LrSolver *s, Work *k, double *part) {
     for (int i = 0; i < n; i++) k->q[d] += k->u[i];
 }
 
-// pz = M^-1 res, returns res . pz. M models H with D replaced by its mean over rows:
-// I + sum(D) (U S U^T + bulk (I - U U^T)), inverted exactly. Without a spectrum (narrow
-// problems), M = diag(H) (Jacobi). The intercept always takes its diagonal.
-static double precondition(const LrSolver *s, Work *k) {
+// L [l][l]: the Cholesky factor of I + P^T D P, the Hessian's block in the spectrum's
+// subspace at this Newton step (D changes only between steps).
+static void subspace_block(const LrSolver *s, const Work *k, double *L) {
+    int l = s->sp.l;
+    const real *P = s->sp.P;
+    memset(L, 0, (size_t)l * l * sizeof(double));
+    for (int i = 0; i < s->n; i++)
+        for (int a = 0; a < l; a++) {
+            double pa = P[(size_t)i * l + a] * k->D[i];
+            for (int b = 0; b <= a; b++) L[a * l + b] += pa * P[(size_t)i * l + b];
+        }
+    for (int a = 0; a < l; a++) {
+        L[a * l + a] += 1;
+        for (int b = 0; b <= a; b++) {
+            double v = L[a * l + b];
+            for (int c = 0; c < b; c++) v -= L[a * l + c] * L[b * l + c];
+            L[a * l + b] = a == b ? sqrt(v) : v / L[b * l + b];
+        }
+    }
+}
+
+// pz = M^-1 res, returns res . pz. M is H in the spectrum's subspace (exact, factor L) and
+// (1 + sum(D) bulk) I on the rest, the cross terms dropped:
+// M^-1 = U^T (I + P^T D P)^-1 U + (I - U^T U) / (1 + sum(D) bulk). Without a spectrum
+// (narrow problems), M = diag(H) (Jacobi). The intercept always takes its diagonal.
+static double precondition(const LrSolver *s, Work *k, const double *L) {
     const Spectrum *sp = &s->sp;
-    int d = s->d;
+    int d = s->d, l = sp->l;
     k->pz[d] = k->res[d] / k->h[d];
-    if (!sp->l) {
+    if (!l) {
         for (int j = 0; j < d; j++) k->pz[j] = k->res[j] / k->h[j];
         return dot(k->res, k->pz, d + 1);
     }
-    double c = 0;
+    double c = 0, a[SKETCH], x[SKETCH];
     for (int i = 0; i < s->n; i++) c += k->D[i];
     double rest = 1 / (1 + c * sp->bulk);
+    for (int m = 0; m < l; m++) a[m] = dot(sp->U + (size_t)m * d, k->res, d);
+    for (int m = 0; m < l; m++) {  // L L^T x = a
+        x[m] = a[m];
+        for (int q = 0; q < m; q++) x[m] -= L[m * l + q] * x[q];
+        x[m] /= L[m * l + m];
+    }
+    for (int m = l - 1; m >= 0; m--) {
+        for (int q = m + 1; q < l; q++) x[m] -= L[q * l + m] * x[q];
+        x[m] /= L[m * l + m];
+    }
     for (int j = 0; j < d; j++) k->pz[j] = rest * k->res[j];
-    for (int m = 0; m < sp->l; m++) {
+    for (int m = 0; m < l; m++) {
         const double *u = sp->U + (size_t)m * d;
-        double a = (1 / (1 + c * sp->s[m]) - rest) * dot(u, k->res, d);
-        for (int j = 0; j < d; j++) k->pz[j] += a * u[j];
+        double w = x[m] - rest * a[m];
+        for (int j = 0; j < d; j++) k->pz[j] += w * u[j];
     }
     return dot(k->res, k->pz, d + 1);
 }
 
 void newton_cg(const LrSolver *s, Work *k, double tol) {
     int m = s->d + 1;
-    double *part = xmalloc((size_t)PARTS * s->d * sizeof(double));
+    double *part = xmalloc((size_t)PARTS * s->d * sizeof(double)), *L = xmalloc(SKETCH * SKETCH * sizeof(double));
+    if (s->sp.l) subspace_block(s, k, L);
     for (int j = 0; j < m; j++) k->res[j] = -k->pg[j];
     memset(k->dw, 0, m * sizeof(double));
     memset(k->dz, 0, s->n * sizeof(double));
-    double rz = precondition(s, k);
+    double rz = precondition(s, k, L);
     memcpy(k->p, k->pz, m * sizeof(double));
     for (int it = 0; it < MAX_CG; it++) {
         double rmax = 0;
@@ -228,9 +209,10 @@ void newton_cg(const LrSolver *s, Work *k, double tol) {
         double alpha = rz / dot(k->p, k->q, m);
         for (int j = 0; j < m; j++) k->dw[j] += alpha * k->p[j], k->res[j] -= alpha * k->q[j];
         for (int i = 0; i < s->n; i++) k->dz[i] += alpha * k->xp[i];
-        double rz1 = precondition(s, k), beta = rz1 / rz;
+        double rz1 = precondition(s, k, L), beta = rz1 / rz;
         for (int j = 0; j < m; j++) k->p[j] = k->pz[j] + beta * k->p[j];
         rz = rz1;
     }
     free(part);
+    free(L);
 }
