@@ -13,7 +13,7 @@
 #include "rng.h"
 
 #define PARTS 16        // fixed row parts of E^T u: the sum's order never depends on threads
-#define SKETCH 64       // random directions of the range finder
+#define SKETCH 128      // random directions of the range finder
 #define SPECTRUM_MIN_D 128
 #define MAX_CG 500
 
