@@ -51,7 +51,7 @@ static void orthonormalise(const real *Y, int d, int l, double *Q) {
 }
 
 void lr_solver_precondition(LrSolver *s, LrCuda *gpu) {
-    int d = s->d, n = s->n, l = SKETCH;
+    int d = s->d, n = s->n, l = d / 4 < SKETCH ? d / 4 : SKETCH;  // the block costs n l^2 / 2 per step
     if (s->sp.l || d < SPECTRUM_MIN_D) return;
     Spectrum *sp = &s->sp;
     real *V = xmalloc((size_t)d * l * sizeof(real)), *Y = xmalloc((size_t)d * l * sizeof(real));

@@ -70,8 +70,9 @@ static int penalty_list(int mask, Penalty *p) {
     return n;
 }
 
-// The jobs of a sweep, per penalty: the final path (on `fit`, keeping its models; scored on
-// dev when it is the training set) first, being the largest, then one job per CV fold.
+// The jobs of a sweep, per penalty (L1 first: its paths are the slowest): the final path (on
+// `fit`, keeping its models; scored on dev when it is the training set) first, being the
+// largest, then one job per CV fold.
 static PathJob *make_jobs(const ProbeSet *train, const ProbeSet *dev, const ProbeSet *fit, const ProbeOpts *o, int *njobs) {
     Penalty pens[2];
     int np = penalty_list(o->penalties, pens), K = dev ? 0 : o->folds, per = 1 + K;
@@ -79,7 +80,7 @@ static PathJob *make_jobs(const ProbeSet *train, const ProbeSet *dev, const Prob
     int *fold = dev ? NULL : fold_of_rows(train->n, K, o->seed);
     PathJob *jobs = xcalloc(np * per + (dev && fit != train ? np : 0), sizeof(PathJob));
     *njobs = 0;
-    for (int p = 0; p < np; p++) {
+    for (int p = np - 1; p >= 0; p--) {
         PathJob *j = &jobs[(*njobs)++];
         *j = (PathJob){.pen = pens[p], .tr = all_rows(fit), .keep = 1};
         if (dev && fit == train) j->ev = all_rows(dev);
