@@ -116,6 +116,7 @@ LrSolver *lr_solver_new(const LrSet *t) {
     gather_columns(s, t);
     #pragma omp parallel for schedule(static)
     for (int j = 0; j < s->d; j++) make_column(s, j);
+    for (int j = 0; j < s->d; j++) s->sparse |= s->col[j].row != NULL;
     s->xr = xmalloc((size_t)t->n * t->d * sizeof(real));
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < s->n; i++)
@@ -222,7 +223,7 @@ static double gradient(const LrSolver *s, Penalty pen, double C, const LogReg *m
     if (k->gpu) lr_cuda_grad_hess(k->gpu, s, k);
     else
 #endif
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (!s->sparse && (long)s->n * d >= 1L << 22)
     for (int j = 0; j < d; j++) col_grad_hess(s, j, k->r, k->D, &k->g[j], &k->h[j]);
     double v = 0;
     for (int j = 0; j <= d; j++) {

@@ -31,6 +31,7 @@ struct LrSolver {
     float *xc;               // [d][n]: the training rows, column by column
     real *xr;                // [n][d]: e_ij row by row (for the blocked products of L2)
     Col *col;                // [d]
+    int sparse;              // some columns are sparse (then L2 works by columns)
     double *mu, *isd, *y;    // standardisation statistics; labels
     double g0;               // KKT violation at w = 0 divided by C: scales the tolerance
     Spectrum sp;

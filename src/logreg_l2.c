@@ -16,6 +16,8 @@
 #define SKETCH 128      // random directions of the range finder
 #define SPECTRUM_MIN_D 128
 #define MAX_CG 500
+#define PAR_MIN (1L << 22)  // products smaller than this run on one thread: on a loaded machine
+                            // a barrier can cost more than the product
 
 // ---- the spectrum of E^T E / n ----
 
@@ -53,6 +55,7 @@ static void orthonormalise(const real *Y, int d, int l, double *Q) {
 void lr_solver_precondition(LrSolver *s, LrCuda *gpu) {
     int d = s->d, n = s->n, l = d / 4 < SKETCH ? d / 4 : SKETCH;  // the block costs n l^2 / 2 per step
     if (s->sp.l || d < SPECTRUM_MIN_D) return;
+    if (s->sparse) return;  // not centred: the intercept's coupling, which the model drops, is large
     Spectrum *sp = &s->sp;
     real *V = xmalloc((size_t)d * l * sizeof(real)), *Y = xmalloc((size_t)d * l * sizeof(real));
     sp->P = xmalloc((size_t)n * l * sizeof(real));
@@ -108,6 +111,18 @@ static void row_hess(const real *e, const double *p, const double *D, double *xp
     for (int j = 0; j < d; j++) q[j] += *u * e[j];
 }
 
+// hess_vec for solvers with sparse columns (byte bigrams): column by column, in proportion
+// to the non-zeros; too little work per product to gain from threads.
+static void hess_vec_cols(const LrSolver *s, Work *k) {
+    int d = s->d;
+    for (int i = 0; i < s->n; i++) k->xp[i] = k->p[d];
+    for (int j = 0; j < d; j++)
+        if (k->p[j] != 0) col_axpy(s, j, k->p[j], k->xp);
+    k->q[d] = HMIN * k->p[d];
+    for (int i = 0; i < s->n; i++) k->q[d] += k->u[i] = k->D[i] * k->xp[i];
+    for (int j = 0; j < d; j++) k->q[j] = k->p[j] + col_dot(s, j, k->u);
+}
+
 // q = H p; xp = E p + p[d] (the change of the margins along p), u = D xp.
 // One pass over E: part t of the rows sums E^T u into its own row of `part` [PARTS][d],
 // then the parts are added in order, so the result does not depend on the threads.
@@ -115,8 +130,9 @@ static void hess_vec(const LrSolver *s, Work *k, double *part) {
 #ifdef SW_CUDA
     if (k->gpu) { lr_cuda_hess_vec(k->gpu, s, k); return; }
 #endif
+    if (s->sparse) { hess_vec_cols(s, k); return; }
     int n = s->n, d = s->d;
-    #pragma omp parallel if ((long)n * d >= 1 << 18)
+    #pragma omp parallel if ((long)n * d >= PAR_MIN)
     {
         #pragma omp for schedule(static)
         for (int t = 0; t < PARTS; t++) {
