@@ -45,7 +45,7 @@ ifeq ($(CUDA),1)
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lcurand -lcusparse -lnccl -lstdc++
 endif
 
-.PHONY: all test test-gpu test-kill fuzz fuzz-build bench bench-dist clean
+.PHONY: all test test-gpu test-kill fuzz fuzz-build bench bench-probe bench-dist clean
 all: swlstm
 
 swlstm: $(BUILD)/swlstm
@@ -116,6 +116,11 @@ fuzz: $(FUZZ_BINS)
 
 bench: swlstm
 	./swlstm bench
+
+# Probe sweep wall time at the SST-2 and MR shapes (generated features; CPU or GPU build).
+# Passive OpenMP waiting: spinning threads cost a lot on a shared machine.
+bench-probe: swlstm
+	OMP_WAIT_POLICY=passive ./swlstm bench --probe
 
 # Data-parallel throughput on 1 and 2 GPUs (a machine with 2 GPUs).
 bench-dist: swlstm

@@ -9,9 +9,17 @@
 #include "common.h"
 #include "verbs.h"
 
+int bench_probe(int argc, char **argv);  // bench_probe.c: CPU and CUDA builds
+
+static int wants_probe(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--probe")) return 1;
+    return 0;
+}
+
 #ifndef SW_CUDA
 int cmd_bench(int argc, char **argv) {
-    (void)argc; (void)argv;
+    if (wants_probe(argc, argv)) return bench_probe(argc, argv);
     die("bench: this swlstm was built without CUDA (nvcc was not found by make); benchmarks need a GPU build");
 }
 #else
@@ -288,10 +296,12 @@ static void bench_usage(void) {
            "            blocks 8 and 16 run 0.1)\n"
            "  --train   training throughput: dense H=2048, small-world H=4096/8192/18432, the recurrent\n"
            "            engine at B = 32/64/128 beside the per-step ops, fp32 and bf16\n"
-           "  --hidden H  with --train: only the rows of this hidden size\n");
+           "  --hidden H  with --train: only the rows of this hidden size\n"
+           "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n");
 }
 
 int cmd_bench(int argc, char **argv) {
+    if (wants_probe(argc, argv)) return bench_probe(argc, argv);
     int train = 0, only = 0;
     KFilter f = {0, 0, NULL};
     for (int i = 1; i < argc; i++) {

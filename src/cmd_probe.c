@@ -35,6 +35,7 @@ static void probe_usage(void) {
            "  --penalty l2|l1|both  (default both)      --folds K   (default 10)\n"
            "  --seed S      fold assignment (default 1) --refit-all refit on train + dev\n"
            "  --json        one JSON object on stdout\n"
+           "  --device cpu|cuda  (default cpu) extracts features and fits the L2 paths on the GPU\n"
            "feature options (CKPT form; --no-preprocess and --max-docs also for bigram):\n%s", feat_opts_usage);
 }
 
@@ -47,13 +48,6 @@ static const char **set_option(ProbeArgs *a, const char *o) {
     for (int i = 0; i < 9; i++)
         if (!strcmp(o, names[i])) return slots[i];
     return NULL;
-}
-
-static int parse_penalty(const char *v) {
-    if (!strcmp(v, "l2")) return 1 << PEN_L2;
-    if (!strcmp(v, "l1")) return 1 << PEN_L1;
-    if (!strcmp(v, "both")) return 1 << PEN_L2 | 1 << PEN_L1;
-    die("probe --penalty = '%s': expected l2, l1 or both", v);
 }
 
 static void parse_option(ProbeArgs *a, int argc, char **argv, int *i) {
@@ -70,7 +64,7 @@ static void parse_option(ProbeArgs *a, int argc, char **argv, int *i) {
     if (!v) die("probe: option '%s' needs a value (see swlstm probe --help)", o);
     if (slot) *slot = v;
     else if (!strcmp(o, "--features")) a->kind = v;
-    else if (!strcmp(o, "--penalty")) a->po.penalties = parse_penalty(v);
+    else if (!strcmp(o, "--penalty")) a->po.penalties = probe_parse_penalty(v);
     else if (!strcmp(o, "--folds")) a->po.folds = (int)parse_long("probe --folds", v, 2, INT_MAX), a->folds_given = 1;
     else if (!strcmp(o, "--seed")) a->po.seed = parse_long("probe --seed", v, 0, LONG_MAX);
     else die("probe: unknown option '%s' (see swlstm probe --help)", o);
@@ -147,12 +141,24 @@ static void print_human(const ProbeResult *r, int d) {
     printf("chosen: penalty %s, C = %g, %s accuracy %.4f, nonzero weights %ld\n", penalty_name(r->penalty), r->C,
            r->folds ? "CV" : "dev", r->dev_accuracy, r->nonzero);
     if (r->n_test) printf("test accuracy %.4f (%d documents)\n", r->accuracy, r->n_test);
+    if (r->n_top) {
+        printf("largest L1 weights (C = %g):", r->top_C);
+        for (int t = 0; t < r->n_top; t++) printf(" %d:%+.3g", r->top_unit[t], r->top_weight[t]);
+        printf("\n");
+    }
+    printf("best single unit: %d (%s %.4g), accuracy %.4f (training %.4f)\n", r->single.unit,
+           r->single.sign > 0 ? ">" : "<", r->single.thr, r->single_accuracy, r->single.train_acc);
 }
 
 static void print_json(const ProbeResult *r) {
     printf("{\"accuracy\":%.6f,\"C\":%g,\"penalty\":\"%s\",\"nonzero\":%ld,\"folds\":%d,"
-           "\"dev_accuracy\":%.6f,\"n_train\":%d,\"n_test\":%d}\n",
+           "\"dev_accuracy\":%.6f,\"n_train\":%d,\"n_test\":%d,\"top_units\":[",
            r->accuracy, r->C, penalty_name(r->penalty), r->nonzero, r->folds, r->dev_accuracy, r->n_train, r->n_test);
+    for (int t = 0; t < r->n_top; t++) printf("%s{\"unit\":%d,\"weight\":%.6g}", t ? "," : "", r->top_unit[t], r->top_weight[t]);
+    const SingleUnit *u = &r->single;
+    printf("],\"top_units_C\":%g,\"single_unit\":{\"unit\":%d,\"threshold\":%.6g,\"sign\":%d,"
+           "\"train_accuracy\":%.6f,\"accuracy\":%.6f}}\n",
+           r->n_top ? r->top_C : 0, u->unit, u->thr, u->sign, u->train_acc, r->single_accuracy);
 }
 
 int cmd_probe(int argc, char **argv) {
@@ -163,6 +169,7 @@ int cmd_probe(int argc, char **argv) {
         parse_option(&a, argc, argv, &i);
     }
     check_args(&a);
+    a.po.device = probe_parse_device(a.fo.device);   // --device: feature extraction and the L2 solver
     Loaded sets[3] = {{0}};
     if (a.text[TRAIN]) load_text(sets, &a);
     else for (int s = 0; s < 3; s++) if (a.feat[s]) load_npy(&sets[s], a.feat[s], a.lab[s]);

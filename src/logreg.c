@@ -3,39 +3,16 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "common.h"
+#include "logreg_cuda.h"
 
 // KKT tolerances relative to the largest gradient at w = 0 (at least 1). L1 is looser:
 // coordinate descent crawls on correlated features when C is large (bigrams, C >= 4).
 #define LR_TOL_L2 1e-8
 #define LR_TOL_L1 1e-6
 #define MAX_OUTER 100
-#define MAX_CG 500        // conjugate-gradient iterations per Newton step (L2)
-#define MAX_CD 500        // coordinate-descent sweeps per Newton step (L1)
 #define INNER_FRAC 0.1    // conjugate gradients to this fraction of the KKT violation
 #define ARMIJO 0.01
-#define HMIN 1e-12        // curvature floor: confident rows have p(1-p) ~ 0
-
 #define SPARSE_FRAC 0.25  // columns with fewer non-zeros than this fraction are kept sparse
-
-// A feature column of the training rows, as the solver sees it: e_ij = (x_ij - ctr) * isd.
-// Dense columns are centred (ctr = mu). Mostly-zero columns (byte bigrams) are only scaled
-// (ctr = 0) and stored sparse: with an unpenalised intercept, centring just shifts the
-// intercept (logreg_fit converts), so the optimum is the same.
-typedef struct {
-    int nnz;        // sparse: stored entries
-    int *row;       // sparse: row of each entry; NULL for a dense column
-    float *val;     // sparse values, or the n values of a dense column
-    double ctr, isd;
-} Col;
-
-struct LrSolver {
-    int n, d;
-    float *xc;               // [d][n]: the training rows, column by column
-    Col *col;                // [d]
-    double *mu, *isd, *y;    // standardisation statistics; labels
-    double g0;               // KKT violation at w = 0 divided by C: scales the tolerance
-};
 
 // ---- columns ----
 
@@ -46,7 +23,7 @@ struct LrSolver {
     else                                                                                     \
         for (int i = 0; i < (n); i++) { double x = (c)->val[i] - (c)->ctr; body }
 
-static double col_dot(const LrSolver *s, int j, const double *a) {   // sum_i e_ij a_i
+double col_dot(const LrSolver *s, int j, const double *a) {   // sum_i e_ij a_i
     const Col *c = &s->col[j];
     double acc = 0;
     FOR_COL(c, s->n, acc += x * a[i];)
@@ -62,14 +39,14 @@ static void col_grad_hess(const LrSolver *s, int j, const double *r, const doubl
     *h = ah * c->isd * c->isd;
 }
 
-static void col_axpy(const LrSolver *s, int j, double alpha, double *z) {  // z += alpha e_j
+void col_axpy(const LrSolver *s, int j, double alpha, double *z) {  // z += alpha e_j
     const Col *c = &s->col[j];
     alpha *= c->isd;
     FOR_COL(c, s->n, z[i] += alpha * x;)
 }
 
 // z += alpha e_j, keeping u = D * z up to date
-static void col_axpy_wt(const LrSolver *s, int j, double alpha, double *z, double *u, const double *D) {
+void col_axpy_wt(const LrSolver *s, int j, double alpha, double *z, double *u, const double *D) {
     const Col *c = &s->col[j];
     alpha *= c->isd;
     FOR_COL(c, s->n, z[i] += alpha * x; u[i] = D[i] * z[i];)
@@ -139,6 +116,11 @@ LrSolver *lr_solver_new(const LrSet *t) {
     gather_columns(s, t);
     #pragma omp parallel for schedule(static)
     for (int j = 0; j < s->d; j++) make_column(s, j);
+    for (int j = 0; j < s->d; j++) s->sparse |= s->col[j].row != NULL;
+    s->xr = xmalloc((size_t)t->n * t->d * sizeof(real));
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < s->n; i++)
+        for (int j = 0; j < s->d; j++) s->xr[(size_t)i * s->d + j] = (real)((s->xc[(size_t)j * s->n + i] - s->col[j].ctr) * s->isd[j]);
     s->g0 = 0;
     for (int j = 0; j < s->d; j++) s->g0 = fmax(s->g0, fabs(col_dot(s, j, a)));
     free(a);
@@ -149,7 +131,8 @@ void lr_solver_free(LrSolver *s) {
     if (!s) return;
     for (int j = 0; j < s->d; j++)
         if (s->col[j].row) free(s->col[j].row), free(s->col[j].val);
-    free(s->xc); free(s->col); free(s->mu); free(s->isd); free(s->y);
+    lr_spectrum_free(&s->sp);
+    free(s->xc); free(s->xr); free(s->col); free(s->mu); free(s->isd); free(s->y);
     free(s);
 }
 
@@ -163,6 +146,14 @@ void logreg_init(LogReg *m, const LrSolver *s) {
     m->isd = xmalloc(s->d * sizeof(double));
     memcpy(m->mu, s->mu, s->d * sizeof(double));
     memcpy(m->isd, s->isd, s->d * sizeof(double));
+}
+
+void logreg_copy(LogReg *dst, const LogReg *src) {
+    size_t bytes = src->d * sizeof(double);
+    *dst = (LogReg){src->d, xmalloc(bytes), src->b, xmalloc(bytes), xmalloc(bytes)};
+    memcpy(dst->w, src->w, bytes);
+    memcpy(dst->mu, src->mu, bytes);
+    memcpy(dst->isd, src->isd, bytes);
 }
 
 void logreg_free(LogReg *m) {
@@ -186,30 +177,25 @@ static double penalty1(Penalty p, double w) { return p == PEN_L2 ? 0.5 * w * w :
 
 // The objective's gradient in w_j, or for L1 the minimum-norm subgradient (OWL-QN's pseudo-
 // gradient): its largest magnitude over all coordinates is the KKT violation.
-static double pseudo_grad(Penalty p, double g, double w) {
+double pseudo_grad(Penalty p, double g, double w) {
     if (p == PEN_L2) return g + w;
     if (w != 0) return g + (w > 0 ? 1 : -1);
     return g > 1 ? g - 1 : g < -1 ? g + 1 : 0;
 }
 
 // ---- Newton iterations ----
-// Vectors over coordinates have d + 1 entries; entry d is the (unpenalised) intercept.
-
-typedef struct {
-    double *z, *r, *D, *dz, *xp, *u;          // [n]: margins, loss gradient and curvature per
-                                              // row, the step's margins, CG scratch
-    double *g, *h, *pg, *dw, *res, *pz, *p, *q;  // [d + 1]
-    unsigned char *act;                       // [d + 1]: coordinate moves in this Newton step
-} Work;
-
 static double *dvec(size_t n) { return xcalloc(n, sizeof(double)); }
 
-static void work_init(Work *k, const LrSolver *s, const LogReg *m) {
+static void work_init(Work *k, const LrSolver *s, const LogReg *m, LrCuda *gpu) {
     size_t n = s->n, d1 = s->d + 1;
     k->z = dvec(n); k->r = dvec(n); k->D = dvec(n); k->dz = dvec(n); k->xp = dvec(n); k->u = dvec(n);
     k->g = dvec(d1); k->h = dvec(d1); k->pg = dvec(d1); k->dw = dvec(d1);
     k->res = dvec(d1); k->pz = dvec(d1); k->p = dvec(d1); k->q = dvec(d1);
     k->act = xcalloc(d1, 1);
+    k->gpu = gpu;
+#ifdef SW_CUDA
+    if (gpu) { lr_cuda_margins(gpu, s, m->w, m->b, k->z); return; }
+#endif
     for (size_t i = 0; i < n; i++) k->z[i] = m->b;
     for (int j = 0; j < s->d; j++)
         if (m->w[j] != 0) col_axpy(s, j, m->w[j], k->z);
@@ -233,7 +219,11 @@ static double gradient(const LrSolver *s, Penalty pen, double C, const LogReg *m
         k->g[d] += k->r[i] = C * (p - s->y[i]);
         k->h[d] += k->D[i] = C * p * (1 - p);
     }
-    #pragma omp parallel for schedule(static)
+#ifdef SW_CUDA
+    if (k->gpu) lr_cuda_grad_hess(k->gpu, s, k);
+    else
+#endif
+    #pragma omp parallel for schedule(static) if (!s->sparse && (long)s->n * d >= 1L << 22)
     for (int j = 0; j < d; j++) col_grad_hess(s, j, k->r, k->D, &k->g[j], &k->h[j]);
     double v = 0;
     for (int j = 0; j <= d; j++) {
@@ -246,84 +236,10 @@ static double gradient(const LrSolver *s, Penalty pen, double C, const LogReg *m
     return v;
 }
 
-static double dot(const double *a, const double *b, int n) {
+double dot(const double *a, const double *b, int n) {
     double acc = 0;
     for (int i = 0; i < n; i++) acc += a[i] * b[i];
     return acc;
-}
-
-// q = H p (H: the Hessian of the L2 objective);
-// xp gets X p + p[d], the change of the margins along p.
-static void hess_vec(const LrSolver *s, Work *k) {
-    int d = s->d;
-    for (int i = 0; i < s->n; i++) k->xp[i] = k->p[d];
-    for (int j = 0; j < d; j++)
-        if (k->p[j] != 0) col_axpy(s, j, k->p[j], k->xp);
-    k->q[d] = HMIN * k->p[d];
-    for (int i = 0; i < s->n; i++) k->q[d] += k->u[i] = k->D[i] * k->xp[i];
-    #pragma omp parallel for schedule(static)
-    for (int j = 0; j < d; j++) k->q[j] = k->p[j] + col_dot(s, j, k->u);
-}
-
-// Jacobi preconditioning: pz = res / diag(H); returns res . pz
-static double precondition(const LrSolver *s, Work *k) {
-    for (int j = 0; j <= s->d; j++) k->pz[j] = k->res[j] / k->h[j];
-    return dot(k->res, k->pz, s->d + 1);
-}
-
-// L2: preconditioned conjugate gradients on H dw = -pg until the residual (the gradient of
-// the quadratic model) is below tol. dz tracks X dw + dw[d].
-static void newton_cg(const LrSolver *s, Work *k, double tol) {
-    int m = s->d + 1;
-    for (int j = 0; j < m; j++) k->res[j] = -k->pg[j];
-    memset(k->dw, 0, m * sizeof(double));
-    memset(k->dz, 0, s->n * sizeof(double));
-    double rz = precondition(s, k);
-    memcpy(k->p, k->pz, m * sizeof(double));
-    for (int it = 0; it < MAX_CG; it++) {
-        double rmax = 0;
-        for (int j = 0; j < m; j++) rmax = fmax(rmax, fabs(k->res[j]));
-        if (rmax <= tol) break;
-        hess_vec(s, k);
-        double alpha = rz / dot(k->p, k->q, m);
-        for (int j = 0; j < m; j++) k->dw[j] += alpha * k->p[j], k->res[j] -= alpha * k->q[j];
-        for (int i = 0; i < s->n; i++) k->dz[i] += alpha * k->xp[i];
-        double rz1 = precondition(s, k), beta = rz1 / rz;
-        for (int j = 0; j < m; j++) k->p[j] = k->pz[j] + beta * k->p[j];
-        rz = rz1;
-    }
-}
-
-// argmin over t of G t + h t^2 / 2 + |u + t|
-static double l1_step(double G, double h, double u) {
-    if (G + 1 <= h * u) return -(G + 1) / h;
-    if (G - 1 >= h * u) return -(G - 1) / h;
-    return -u;
-}
-
-// L1: cyclic coordinate descent on the quadratic model plus |w|_1 over the active coordinates
-// (GLMNET / newGLMNET) until the model's own KKT violation is below tol.
-static void newton_cd(const LrSolver *s, const double *w, Work *k, double tol) {
-    int d = s->d;
-    memset(k->dw, 0, (d + 1) * sizeof(double));
-    memset(k->dz, 0, s->n * sizeof(double));
-    memset(k->u, 0, s->n * sizeof(double));  // u = D * dz
-    for (int sweep = 0; sweep < MAX_CD; sweep++) {
-        double qv = 0;
-        for (int j = 0; j < d; j++) {
-            if (!k->act[j]) continue;
-            double G = k->g[j] + (sweep ? col_dot(s, j, k->u) : 0), v = w[j] + k->dw[j];
-            qv = fmax(qv, fabs(pseudo_grad(PEN_L1, G, v)));
-            double t = l1_step(G, k->h[j], v);
-            if (t == 0) continue;
-            k->dw[j] += t;
-            col_axpy_wt(s, j, t, k->dz, k->u, k->D);
-        }
-        double Gb = k->g[d] + dot(k->D, k->dz, s->n), t = -Gb / k->h[d];
-        k->dw[d] += t;
-        for (int i = 0; i < s->n; i++) k->u[i] = k->D[i] * (k->dz[i] += t);
-        if (fmax(qv, fabs(Gb)) <= tol) break;
-    }
 }
 
 // Objective(w + a dw, b + a dw[d]) - objective(w, b), summed term by term so that tiny
@@ -353,10 +269,12 @@ static int line_search(const LrSolver *s, Penalty pen, double C, LogReg *m, Work
     return 0;
 }
 
-double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m) {
+double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m) { return logreg_fit_on(s, NULL, pen, C, m); }
+
+double logreg_fit_on(const LrSolver *s, LrCuda *gpu, Penalty pen, double C, LogReg *m) {
     Work k;
     m->b -= centre_shift(s, m->w);
-    work_init(&k, s, m);
+    work_init(&k, s, m, pen == PEN_L2 ? gpu : NULL);
     double tol = (pen == PEN_L2 ? LR_TOL_L2 : LR_TOL_L1) * fmax(1, C * s->g0), viol;
     for (int it = 0;; it++) {
         viol = gradient(s, pen, C, m, &k);

@@ -2,13 +2,11 @@
 // Objective (sklearn's convention): C * sum_i logloss_i + penalty(w), penalty
 // 0.5*||w||^2 (L2) or ||w||_1 (L1); the intercept is not penalised. Features are
 // standardised with the training set's mean and std (std 0 -> 1); weights live in those units.
-// One solver serves both penalties: Newton steps solved by Jacobi-preconditioned conjugate
-// gradients, then a backtracking (Armijo) line search, until the KKT conditions hold to a
-// tight tolerance. L1 uses the orthant-wise form of OWL-QN (with Newton-CG in place of
-// L-BFGS): a zero weight whose gradient lies in [-1, 1] stays fixed for the step, the step
-// moves each weight against its pseudo-gradient, and a weight that would cross zero stops at
-// zero. (Coordinate descent was tried first: on correlated features such as byte bigrams it
-// needed hundreds of sweeps per Newton step.)
+// Both penalties take Newton steps and a backtracking (Armijo) line search until the KKT
+// conditions hold to a tight tolerance. L2 solves each step by conjugate gradients with a
+// spectral preconditioner (logreg_l2.c; products on the GPU with logreg_cuda.h); L1 by
+// coordinate descent on the quadratic model over the coordinates that may move (newGLMNET,
+// logreg_l1.c): a zero weight whose gradient lies in [-1, 1] stays fixed for the step.
 #pragma once
 #ifdef __cplusplus
 extern "C" {
@@ -34,15 +32,23 @@ typedef struct {
 // Standardisation statistics plus a column-major copy of the training rows. Read-only once
 // built, so several threads may fit from one solver. Dies unless both classes occur.
 typedef struct LrSolver LrSolver;
+typedef struct LrCuda LrCuda;   // the L2 products on a GPU (logreg_cuda.h); NULL: on the CPU
 LrSolver *lr_solver_new(const LrSet *train);
 void lr_solver_free(LrSolver *s);
+// Builds the L2 preconditioner from the leading eigenvectors of the training rows' covariance
+// (two blocked matrix products; on the GPU when gpu is not NULL). Optional: without it, L2
+// uses Jacobi preconditioning (slow on wide, correlated features). Not thread-safe.
+void lr_solver_precondition(LrSolver *s, LrCuda *gpu);
 
 // The starting point: w = 0, b = training log-odds, the solver's statistics.
 void logreg_init(LogReg *m, const LrSolver *s);
 void logreg_free(LogReg *m);
+void logreg_copy(LogReg *dst, const LogReg *src);   // dst: a new model equal to src
 // Minimises the objective starting from m (so a path over increasing C warm-starts).
 // Returns the final KKT violation (largest over coordinates and intercept).
 double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m);
+// The same with L2's products on the GPU (gpu: from lr_cuda_new; L1 ignores it).
+double logreg_fit_on(const LrSolver *s, LrCuda *gpu, Penalty pen, double C, LogReg *m);
 
 double logreg_decision(const LogReg *m, const float *x);   // b + w . standardised x
 int logreg_correct(const LogReg *m, const LrSet *set);      // rows predicted right (decision > 0 -> 1)

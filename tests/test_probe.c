@@ -8,7 +8,7 @@
 #include "../src/logreg.h"
 #include "../src/npy.h"
 #include "../src/probe.h"
-#include "test.h"
+#include "probe_fixture.h"
 
 // n rows of d features in [-1, 1); y = [x0 + 0.5 x1 + noise * u > 0] (u uniform in [-1, 1)).
 static void toy(float *X, int *y, int n, int d, double noise, double margin, unsigned long long seed) {
@@ -213,6 +213,59 @@ TEST(logreg_constant_column_gets_zero_weight) {
     }
 }
 
+// d >= 128: L2 takes the spectral preconditioner.
+TEST(logreg_l2_spectral_preconditioner_same_optimum) {
+    enum { N = 300, D = 160 };
+    float *X = malloc(sizeof(float) * N * D);
+    int y[N], *idx = iota(N);
+    correlated_rows(X, y, N, D, 21);
+    double *Z = standardise(X, N, D), *th = malloc(sizeof(double) * (D + 1)), *g = malloc(sizeof(double) * (D + 1));
+    LrSet t = {X, D, y, idx, N};
+    LrSolver *plain = lr_solver_new(&t), *pre = lr_solver_new(&t);
+    lr_solver_precondition(pre, NULL);
+    LogReg a, b;
+    logreg_init(&a, plain);
+    logreg_init(&b, pre);
+    double Cs[3] = {0.01, 1, 8};
+    for (int k = 0; k < 3; k++) {
+        logreg_fit(plain, PEN_L2, Cs[k], &a);
+        logreg_fit(pre, PEN_L2, Cs[k], &b);
+        memcpy(th, b.w, D * sizeof(double));
+        th[D] = b.b;
+        loss_grad(Z, y, N, D, th, Cs[k], g);
+        double gmax = fabs(g[D]), dmax = fabs(a.b - b.b);
+        for (int j = 0; j < D; j++) gmax = fmax(gmax, fabs(g[j] + b.w[j])), dmax = fmax(dmax, fabs(a.w[j] - b.w[j]));
+        CHECK_MSG(gmax < 1e-5 * fmax(1, Cs[k] * N), "C=%g: KKT violation %g", Cs[k], gmax);
+        CHECK_MSG(dmax < 1e-5, "C=%g: Jacobi and spectral solutions differ by %g", Cs[k], dmax);
+    }
+    logreg_free(&a);
+    logreg_free(&b);
+    lr_solver_free(plain);
+    lr_solver_free(pre);
+    free(X); free(idx); free(Z); free(th); free(g);
+}
+
+TEST(probe_single_unit_and_top_l1_units) {
+    enum { N = 400, D = 6 };
+    float X[N * D];
+    int y[N];
+    toy(X, y, N, D, 0.2, 0, 12);  // the label follows x0 (+ x1 / 4): unit 0 alone is best
+    ProbeSet s = {X, y, N, D};
+    SingleUnit u = probe_single_unit(&s);
+    CHECK_EQ(u.unit, 0);
+    CHECK_EQ(u.sign, 1);
+    CHECK_NEAR(single_unit_accuracy(&u, &s), u.train_acc, 1e-12);
+    int ok = 0;  // the threshold's accuracy, counted here
+    for (int i = 0; i < N; i++) ok += (X[i * D] > u.thr) == (y[i] == 1);
+    CHECK_NEAR(u.train_acc, (double)ok / N, 1e-12);
+    CHECK_MSG(u.train_acc > 0.75, "training accuracy %g", u.train_acc);
+    LogReg m = {.d = D, .w = (double[D]){0.1, -3, 0, 2, -0.5, 0}};
+    int unit[3];
+    double w[3];
+    probe_top_units(&m, unit, w, 3);
+    CHECK(unit[0] == 1 && unit[1] == 3 && unit[2] == 4 && w[0] == -3 && w[2] == -0.5);
+}
+
 // ---- bigram probes on text where a marker byte decides the label ----
 
 // "LABEL TEXT" lines of random words; label-1 lines carry a " # " somewhere.
@@ -271,7 +324,7 @@ TEST(probe_verb_bigram_json) {
     snprintf(cmd, sizeof cmd, "probe --features bigram --train %s --test %s --json", tr, te);
     CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
     CHECK_MSG(strstr(out, "{\"accuracy\":1.000000,") == out, "output: %s", out);
-    CHECK(strstr(out, "\"folds\":10,") && strstr(out, "\"n_train\":200,\"n_test\":100}"));
+    CHECK(strstr(out, "\"folds\":10,") && strstr(out, "\"n_train\":200,\"n_test\":100,"));
     snprintf(cmd, sizeof cmd, "probe --features bigram --train %s --dev %s --test %s --penalty l1 --json", tr, dv, te);
     CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
     CHECK_MSG(strstr(out, "\"accuracy\":1.000000") && strstr(out, "\"penalty\":\"l1\"") && strstr(out, "\"folds\":0"), "output: %s", out);
@@ -295,5 +348,9 @@ TEST(probe_verb_saved_features_and_errors) {
     const char *tr = marker_file("etrain.txt", 20, 9);
     snprintf(cmd, sizeof cmd, "probe --features bigram --train %s --dev %s --folds 3", tr, tr);
     CHECK(run_swlstm(cmd, out, sizeof out) != 0 && strstr(out, "drop --dev or --folds"));
+#ifndef SW_CUDA
+    snprintf(cmd, sizeof cmd, "probe --features-file %s --labels %s --device cuda", tmp_path("pf.npy"), tmp_path("pl.npy"));
+    CHECK(run_swlstm(cmd, out, sizeof out) != 0 && strstr(out, "probe --device cuda: this swlstm was built without CUDA"));
+#endif
 }
 #endif
