@@ -138,13 +138,20 @@ static void cleanup_tmp(void) {
 
 void test_skip(const char *why) { snprintf(cur_skip, sizeof cur_skip, "%s", why); }
 
-// Usage: tests [substring-filter]
+// A test runs when no filter is given or its name contains one of them.
+static int selected(const char *name, int nfilter, char **filter) {
+    for (int i = 0; i < nfilter; i++)
+        if (strstr(name, filter[i])) return 1;
+    return nfilter == 0;
+}
+
+// Usage: tests [substring-filter ...]
 int main(int argc, char **argv) {
-    const char *filter = argc > 1 ? argv[1] : NULL;
+    setvbuf(stdout, NULL, _IOLBF, 0);  // a log cut by a timeout still shows how far it got
     atexit(cleanup_tmp);
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < ntests; i++) {
-        if (filter && !strstr(tests[i].name, filter)) continue;
+        if (!selected(tests[i].name, argc - 1, argv + 1)) continue;
         cur_failed = 0;
         cur_skip[0] = 0;
         printf("%-44s ", tests[i].name);

@@ -80,8 +80,10 @@ static const Shape mshapes[] = {{"ba_2", 16, 1, 2, "mlstm", "uniform", 4, 0.999}
                                 {"ws_4_0.2", 32, 1, 1, "mlstm", "uniform", 3, 0.999}, {"random_0.3", 16, 1, 1, "mlstm", "identity", 4, 0.999}};
 #define NM (int)(sizeof mshapes / sizeof mshapes[0])
 
-TEST(gpu_mlstm_fp32_matches_cpu) { check_grads(mshapes, NM, "fp32", 1e-5, 1e-4); }
-TEST(gpu_mlstm_bf16_matches_cpu) { check_grads(mshapes, NM, "bf16", 1e-2, 1e-2); }
+TEST(gpu_mlstm_fp32_matches_cpu) { check_grads(mshapes, NM, "fp32", 1e-5, 1e-4, 0); }
+// bf16 moves some relu inputs across zero: a 2^-8 weight noise moves the CPU's own gradients by
+// 5-20% at these sizes (none for the plain cell), so bf16 gradients are held to twice that spread.
+TEST(gpu_mlstm_bf16_matches_cpu) { check_grads(mshapes, NM, "bf16", 1e-2, 1e-2, 0x1p-8); }
 TEST(gpu_mlstm_train_fp32_tracks_cpu) { check_curve(&mshapes[0], 30, "fp32", 1e-3); }
 TEST(gpu_mlstm_train_bf16_tracks_cpu) { check_curve(&mshapes[0], 30, "bf16", 3e-2); }
 
