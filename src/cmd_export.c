@@ -30,6 +30,8 @@ static const BsMat *tensor_bsmat(const Model *m, const ParamTensor *t) {
         const Layer *L = &m->layer[l];
         if (t->off == L->off_wh) return &L->wh;
         if (L->sparse_x && t->off == L->off_wx) return &L->wx;
+        for (int j = 0; j < m->D; j++)
+            if (t->off == L->off_ws[j]) return &L->ws[j];  // the mlstm's internal steps
     }
     return NULL;
 }

@@ -149,6 +149,35 @@ static int same_shape(const Entry *e, const char *dtype, int ndim, long long a, 
     return 1;
 }
 
+// The exported file `out`: its header parsed into h, *data set to the tensors' data (inside
+// *file; the caller frees *file and *head). Checks the layout: sorted names, data tiling the
+// file; *data stays NULL when a check fails.
+static void read_export(const char *out, Header *h, char **file, char **head, const uint8_t **data) {
+    size_t len;
+    *data = NULL;
+    *file = read_text_file(out, &len, "export");
+    unsigned long long hn = 0;
+    for (int i = 7; i >= 0; i--) hn = hn << 8 | (unsigned char)(*file)[i];
+    CHECK(hn > 2 && 8 + hn <= len && (8 + hn) % 8 == 0);
+    *head = strndup(*file + 8, hn);
+    size_t json_end = strlen(*head);
+    while (json_end && (*head)[json_end - 1] == ' ') json_end--;
+    CHECK((*head)[json_end - 1] == '}');  // only spaces pad the header
+    CHECK(parse_header(*head, h));
+    // Tensors sorted by name, their data tiling [0, end of file) in that order.
+    long long at = 0;
+    for (int i = 0; i < h->n; i++) {
+        CHECK_MSG(i == 0 || strcmp(h->e[i - 1].name, h->e[i].name) < 0, "'%s' before '%s'", h->e[i - 1].name, h->e[i].name);
+        CHECK_EQ(h->e[i].off[0], at);
+        long long count = 1;
+        for (int d = 0; d < h->e[i].ndim; d++) count *= h->e[i].shape[d];
+        CHECK_EQ(h->e[i].off[1] - h->e[i].off[0], 4 * count);
+        at = h->e[i].off[1];
+    }
+    CHECK_EQ(8 + hn + (unsigned long long)at, len);
+    *data = (const uint8_t *)*file + 8 + hn;
+}
+
 TEST(export_writes_safetensors_of_the_checkpoint) {
     Model *m = small_model();
     float *ema = malloc(m->nparams * sizeof(float));
@@ -156,29 +185,11 @@ TEST(export_writes_safetensors_of_the_checkpoint) {
     const char *ckpt = tmp_path("export.ckpt"), *out = tmp_path("export.safetensors");
     save_with_ema(m, ckpt, ema, m->nparams);
     export_to(ckpt, out);
-    size_t len;
-    char *file = read_text_file(out, &len, "export");
-    unsigned long long hn = 0;
-    for (int i = 7; i >= 0; i--) hn = hn << 8 | (unsigned char)file[i];
-    CHECK(hn > 2 && 8 + hn <= len && (8 + hn) % 8 == 0);
-    char *head = strndup(file + 8, hn);
-    size_t json_end = strlen(head);
-    while (json_end && head[json_end - 1] == ' ') json_end--;
-    CHECK(head[json_end - 1] == '}');  // only spaces pad the header
     Header h;
-    CHECK(parse_header(head, &h));
-    const uint8_t *data = (const uint8_t *)file + 8 + hn;
-    // Tensors sorted by name, their data tiling [0, end of file) in that order.
-    long long at = 0;
-    for (int i = 0; i < h.n; i++) {
-        CHECK_MSG(i == 0 || strcmp(h.e[i - 1].name, h.e[i].name) < 0, "'%s' before '%s'", h.e[i - 1].name, h.e[i].name);
-        CHECK_EQ(h.e[i].off[0], at);
-        long long count = 1;
-        for (int d = 0; d < h.e[i].ndim; d++) count *= h.e[i].shape[d];
-        CHECK_EQ(h.e[i].off[1] - h.e[i].off[0], 4 * count);
-        at = h.e[i].off[1];
-    }
-    CHECK_EQ(8 + hn + (unsigned long long)at, len);
+    char *file = NULL, *head = NULL;
+    const uint8_t *data;
+    read_export(out, &h, &file, &head, &data);
+    CHECK(data);
     // Every parameter tensor twice (weights and EMA) and the block indices of 3 sparse matrices.
     CHECK_EQ(h.n, 2 * m->ntensor + 6);
     const Layer *L1 = &m->layer[1];
@@ -217,6 +228,43 @@ static void export_missing(void *out) { export_to(tmp_path("missing.ckpt"), out)
 static void export_no_out(void *ckpt) {
     char *argv[] = {"export", ckpt, NULL};
     cmd_export(2, argv);
+}
+
+// An mlstm model: its internal-step matrices are block-sparse too (blocks and indices), its
+// input projections and layer norms are plain vectors and matrices.
+TEST(export_writes_the_mlstm_layout) {
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.hidden_size = 32; cfg.block_size = 8; cfg.embed_size = 4; cfg.num_layers = 2; cfg.depth = 3;
+    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
+    snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_1");
+    Model *m = model_create(&cfg, backend_cpu());
+    const char *ckpt = tmp_path("mlstm.ckpt"), *out = tmp_path("mlstm.safetensors");
+    save_with_ema(m, ckpt, NULL, 0);
+    export_to(ckpt, out);
+    Header h;
+    char *file = NULL, *head = NULL;
+    const uint8_t *data;
+    read_export(out, &h, &file, &head, &data);
+    CHECK(data);
+    // Per layer 3 internal matrices and W_h with their indices.
+    CHECK_EQ(h.n, m->ntensor + 2 * 2 * 4);
+    for (int l = 0; l < 2; l++)
+        for (int j = 0; j < 3; j++) {
+            const BsMat *w = &m->layer[l].ws[j];
+            char name[40], rp[48];
+            snprintf(name, sizeof name, "l%d.s%d.w", l, j);
+            snprintf(rp, sizeof rp, "%s.row_ptr", name);
+            CHECK_MSG(same_shape(find(&h, name), "F32", 3, w->nnzb, 8, 8), "%s", name);
+            CHECK_MSG(same_shape(find(&h, rp), "I32", 1, 4 + 1, 0, 0), "%s", rp);
+            CHECK(!memcmp(data + find(&h, rp)->off[0], w->row_ptr, 4 * 5));
+        }
+    CHECK(same_shape(find(&h, "l0.wx"), "F32", 2, 64, 4, 0));
+    CHECK(same_shape(find(&h, "l1.wx"), "F32", 2, 64, 32, 0));
+    CHECK(same_shape(find(&h, "l1.xln"), "F32", 1, 128, 0, 0));
+    CHECK(same_shape(find(&h, "l1.s2.ln"), "F32", 1, 64, 0, 0));
+    free(head); free(file);
+    model_free(m);
 }
 
 TEST(export_errors_are_clear) {

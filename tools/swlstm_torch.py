@@ -9,13 +9,16 @@ way: the split cut into stripes, each run from a zero state with the state carri
 windows of seq_length. As a module:
 
     from swlstm_torch import SwLSTM
-    model = SwLSTM.load("tiny.safetensors")          # ema=True for the EMA weights
+    model = SwLSTM.load("tiny.safetensors")          # the EMA weights when the file has them
     logits, state = model(tokens)                   # tokens: LongTensor [B, T] of bytes
 
 The math follows src/model_step.c and src/lstm_cpu.c: embedding -> per layer z = W_x x + W_h h,
 optional per-gate layer norm (eps 1e-5, gain, no shift), + bias, gates i, f, g, o (sigmoid, sigmoid,
-tanh, sigmoid), c = f c + i g, h = o tanh(c) -> head -> logits. Block-sparse matrices stay
-parameters of their stored blocks; each forward scatters them into the dense matrix.
+tanh, sigmoid), c = f c + i g, h = o tanh(c) -> head -> logits. With `cell = mlstm`
+(src/mlstm_step.c), lin(v) = LayerNorm(W v) with gain and shift: m = lin_m(x), a = lin_a(x);
+u = lin_s0(h) * m; u = relu(lin_s1(u) + a); u = relu(lin_sj(u)) for j = 2..depth-1; z = W_h u,
+then the gates as above with layer norm. Block-sparse matrices stay parameters of their stored
+blocks; each forward scatters them into the dense matrix.
 """
 import argparse
 import gzip
@@ -100,11 +103,15 @@ class BlockSparse(torch.nn.Module):
 
 
 class SwLSTM(torch.nn.Module):
-    def __init__(self, tensors, metadata, ema=False):
+    def __init__(self, tensors, metadata, ema=None):
+        """ema: None (the EMA weights when the file has them, as `swlstm eval`), True or False."""
         super().__init__()
         self.config = parse_config(metadata.get("config", ""))
         self.metadata = dict(metadata)
+        if ema is None:
+            ema = "ema.emb" in tensors
         pre = "ema." if ema else ""
+        self.ema = ema
         if ema and "ema.emb" not in tensors:
             raise ValueError("this file has no EMA weights (no ema.* tensors)")
 
@@ -115,8 +122,11 @@ class SwLSTM(torch.nn.Module):
 
         self.emb = torch.nn.Parameter(get("emb"))
         self.H = tensors["head.w"].shape[1]
+        self.mlstm = self.config.get("cell", "lstm") == "mlstm"
+        self.depth = int(self.config["depth"]) if self.mlstm else 0
         self.wx, self.wh = torch.nn.ModuleList(), torch.nn.ModuleList()
         self.b, self.ln = torch.nn.ParameterList(), torch.nn.ParameterList()
+        self.xln, self.ws, self.sln = torch.nn.ParameterList(), torch.nn.ModuleList(), torch.nn.ParameterList()
         self.L = 0
         while f"l{self.L}.wh" in tensors:
             l = self.L
@@ -125,6 +135,11 @@ class SwLSTM(torch.nn.Module):
             self.b.append(torch.nn.Parameter(get(f"l{l}.b")))
             if f"l{l}.ln" in tensors:
                 self.ln.append(torch.nn.Parameter(get(f"l{l}.ln")))
+            if self.mlstm:  # per layer: xln, then depth (matrix, norm) pairs, flat in these lists
+                self.xln.append(torch.nn.Parameter(get(f"l{l}.xln")))
+                for j in range(self.depth):
+                    self.ws.append(self._matrix(tensors, get, f"l{l}.s{j}.w"))
+                    self.sln.append(torch.nn.Parameter(get(f"l{l}.s{j}.ln")))
             self.L += 1
         if self.L == 0:
             raise ValueError("no LSTM layers (l0.wh) in the file")
@@ -139,7 +154,7 @@ class SwLSTM(torch.nn.Module):
         return BlockSparse(w, tensors[name + ".row_ptr"], tensors[name + ".col_idx"], self.H)
 
     @classmethod
-    def load(cls, path, ema=False, device="cpu"):
+    def load(cls, path, ema=None, device="cpu"):
         tensors, meta = read_safetensors(path)
         if meta.get("format") != "swlstm":
             raise ValueError(f"{path}: not a swlstm export (metadata format = {meta.get('format')!r})")
@@ -159,25 +174,45 @@ class SwLSTM(torch.nn.Module):
             zx = x @ self.wx[l].dense().t()                    # the whole window at once
             h, c = state[l]
             hs = []
+            if self.mlstm:
+                H, xln = self.H, self.xln[l]
+                m, a = _layer_norm(zx[..., :H], xln[:H], xln[H:2 * H]), _layer_norm(zx[..., H:], xln[2 * H:3 * H], xln[3 * H:])
+                ws = [w.dense() for w in self.ws[l * self.depth:(l + 1) * self.depth]]
             for t in range(T):
-                z = zx[:, t] + h @ wh.t()
+                if self.mlstm:
+                    z = self._internal(h, m[:, t], a[:, t], ws, l) @ wh.t()
+                else:
+                    z = zx[:, t] + h @ wh.t()
                 h, c = self._cell(z, c, l)
                 hs.append(h)
             state[l] = (h, c)
             x = torch.stack(hs, 1)
         return x @ self.head_w.t() + self.head_b, state
 
+    def _internal(self, h, m, a, ws, l):
+        """The mlstm's internal steps of one time step: what the gates read instead of h."""
+        H, u = self.H, h
+        for j, w in enumerate(ws):
+            ln = self.sln[l * self.depth + j]
+            s = _layer_norm(u @ w.t(), ln[:H], ln[H:])
+            u = s * m if j == 0 else torch.relu(s + a) if j == 1 else torch.relu(s)
+        return u
+
     def _cell(self, z, c, l):
         H = self.H
         if self.layer_norm:
-            g = z.view(-1, 4, H)
-            mean = g.mean(-1, keepdim=True)
-            var = ((g - mean) ** 2).mean(-1, keepdim=True)
-            z = ((g - mean) * torch.rsqrt(var + LN_EPS)).reshape(-1, 4 * H) * self.ln[l]
+            z = _layer_norm(z.view(-1, 4, H), 1, 0).reshape(-1, 4 * H) * self.ln[l]
         z = z + self.b[l]
         i, f, g, o = torch.sigmoid(z[:, :H]), torch.sigmoid(z[:, H:2 * H]), torch.tanh(z[:, 2 * H:3 * H]), torch.sigmoid(z[:, 3 * H:])
         c = f * c + i * g
         return o * torch.tanh(c), c
+
+
+def _layer_norm(v, gain, shift):
+    """Over the last axis, as src/layernorm.h: biased variance, eps 1e-5."""
+    mean = v.mean(-1, keepdim=True)
+    var = ((v - mean) ** 2).mean(-1, keepdim=True)
+    return (v - mean) * torch.rsqrt(var + LN_EPS) * gain + shift
 
 
 class _Dense(torch.nn.Module):
@@ -253,12 +288,12 @@ def main():
     ap.add_argument("--max-bytes", type=int, default=0, help="evaluate only the first N bytes of the split")
     ap.add_argument("--batch-size", type=int, default=0, help="stripes (default: the config's batch_size)")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--ema", action="store_true", help="use the EMA weights")
+    ap.add_argument("--raw-weights", action="store_true", help="the trained weights, not their EMA (as swlstm eval --raw-weights)")
     ap.add_argument("--double", action="store_true", help="compute in float64")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     try:
-        model = SwLSTM.load(a.model, ema=a.ema, device=a.device)
+        model = SwLSTM.load(a.model, ema=False if a.raw_weights else None, device=a.device)
     except (OSError, ValueError) as e:
         die(str(e))
     if a.double:
