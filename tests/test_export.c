@@ -149,12 +149,21 @@ static int same_shape(const Entry *e, const char *dtype, int ndim, long long a, 
     return 1;
 }
 
-// The exported file `out`: its header parsed into h, *data set to the tensors' data (inside
-// *file; the caller frees *file and *head). Checks the layout: sorted names, data tiling the
-// file; *data stays NULL when a check fails.
-static void read_export(const char *out, Header *h, char **file, char **head, const uint8_t **data) {
+// An exported file, read back: its header and the tensors' data (inside file).
+typedef struct {
+    Header h;
+    char *file, *head;
+    const uint8_t *data;  // NULL when a check of the layout failed
+} Export;
+
+// Exports ckpt to out and reads it back into x (export_done frees it). Checks the layout:
+// sorted names, data tiling the file.
+static void export_read(const char *ckpt, const char *out, Export *x) {
+    Header *h = &x->h;
+    char **file = &x->file, **head = &x->head;
     size_t len;
-    *data = NULL;
+    memset(x, 0, sizeof *x);
+    export_to(ckpt, out);
     *file = read_text_file(out, &len, "export");
     unsigned long long hn = 0;
     for (int i = 7; i >= 0; i--) hn = hn << 8 | (unsigned char)(*file)[i];
@@ -175,8 +184,10 @@ static void read_export(const char *out, Header *h, char **file, char **head, co
         at = h->e[i].off[1];
     }
     CHECK_EQ(8 + hn + (unsigned long long)at, len);
-    *data = (const uint8_t *)*file + 8 + hn;
+    x->data = (const uint8_t *)*file + 8 + hn;
 }
+
+static void export_done(Export *x) { free(x->head); free(x->file); }
 
 TEST(export_writes_safetensors_of_the_checkpoint) {
     Model *m = small_model();
@@ -184,41 +195,39 @@ TEST(export_writes_safetensors_of_the_checkpoint) {
     for (size_t i = 0; i < m->nparams; i++) ema[i] = 0.5f * m->params[i] + 1e-3f * (float)(i % 7);
     const char *ckpt = tmp_path("export.ckpt"), *out = tmp_path("export.safetensors");
     save_with_ema(m, ckpt, ema, m->nparams);
-    export_to(ckpt, out);
-    Header h;
-    char *file = NULL, *head = NULL;
-    const uint8_t *data;
-    read_export(out, &h, &file, &head, &data);
-    CHECK(data);
+    Export x;
+    export_read(ckpt, out, &x);
+    CHECK(x.data);
     // Every parameter tensor twice (weights and EMA) and the block indices of 3 sparse matrices.
-    CHECK_EQ(h.n, 2 * m->ntensor + 6);
+    CHECK_EQ(x.h.n, 2 * m->ntensor + 6);
     const Layer *L1 = &m->layer[1];
-    CHECK(same_shape(find(&h, "emb"), "F32", 2, 256, 4, 0));
-    CHECK(same_shape(find(&h, "l0.wx"), "F32", 2, 128, 4, 0));
-    CHECK(same_shape(find(&h, "l1.wx"), "F32", 3, L1->wx.nnzb, 8, 8));
-    CHECK(same_shape(find(&h, "ema.l1.wh"), "F32", 3, L1->wh.nnzb, 8, 8));
-    CHECK(same_shape(find(&h, "l1.wh.row_ptr"), "I32", 1, 4 * 4 + 1, 0, 0));
-    CHECK(same_shape(find(&h, "l1.wx.col_idx"), "I32", 1, L1->wx.nnzb, 0, 0));
-    CHECK(same_shape(find(&h, "l0.ln"), "F32", 1, 128, 0, 0));
-    CHECK(same_shape(find(&h, "head.w"), "F32", 2, 256, 32, 0));
-    CHECK(!find(&h, "ema.l1.wh.row_ptr"));
+    CHECK(same_shape(find(&x.h, "emb"), "F32", 2, 256, 4, 0));
+    CHECK(same_shape(find(&x.h, "l0.wx"), "F32", 2, 128, 4, 0));
+    CHECK(same_shape(find(&x.h, "l1.wx"), "F32", 3, L1->wx.nnzb, 8, 8));
+    CHECK(same_shape(find(&x.h, "ema.l1.wh"), "F32", 3, L1->wh.nnzb, 8, 8));
+    CHECK(same_shape(find(&x.h, "l1.wh.row_ptr"), "I32", 1, 4 * 4 + 1, 0, 0));
+    CHECK(same_shape(find(&x.h, "l1.wx.col_idx"), "I32", 1, L1->wx.nnzb, 0, 0));
+    CHECK(same_shape(find(&x.h, "l0.ln"), "F32", 1, 128, 0, 0));
+    CHECK(same_shape(find(&x.h, "head.w"), "F32", 2, 256, 32, 0));
+    CHECK(!find(&x.h, "ema.l1.wh.row_ptr"));
     for (int i = 0; i < m->ntensor; i++) {
         const ParamTensor *t = &m->tensor[i];
         char name[80];
         snprintf(name, sizeof name, "ema.%s", t->name);
-        const Entry *e = find(&h, t->name), *x = find(&h, name);
-        CHECK_MSG(e && x, "tensor %s missing", t->name);
-        CHECK_MSG(!memcmp(data + e->off[0], m->params + t->off, 4 * t->n), "values of %s differ", t->name);
-        CHECK_MSG(!memcmp(data + x->off[0], ema + t->off, 4 * t->n), "values of %s differ", name);
+        const Entry *e = find(&x.h, t->name), *xe = find(&x.h, name);
+        CHECK_MSG(e && xe, "tensor %s missing", t->name);
+        CHECK_MSG(!memcmp(x.data + e->off[0], m->params + t->off, 4 * t->n), "values of %s differ", t->name);
+        CHECK_MSG(!memcmp(x.data + xe->off[0], ema + t->off, 4 * t->n), "values of %s differ", name);
     }
-    const Entry *rp = find(&h, "l1.wh.row_ptr"), *ci = find(&h, "l1.wx.col_idx");
-    CHECK(!memcmp(data + rp->off[0], L1->wh.row_ptr, 4 * 17));
-    CHECK(!memcmp(data + ci->off[0], L1->wx.col_idx, 4 * (size_t)L1->wx.nnzb));
+    const Entry *rp = find(&x.h, "l1.wh.row_ptr"), *ci = find(&x.h, "l1.wx.col_idx");
+    CHECK(!memcmp(x.data + rp->off[0], L1->wh.row_ptr, 4 * 17));
+    CHECK(!memcmp(x.data + ci->off[0], L1->wx.col_idx, 4 * (size_t)L1->wx.nnzb));
     char *text = config_to_text(&m->cfg);
-    CHECK(meta(&h, "config") && !strcmp(meta(&h, "config"), text));
-    CHECK(!strcmp(meta(&h, "format"), "swlstm") && !strcmp(meta(&h, "format_version"), "1"));
-    CHECK(!strcmp(meta(&h, "weights"), "params,ema") && !meta(&h, "step"));
-    free(text); free(head); free(file); free(ema);
+    CHECK(meta(&x.h, "config") && !strcmp(meta(&x.h, "config"), text));
+    CHECK(!strcmp(meta(&x.h, "format"), "swlstm") && !strcmp(meta(&x.h, "format_version"), "1"));
+    CHECK(!strcmp(meta(&x.h, "weights"), "params,ema") && !meta(&x.h, "step"));
+    free(text); free(ema);
+    export_done(&x);
     model_free(m);
 }
 
@@ -241,29 +250,26 @@ TEST(export_writes_the_mlstm_layout) {
     Model *m = model_create(&cfg, backend_cpu());
     const char *ckpt = tmp_path("mlstm.ckpt"), *out = tmp_path("mlstm.safetensors");
     save_with_ema(m, ckpt, NULL, 0);
-    export_to(ckpt, out);
-    Header h;
-    char *file = NULL, *head = NULL;
-    const uint8_t *data;
-    read_export(out, &h, &file, &head, &data);
-    CHECK(data);
+    Export x;
+    export_read(ckpt, out, &x);
+    CHECK(x.data);
     // Per layer 3 internal matrices and W_h with their indices.
-    CHECK_EQ(h.n, m->ntensor + 2 * 2 * 4);
+    CHECK_EQ(x.h.n, m->ntensor + 2 * 2 * 4);
     for (int l = 0; l < 2; l++)
         for (int j = 0; j < 3; j++) {
             const BsMat *w = &m->layer[l].ws[j];
             char name[40], rp[48];
             snprintf(name, sizeof name, "l%d.s%d.w", l, j);
             snprintf(rp, sizeof rp, "%s.row_ptr", name);
-            CHECK_MSG(same_shape(find(&h, name), "F32", 3, w->nnzb, 8, 8), "%s", name);
-            CHECK_MSG(same_shape(find(&h, rp), "I32", 1, 4 + 1, 0, 0), "%s", rp);
-            CHECK(!memcmp(data + find(&h, rp)->off[0], w->row_ptr, 4 * 5));
+            CHECK_MSG(same_shape(find(&x.h, name), "F32", 3, w->nnzb, 8, 8), "%s", name);
+            CHECK_MSG(same_shape(find(&x.h, rp), "I32", 1, 4 + 1, 0, 0), "%s", rp);
+            CHECK(!memcmp(x.data + find(&x.h, rp)->off[0], w->row_ptr, 4 * 5));
         }
-    CHECK(same_shape(find(&h, "l0.wx"), "F32", 2, 64, 4, 0));
-    CHECK(same_shape(find(&h, "l1.wx"), "F32", 2, 64, 32, 0));
-    CHECK(same_shape(find(&h, "l1.xln"), "F32", 1, 128, 0, 0));
-    CHECK(same_shape(find(&h, "l1.s2.ln"), "F32", 1, 64, 0, 0));
-    free(head); free(file);
+    CHECK(same_shape(find(&x.h, "l0.wx"), "F32", 2, 64, 4, 0));
+    CHECK(same_shape(find(&x.h, "l1.wx"), "F32", 2, 64, 32, 0));
+    CHECK(same_shape(find(&x.h, "l1.xln"), "F32", 1, 128, 0, 0));
+    CHECK(same_shape(find(&x.h, "l1.s2.ln"), "F32", 1, 64, 0, 0));
+    export_done(&x);
     model_free(m);
 }
 
