@@ -18,15 +18,32 @@ static int is_mlstm(const Config *cfg) { return strcmp(cfg->cell, "mlstm") == 0;
 
 int model_masks_per_layer(const Config *cfg) { return 2 + (is_mlstm(cfg) ? cfg->depth : 0); }
 
-double model_dense_params(const Config *cfg) {
-    double H = cfg->hidden_size, G = 4 * H, D = cfg->depth, n = 256.0 * cfg->embed_size + 256.0 * H + 256;
+// Blocks of mask i (model_create_with_masks's order) of masks, or of a dense mask when NULL.
+static double mask_blocks(const Config *cfg, const Mask *masks, int i) {
+    double nb = cfg->hidden_size / cfg->block_size;
+    return masks ? (double)mask_count(&masks[i]) : nb * nb;
+}
+
+double model_param_count(const Config *cfg, const Mask *masks) {
+    double H = cfg->hidden_size, G = 4 * H, blk = (double)cfg->block_size * cfg->block_size;
+    double n = 256.0 * cfg->embed_size + 256 * H + 256;
+    int per = model_masks_per_layer(cfg);
     for (int l = 0; l < cfg->num_layers; l++) {
+        int i = per * l;
         double in = l ? H : cfg->embed_size;
-        if (is_mlstm(cfg)) n += 2 * H * in + 4 * H + D * (H * H + 2 * H) + G * H + 2 * G;
-        else n += G * (in + H) + G * (cfg->layer_norm ? 2 : 1);
+        n += 4 * blk * mask_blocks(cfg, masks, i);  // W_h, the 4 gates
+        if (is_mlstm(cfg)) {  // projections and their norms, the gates' bias and gains, D internal steps
+            n += 2 * H * in + 4 * H + 2 * G;
+            for (int j = 0; j < cfg->depth; j++) n += blk * mask_blocks(cfg, masks, i + 2 + j) + 2 * H;
+        } else {
+            n += l ? 4 * blk * mask_blocks(cfg, masks, i + 1) : G * in;
+            n += G * (cfg->layer_norm ? 2 : 1);
+        }
     }
     return n;
 }
+
+double model_dense_params(const Config *cfg) { return model_param_count(cfg, NULL); }
 
 // Names are printf formats ("l%d.wx").
 __attribute__((format(printf, 4, 5))) static size_t add_tensor(Model *m, size_t n, int decay, const char *fmt, ...) {

@@ -59,7 +59,9 @@ Model *model_create(const Config *cfg, const Backend *be);
 Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask *masks);
 int model_masks_per_layer(const Config *cfg);
 #define SW_MAX_MASKS (SW_MAX_LAYERS * (2 + SW_MAX_DEPTH))
-// Parameters of the model that cfg describes with every mask dense.
+// Parameters of the model that cfg and masks (model_create_with_masks's order) describe;
+// masks NULL: every mask dense (model_dense_params).
+double model_param_count(const Config *cfg, const Mask *masks);
 double model_dense_params(const Config *cfg);
 // Mask seeds per layer and matrix, so that users can rebuild any mask with `swlstm mask`.
 uint64_t model_mask_seed(long mask_seed, int layer, int is_input);

@@ -178,26 +178,6 @@ static void check_masks(const Ckpt *c, const Config *cfg, const Mask *masks, int
     }
 }
 
-// Parameters a model of this config and these masks has (model.c's layout), so that a
-// hostile config cannot make model_load allocate more than the file's "params" holds.
-static double count_params(const Config *cfg, const Mask *masks) {
-    double H = cfg->hidden_size, G = 4 * H, blk = (double)cfg->block_size * cfg->block_size;
-    int per = model_masks_per_layer(cfg);
-    double n = 256.0 * cfg->embed_size + 256 * H + 256;
-    for (int l = 0; l < cfg->num_layers; l++) {
-        const Mask *mk = &masks[per * l];
-        if (per > 2) {  // mlstm: projections and their norms, D internal steps, the gates
-            n += 2 * H * (l ? H : cfg->embed_size) + 4 * H;
-            for (int j = 0; j < per - 2; j++) n += blk * (double)mask_count(&mk[2 + j]) + 2 * H;
-            n += 4 * blk * (double)mask_count(&mk[0]) + 2 * G;
-            continue;
-        }
-        n += l ? 4 * blk * (double)mask_count(&mk[1]) : G * cfg->embed_size;
-        n += 4 * blk * (double)mask_count(&mk[0]) + G * (cfg->layer_norm ? 2 : 1);
-    }
-    return n;
-}
-
 Model *model_load(const char *path, const char *device, const char *precision) {
     Ckpt c;
     ckpt_read(&c, path);
@@ -207,7 +187,7 @@ Model *model_load(const char *path, const char *device, const char *precision) {
     Mask masks[SW_MAX_MASKS];
     int n = ckpt_masks(&c, masks, SW_MAX_MASKS);
     check_masks(&c, &cfg, masks, n);
-    double want = count_params(&cfg, masks);
+    double want = model_param_count(&cfg, masks);  // a hostile config cannot make us allocate more than "params" holds
     uint64_t have = ckpt_find(&c, "params", 1)->len / sizeof(float);
     if (want != (double)have)
         die("checkpoint '%s': section 'params' holds %llu values, its config and masks need %.0f", path,
