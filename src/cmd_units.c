@@ -1,12 +1,11 @@
 // cmd_units.c: the `units` verb: one LSTM unit's value after every byte of a text, written
 // as an HTML page with the text coloured by the value (the sentiment-neuron view).
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include "atomic_file.h"
 #include "feature_extract.h"
 #include "unit_page.h"
 #include "verbs.h"
@@ -64,18 +63,6 @@ static float *unit_values(Model *m, const FeatOpts *o, int k, const uint8_t *tex
     return val;
 }
 
-// path.tmp, fsync, rename: a reader never sees a partial page.
-static void write_atomic(const char *path, const char *data, size_t len) {
-    char *tmp = xmalloc(strlen(path) + 5);
-    sprintf(tmp, "%s.tmp", path);
-    FILE *f = xfopen(tmp, "wb", "output page");
-    if (fwrite(data, 1, len, f) != len || fflush(f) || fsync(fileno(f)))
-        die("output page '%s': write failed: %s", tmp, strerror(errno));
-    fclose(f);
-    if (rename(tmp, path)) die("output page '%s': cannot rename from '%s': %s", path, tmp, strerror(errno));
-    free(tmp);
-}
-
 int cmd_units(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { units_usage(); return 0; }
@@ -92,7 +79,9 @@ int cmd_units(int argc, char **argv) {
              a.fo.state == 'h' ? "h" : "c", a.fo.layer, a.input);
     size_t len;
     char *page = unit_page_html(text, n, val, title, &len);
-    write_atomic(a.out, page, len);
+    AtomicFile *f = af_open(a.out, "output page");  // a reader never sees a partial page
+    af_write(f, page, len);
+    af_commit(f);
     model_free(m);
     free(page); free(val); free(text);
     return 0;
