@@ -186,9 +186,8 @@ static void cuda_init(void) {
     CUBLAS_CHECK(cublasCreate(&g_cuda.blas));
     // No TF32 unless asked: fp32 products stay fp32 (matmul.cu also names its compute type).
     CUBLAS_CHECK(cublasSetMathMode(g_cuda.blas, CUBLAS_DEFAULT_MATH));
-    // Once per process (a thread-safe static), after the runtime's own exit handler: runs first.
-    static const bool registered = atexit(cuda_release) == 0;
-    (void)registered;
+    static int registered;  // once per process: after the runtime's own exit handler, so it runs first
+    if (!registered++) atexit(cuda_release);
     done = 1;
 }
 
