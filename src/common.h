@@ -16,6 +16,8 @@ typedef float real;
 #endif
 
 #define SW_VOCAB 256
+// The embedding gradient sums tokens in slices of this many, then the slices (both backends).
+#define SW_EMBED_SLICE 256
 #define SW_MAX_LAYERS 8
 #define SW_MAX_DEPTH 8   // mlstm internal steps
 
