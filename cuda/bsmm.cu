@@ -260,13 +260,10 @@ static void check_aligned(const void *p, const char *what) {
     if ((uintptr_t)p % 16) die("internal: bsmm %s pointer %p is not 16-byte aligned", what, p);
 }
 
-// The kernels' view of an fp32 activation: itself, or (bf16 mode) a bf16 copy in scratch.
+// The kernels' view of an fp32 activation: itself, or (bf16 mode) its bf16 twin or copy.
 template <bool BF>
 static const void *input_as(const real *in, size_t n, int slot) {
-    if (!BF) return in;
-    bf16 *b = (bf16 *)cuda_scratch(slot, n * sizeof(bf16));
-    to_bf16(b, in, n);
-    return b;
+    return BF ? (const void *)acts_bf16(in, n, slot) : (const void *)in;
 }
 
 template <typename K>

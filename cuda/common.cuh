@@ -23,7 +23,7 @@ const char *cuda_hint(cudaError_t e);
 // After a kernel launch: catches bad launch configurations at once.
 #define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
 
-enum { SCRATCH_WBF16, SCRATCH_XBF16, SCRATCH_DYBF16, SCRATCH_PART, SCRATCH_COUNT, SCRATCH_SUMSQ, SCRATCH_COLSUM, SCRATCH_N };
+enum { SCRATCH_WBF16, SCRATCH_XBF16, SCRATCH_DYBF16, SCRATCH_PART, SCRATCH_COUNT, SCRATCH_SUMSQ, SCRATCH_COLSUM, SCRATCH_EMBED, SCRATCH_N };
 
 typedef struct {
     int nsm;                 // multiprocessors
@@ -52,6 +52,11 @@ void shadow_refresh(const real *p, size_t n);
 // also need 16-byte alignment).
 const bf16 *weights_bf16(const real *vals, size_t n);
 void to_bf16(bf16 *dst, const real *src, size_t n, cudaStream_t stream = 0);
+// bf16 activations for x[n] (twins.cu): the registered bf16 twin of the buffer holding x (the
+// engine's copies of h and dz, current after its last window), else a copy in scratch `slot`.
+const bf16 *acts_bf16(const real *x, size_t n, int slot);
+void twin_register(const real *f, const bf16 *b, size_t n);
+void twin_forget(const real *f);
 
 // Column sums of a row-major [N, R] matrix: out[r] += sum_n in[n][r], n in order.
 void colsum_acc(real *out, const real *in, int N, int R, cudaStream_t stream = 0);

@@ -27,13 +27,14 @@ typedef struct {
     // fwd at step t: z = z_t (input projection in; the full pre-activation out with EPI_SUM),
     // act = act_t, c0 = c_t, c1 = c_{t+1}, h1 = h_{t+1}, hb1 = its bf16 copy (bf16 mode)
     // bwd at step t: dh = dh_{t+1} (upstream in, total out), dc running, act = act_t,
-    // c0 = c_t, c1 = c_{t+1}, dz = dz_t, dzb = its bf16 copy (bf16 mode)
+    // c0 = c_t, c1 = c_{t+1}, dz = dz_t, or in bf16 mode dzb = dz_t in bf16 instead
     real *z, *act, *c0, *c1, *h1, *dh, *dc, *dz;
     bf16 *hb1, *dzb;
+    real *dbpart;           // bwd EPI_CELL: [gridDim.y, 4H] sums of dz_t over each tile's rows (for dbias)
 } SeqStep;
 
 // Launches one step on `stream`: BF selects bf16 tensor cores, FWD the direction.
 template <bool BF, bool FWD>
 void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream);
-// Rows per CTA for a batch of B rows (32, 64 or 128).
-int seq_tm(int B);
+// Rows per CTA for a batch of B rows (32, 64 or 128) in direction fwd.
+int seq_tm(int B, int fwd);

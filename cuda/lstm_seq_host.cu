@@ -23,6 +23,7 @@ typedef struct {
     float *part;
     int *count;
     bf16 *hb, *dzb;       // bf16 mode: h [(T+1)B, H] and dz [TB, 4H] as the kernels read them (dz at the first bwd)
+    float *dbpart;        // without layer norm: [T][row tiles][4H] column sums of dz, summed into dbias
     cudaStream_t stream;
     Graph g[2];
 } Seq;
@@ -49,6 +50,9 @@ static void upload_lists(Seq *s, const BsMat *w, int fwd) {
     free(ptr); free(idx); free(blk);
 }
 
+// Row tiles of B rows in direction fwd (the backward's are never larger than the forward's).
+static int tiles(int B, int fwd) { return cdiv(B, seq_tm(B, fwd)); }
+
 // The engine takes block 32 and W_h stacked from one square mask (4 gates).
 static int engine_takes(const BsMat *w) { return w->bs == SQ_BS && w->ngates == 4 && w->nbr == 4 * w->nbc; }
 
@@ -62,12 +66,17 @@ void *seq_create_cuda(const SeqArgs *a) {
     s->gstride = a->wh->nnzb / 4;
     upload_lists(s, a->wh, 0);
     upload_lists(s, a->wh, 1);
-    int gy = cdiv(a->B, seq_tm(a->B)), most = s->npieces[0] > s->npieces[1] ? s->npieces[0] : s->npieces[1];
-    CUDA_CHECK(cudaMalloc(&s->part, sizeof(float) * (size_t)most * gy * 4 * seq_tm(a->B) * SQ_BS));
+    int gy = tiles(a->B, 0), most = s->npieces[0] > s->npieces[1] ? s->npieces[0] : s->npieces[1];
+    // a partial tile per piece and row tile: 4 gates x 32 columns x (tiles x rows < B + 128)
+    CUDA_CHECK(cudaMalloc(&s->part, sizeof(float) * (size_t)most * (a->B + 128) * 4 * SQ_BS));
     CUDA_CHECK(cudaMalloc(&s->count, sizeof(int) * (size_t)s->nlists * gy));
     CUDA_CHECK(cudaMemset(s->count, 0, sizeof(int) * (size_t)s->nlists * gy));
     size_t BH = (size_t)a->B * a->H;
-    if (BF) CUDA_CHECK(cudaMalloc(&s->hb, sizeof(bf16) * BH * (a->T + 1)));
+    if (BF) {
+        CUDA_CHECK(cudaMalloc(&s->hb, sizeof(bf16) * BH * (a->T + 1)));
+        twin_register(a->h, s->hb, BH * (a->T + 1));
+    }
+    if (!a->ln_gain) CUDA_CHECK(cudaMalloc(&s->dbpart, sizeof(float) * (size_t)a->T * gy * 4 * a->H));
     CUDA_CHECK(cudaStreamCreate(&s->stream));  // blocking: ordered with the default stream's work
     colsum_reserve(a->B, 4 * a->H);
     return s;
@@ -86,7 +95,10 @@ void seq_free_cuda(void *p) {
     CUDA_CHECK(cudaFree(s->count));
     CUDA_CHECK(cudaFree(s->hb));
     CUDA_CHECK(cudaFree(s->dzb));
+    CUDA_CHECK(cudaFree(s->dbpart));
     CUDA_CHECK(cudaStreamDestroy(s->stream));
+    twin_forget(s->a.h);
+    twin_forget(s->a.dz);
     free(s);
 }
 
@@ -148,6 +160,7 @@ static void record_bwd(const Seq *s, const void *w, int T) {
         st.c1 = a.c + (t + 1) * BH;
         st.dz = a.dz + t * BG;
         st.dzb = BF ? s->dzb + t * BG : NULL;
+        st.dbpart = s->dbpart ? s->dbpart + t * (size_t)tiles(a.B, 0) * 4 * a.H : NULL;
         if (!a.ln_gain || st.in) seq_step_launch<BF, false>(st, s->npieces[0], s->stream);
         if (!a.ln_gain) continue;
         lstm_bwd_on(s->stream, st.dz, a.dc, a.dbias, a.dln_gain, st.dh, a.dc, st.act, st.c1, st.c0,
@@ -186,17 +199,20 @@ void seq_fwd_cuda(void *p, int T) {
     replay<BF>((Seq *)p, 1, T);
 }
 
-// After the steps (on the default stream, which waits for the engine's stream): dbias over
-// all rows at once (layer norm summed it per step), and dW_h from the engine's own copies.
+// After the steps (on the default stream, which waits for the engine's stream): dbias from
+// the step kernels' tile sums (layer norm summed it per step), and dW_h from the engine's
+// own copies.
 template <bool BF>
 void seq_bwd_cuda(void *p, int T) {
     Seq *s = (Seq *)p;
     const SeqArgs &a = s->a;
-    if (BF && !s->dzb)  // evaluation-only windows never need it
+    if (BF && !s->dzb) {  // evaluation-only windows never need it
         CUDA_CHECK(cudaMalloc(&s->dzb, sizeof(bf16) * (size_t)a.B * a.H * 4 * a.T));
+        twin_register(a.dz, s->dzb, (size_t)a.B * a.H * 4 * a.T);
+    }
     replay<BF>(s, 0, T);
     int N = T * a.B;
-    if (!a.ln_gain) colsum_acc(a.dbias, a.dz, N, 4 * a.H);
+    if (!a.ln_gain) colsum_acc(a.dbias, s->dbpart, T * tiles(a.B, 0), 4 * a.H);
     bsmm_bwd_weight_typed(a.dwh, BF ? (const void *)s->dzb : (const void *)a.dz, BF ? (const void *)s->hb : (const void *)a.h,
                           a.wh, N, BF);
 }

@@ -2,17 +2,27 @@
 //   fwd  y[N,R] (=|+=) x[N,C] W^T + bias
 //   bwd  dx[N,C] = dy W; dW[R,C] += dy^T x; dbias[R] += sum_n dy
 // Row-major X[a,b] is column-major X^T, so each product is written for cuBLAS on the
-// transposes. fp32 mode computes in plain fp32 (no TF32); bf16 mode rounds the operands to
-// bf16 inside cuBLAS and accumulates in fp32.
+// transposes. fp32 mode computes in plain fp32 (no TF32); bf16 mode multiplies bf16 operands
+// (the weights' shadow, activations' twins or copies) on the tensor cores, fp32 accumulate.
 #include "common.cuh"
 
 template <bool BF>
-static void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const real *A, int lda,
-                 const real *B, int ldb, float beta, real *Cm, int ldc) {
+static void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A, int lda,
+                 const void *B, int ldb, float beta, real *Cm, int ldc) {
     const float one = 1.0f;
-    CUBLAS_CHECK(cublasGemmEx(g_cuda.blas, ta, tb, m, n, k, &one, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, &beta,
-                              Cm, CUDA_R_32F, ldc, BF ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_PEDANTIC,
-                              CUBLAS_GEMM_DEFAULT));
+    const cudaDataType_t in = BF ? CUDA_R_16BF : CUDA_R_32F;
+    CUBLAS_CHECK(cublasGemmEx(g_cuda.blas, ta, tb, m, n, k, &one, A, in, lda, B, in, ldb, &beta, Cm, CUDA_R_32F, ldc,
+                              BF ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
+}
+
+// The operands as the gemm reads them: fp32 as they are, or bf16.
+template <bool BF>
+static const void *weight_op(const real *W, size_t n) {
+    return BF ? (const void *)weights_bf16(W, n) : (const void *)W;
+}
+template <bool BF>
+static const void *act_op(const real *x, size_t n, int slot) {
+    return BF ? (const void *)acts_bf16(x, n, slot) : (const void *)x;
 }
 
 // y[n][r] = (acc ? y[n][r] : 0) + bias[r]
@@ -29,17 +39,19 @@ void matmul_fwd_cuda(real *y, const real *x, const real *W, const real *bias, in
         LAUNCH_CHECK();
     }
     // y^T[R,N] = W[R,C] x^T[C,N]; W^T is W's column-major view (ld C), x^T is x's (ld C).
-    gemm<BF>(CUBLAS_OP_T, CUBLAS_OP_N, R, N, C, W, C, x, C, bias || acc ? 1.f : 0.f, y, R);
+    gemm<BF>(CUBLAS_OP_T, CUBLAS_OP_N, R, N, C, weight_op<BF>(W, (size_t)R * C), C,
+             act_op<BF>(x, (size_t)N * C, SCRATCH_XBF16), C, bias || acc ? 1.f : 0.f, y, R);
 }
 
 template <bool BF>
 void matmul_bwd_cuda(real *dx, real *dW, real *dbias, const real *dy, const real *x, const real *W,
                      int N, int C, int R) {
     if (N <= 0) return;
+    const void *dyo = act_op<BF>(dy, (size_t)N * R, SCRATCH_DYBF16);
     // dx^T[C,N] = W^T[C,R] dy^T[R,N]
-    if (dx) gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_N, C, N, R, W, C, dy, R, 0.f, dx, C);
+    if (dx) gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_N, C, N, R, weight_op<BF>(W, (size_t)R * C), C, dyo, R, 0.f, dx, C);
     // dW^T[C,R] += x^T[C,N] dy[N,R]
-    gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_T, C, R, N, x, C, dy, R, 1.f, dW, C);
+    gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_T, C, R, N, act_op<BF>(x, (size_t)N * C, SCRATCH_XBF16), C, dyo, R, 1.f, dW, C);
     if (dbias) colsum_acc(dbias, dy, N, R);
 }
 

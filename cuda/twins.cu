@@ -1,0 +1,40 @@
+// twins.cu: bf16 twins of fp32 activation buffers. The recurrent engine keeps bf16 copies of
+// h and dz for its own step kernels (lstm_seq_host.cu); registered here, the bf16 ops that
+// read those buffers next (the head's product, the input projection's backward) take the
+// copy instead of converting the fp32 buffer again, and the engine need not write fp32 dz at
+// all. The CPU backend has no twin (it has no bf16 mode).
+#include "common.cuh"
+
+#define TWINS_MAX 64  // engines alive at once, two twins each (train and eval acts, 8 layers)
+
+typedef struct {
+    const real *f;
+    const bf16 *b;
+    size_t n;
+} Twin;
+static thread_local Twin twins[TWINS_MAX];  // per rank thread, like g_cuda
+
+void twin_register(const real *f, const bf16 *b, size_t n) {
+    for (int i = 0; i < TWINS_MAX; i++)
+        if (!twins[i].f || twins[i].f == f) {
+            twins[i] = (Twin){f, b, n};
+            return;
+        }
+    die("internal: more than %d bf16 activation twins registered", TWINS_MAX);
+}
+
+void twin_forget(const real *f) {
+    for (int i = 0; i < TWINS_MAX; i++)
+        if (twins[i].f == f) twins[i] = (Twin){NULL, NULL, 0};
+}
+
+const bf16 *acts_bf16(const real *x, size_t n, int slot) {
+    for (int i = 0; i < TWINS_MAX; i++) {
+        const Twin *t = &twins[i];
+        if (t->f && x >= t->f && x + n <= t->f + t->n && (uintptr_t)(t->b + (x - t->f)) % 16 == 0)
+            return t->b + (x - t->f);
+    }
+    bf16 *b = (bf16 *)cuda_scratch(slot, n * sizeof(bf16));
+    to_bf16(b, x, n);
+    return b;
+}
