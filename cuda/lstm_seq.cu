@@ -1,7 +1,8 @@
 // lstm_seq.cu: one time step of the recurrent engine (lstm_seq.cuh). CPU twin: the per-step
 // loop of src/model_step.c (bsmm_fwd + lstm_fwd, lstm_bwd + bsmm_bwd_data).
 //   fwd  CTA (piece of hidden block j's row list, TM rows): z[:, g, j] = sum over the list of
-//        h_t slab x W[g, j, c]^T for the 4 gates g; then the cell for the 32 units of j
+//        h_t slab x W[g, j, c]^T for the 4 gates g (and x_t W_x^T where the input is fused, else
+//        z_t holds it); then the cell for the 32 units of j
 //   bwd  CTA (piece of hidden block j's column list, TM rows): dh[:, j] = dh_up + sum over the
 //        list of dz_{t+1}[:, g, r] x W[g, r, j] over the 4 gates; then the cell's gradient
 // A CTA is 4 groups of TM threads, one per gate, over a cp.async ring of list entries (one
@@ -63,7 +64,7 @@ __device__ inline void cell_fwd(const SeqStep &a, const float *red, int TM, int 
         int n = n0 + r0 + q * rstep;
         bool ok = n < a.B;
 #pragma unroll
-        for (int g = 0; g < 4; g++) z[q][g] = ok ? __ldcs(a.z + n * G + g * (long)a.H + col) : 0.f;
+        for (int g = 0; g < 4; g++) z[q][g] = ok && !a.x ? __ldcs(a.z + n * G + g * (long)a.H + col) : 0.f;
         cp[q] = ok && a.epi == EPI_CELL ? a.c0[(long)n * a.H + col] : 0.f;
     }
 #pragma unroll
@@ -168,6 +169,7 @@ __global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_
         pc.end = pc.beg;
     }
     const int n0 = blockIdx.y * TM, valid = min(TM, a.B - n0), cnt = pc.end - pc.beg;
+    const int total = cnt + (FWD && a.x && !pc.rank ? a.E / SQ_BS : 0);  // list entries, then x's slabs
     const T *in = (const T *)a.in, *w = (const T *)a.w;
     const long ld_in = FWD ? a.H : 4L * a.H;
     for (int i = tid; i < cnt; i += C::NT) {
@@ -179,6 +181,14 @@ __global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_
     auto w_at = [&](int slot) { return a_at(slot) + C::A_ELEMS; };
     auto issue = [&](int st) {
         T *As = a_at(st % C::S), *Ws = w_at(st % C::S);
+        if (FWD && st >= cnt) {  // slab k of x_t and W_x's 4 gate blocks of it
+            const int k = (st - cnt) * SQ_BS;
+            tile_copy(As, C::LD, (const T *)a.x + (long)n0 * a.E + k, a.E, TM, valid);
+#pragma unroll
+            for (int g = 0; g < 4; g++)
+                tile_copy(Ws + g * SQ_BS * C::LD, C::LD, (const T *)a.wx + ((long)g * a.H + pc.ob * SQ_BS) * a.E + k, a.E, SQ_BS, SQ_BS);
+            return;
+        }
         const T *rows = in + (long)n0 * ld_in;
 #pragma unroll
         for (int g = 0; g < C::NA; g++)
@@ -190,13 +200,13 @@ __global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_
     float acc[SQ_BS] = {};
 #pragma unroll
     for (int st = 0; st < C::S - 1; st++) {
-        if (st < cnt) issue(st);
+        if (st < total) issue(st);
         cp_commit();
     }
-    for (int st = 0; st < cnt; st++) {
+    for (int st = 0; st < total; st++) {
         cp_wait<C::S - 2>();
         __syncthreads();
-        if (st + C::S - 1 < cnt) issue(st + C::S - 1);
+        if (st + C::S - 1 < total) issue(st + C::S - 1);
         cp_commit();
         const int slot = st % C::S;
         tile_product<SQ_BS, SQ_BS, false, !FWD>(acc, a_at(slot) + (FWD ? 0 : grp * TM * C::LD), C::LD,

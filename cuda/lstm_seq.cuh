@@ -20,6 +20,8 @@ typedef struct {
     long gstride;           // stored blocks from one gate's copy of a block to the next (nnzb / 4)
     const void *w;          // weights, bf16 or float like the kernel's T
     const void *in;         // fwd: h_t [B, H]; bwd: dz_{t+1} [B, 4H]; NULL: no product (bwd at t = T-1)
+    const void *x, *wx;     // fwd with the input fused: x_t [B, E] and W_x [4H, E] (a piece of rank 0
+    int E;                  // takes their E/32 slabs after its list); x NULL: z_t holds the projection
     float *part;            // [piece][gridDim.y][tile] partial tiles of cut lists
     int *count;             // [list][gridDim.y] pieces finished (back to 0 when done)
     int B, H, epi;

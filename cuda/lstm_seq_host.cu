@@ -10,7 +10,7 @@
 typedef struct {
     cudaGraphExec_t exec;
     int T;
-    const void *w;   // the weights it was captured with (a new bf16 shadow means a new graph)
+    const void *w, *wx;  // the weights it was captured with (a new bf16 shadow means a new graph)
 } Graph;
 
 typedef struct {
@@ -23,6 +23,7 @@ typedef struct {
     float *part;
     int *count;
     bf16 *hb, *dzb;       // bf16 mode: h [(T+1)B, H] and dz [TB, 4H] as the kernels read them (dz at the first bwd)
+    bf16 *xb;             // bf16 mode with the input fused: x [TB, E]
     float *dbpart;        // without layer norm: [T][row tiles][4H] column sums of dz, summed into dbias
     cudaStream_t stream;
     Graph g[2];
@@ -54,11 +55,14 @@ static void upload_lists(Seq *s, const BsMat *w, int fwd) {
 static int tiles(int B, int fwd) { return cdiv(B, seq_tm(B, fwd)); }
 
 // The engine takes block 32 and W_h stacked from one square mask (4 gates).
-static int engine_takes(const BsMat *w) { return w->bs == SQ_BS && w->ngates == 4 && w->nbr == 4 * w->nbc; }
+static int engine_takes(const SeqArgs *a) {
+    const BsMat *w = a->wh;
+    return w->bs == SQ_BS && w->ngates == 4 && w->nbr == 4 * w->nbc && (!a->x || a->E % SQ_BS == 0);
+}
 
 template <bool BF>
 void *seq_create_cuda(const SeqArgs *a) {
-    if (!engine_takes(a->wh)) return NULL;
+    if (!engine_takes(a)) return NULL;
     Seq *s = (Seq *)xcalloc(1, sizeof *s);
     s->a = *a;
     s->bf = BF;
@@ -75,6 +79,7 @@ void *seq_create_cuda(const SeqArgs *a) {
     if (BF) {
         CUDA_CHECK(cudaMalloc(&s->hb, sizeof(bf16) * BH * (a->T + 1)));
         twin_register(a->h, s->hb, BH * (a->T + 1));
+        if (a->x) CUDA_CHECK(cudaMalloc(&s->xb, sizeof(bf16) * (size_t)a->T * a->B * a->E));
     }
     if (!a->ln_gain) CUDA_CHECK(cudaMalloc(&s->dbpart, sizeof(float) * (size_t)a->T * gy * 4 * a->H));
     CUDA_CHECK(cudaStreamCreate(&s->stream));  // blocking: ordered with the default stream's work
@@ -96,6 +101,7 @@ void seq_free_cuda(void *p) {
     CUDA_CHECK(cudaFree(s->hb));
     CUDA_CHECK(cudaFree(s->dzb));
     CUDA_CHECK(cudaFree(s->dbpart));
+    CUDA_CHECK(cudaFree(s->xb));
     CUDA_CHECK(cudaStreamDestroy(s->stream));
     twin_forget(s->a.h);
     twin_forget(s->a.dz);
@@ -121,12 +127,18 @@ static SeqStep step_base(const Seq *s, const void *w, int fwd) {
 // Forward, as model_step.c's loop: z_t += W_h h_t, then the cell (fused, or lstm_fwd after
 // the product where layer norm needs whole rows).
 template <bool BF>
-static void record_fwd(const Seq *s, const void *w, int T) {
+static void record_fwd(const Seq *s, const void *w, const void *wx, int T) {
     const SeqArgs &a = s->a;
-    size_t BH = (size_t)a.B * a.H, BG = 4 * BH;
+    size_t BH = (size_t)a.B * a.H, BG = 4 * BH, BE = (size_t)a.B * a.E;
     if (BF) to_bf16(s->hb, a.h, BH, s->stream);
+    if (BF && a.x) to_bf16(s->xb, a.x, T * BE, s->stream);
     for (int t = 0; t < T; t++) {
         SeqStep st = step_base(s, w, 1);
+        if (a.x) {
+            st.x = BF ? (const void *)(s->xb + t * BE) : (const void *)(a.x + t * BE);
+            st.wx = wx;
+            st.E = a.E;
+        }
         st.in = BF ? (const void *)(s->hb + t * BH) : (const void *)(a.h + t * BH);
         st.z = a.z + t * BG;
         st.act = a.act + t * BG;
@@ -177,19 +189,23 @@ static void record_bwd(const Seq *s, const void *w, int T) {
 // Replays direction d's graph for T steps, capturing it first if T or the weights changed.
 template <bool BF>
 static void replay(Seq *s, int fwd, int T) {
-    const void *w = BF ? (const void *)weights_bf16(s->a.wh_vals, (size_t)bsmat_nvals(s->a.wh)) : (const void *)s->a.wh_vals;
+    const SeqArgs &a = s->a;
+    const void *w = BF ? (const void *)weights_bf16(a.wh_vals, (size_t)bsmat_nvals(a.wh)) : (const void *)a.wh_vals;
+    const void *wx = !a.x || !fwd ? NULL : BF ? (const void *)weights_bf16(a.wx_vals, 4 * (size_t)a.H * a.E) : (const void *)a.wx_vals;
+    if (wx && wx == w) die("internal: the engine's W_h and W_x have no bf16 shadow (params not registered)");
     Graph *g = &s->g[fwd];
-    if (!g->exec || g->T != T || g->w != w) {
+    if (!g->exec || g->T != T || g->w != w || g->wx != wx) {
         if (g->exec) CUDA_CHECK(cudaGraphExecDestroy(g->exec));
         cudaGraph_t graph;
         CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
-        if (fwd) record_fwd<BF>(s, w, T);
+        if (fwd) record_fwd<BF>(s, w, wx, T);
         else record_bwd<BF>(s, w, T);
         CUDA_CHECK(cudaStreamEndCapture(s->stream, &graph));
         CUDA_CHECK(cudaGraphInstantiate(&g->exec, graph, 0));
         CUDA_CHECK(cudaGraphDestroy(graph));
         g->T = T;
         g->w = w;
+        g->wx = wx;
     }
     CUDA_CHECK(cudaGraphLaunch(g->exec, s->stream));
 }

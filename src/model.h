@@ -98,6 +98,8 @@ const char *acts_path(const Acts *a);
 // Whether cfg asks for the backend's recurrent engine (lstm cell only): `on`, or `auto` in bf16
 // (in fp32 the engine's FFMA tiles measured slower than the per-step ops, docs/PERF.md section 0).
 int engine_wanted(const Config *cfg);
+// Whether an engine for layer l computes the layer's input projection itself (acts.c).
+int input_fused(const Model *m, int l);
 // Zeroes the carried state (h_0, c_0) of every layer.
 void acts_reset_state(const Model *m, Acts *a);
 // Moves h_T, c_T into h_0, c_0 for the next window (truncated BPTT).

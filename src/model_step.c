@@ -21,7 +21,7 @@ static void layer_forward(Model *m, Acts *a, int l, const real *x, int T) {
     const Backend *be = m->be;
     const Layer *L = &m->layer[l];
     size_t B = (size_t)a->B, H = (size_t)m->H, G = 4 * H;
-    input_fwd(m, L, a->z[l], x, (int)(T * B));
+    if (!a->seq[l] || !input_fused(m, l)) input_fwd(m, L, a->z[l], x, (int)(T * B));
     if (a->seq[l]) {
         be->seq_fwd(a->seq[l], T);
         return;

@@ -1,19 +1,20 @@
 // test_gpu_engine.c: the CUDA recurrent engine (Backend seq_*: a layer's window in one graph of
 // fused step kernels) against the CPU reference and against the GPU's own per-step ops, on
 // shapes that reach every path of its kernels: hub lists cut into pieces, 1-3 row tiles of
-// 32/64/128 rows with odd B, layer norm on and off, 1-2 layers, windows of another length.
+// 32/64/128 rows with odd B, layer norm on and off, 1-2 layers, the input projection fused
+// (E a multiple of 32) or not, windows of another length.
 #include "gpu_train.h"
 
 typedef struct {
     const char *sparsity;
-    int H, ln, L, B, T;
+    int H, ln, L, B, T, E;
 } EngShape;
 
 static const EngShape eshapes[] = {
-    {"ba_4", 2048, 0, 1, 67, 9},      // lists of hubs longer than a piece (16); 67 rows: one tile of 128
-    {"random_0.2", 512, 1, 2, 130, 6}, // two tiles of 128 (the second of 2 rows), layer norm, 2 layers
-    {"ws_4_0.2", 256, 0, 2, 33, 7},   // tiles of 64
-    {"dense", 256, 1, 1, 5, 4},       // tiles of 32
+    {"ba_4", 2048, 0, 1, 67, 9, 64},      // hub lists longer than a piece (16); 67 rows: one fwd tile of 128
+    {"random_0.2", 512, 1, 2, 130, 6, 32}, // two fwd tiles of 128 (the second of 2 rows), layer norm, 2 layers
+    {"ws_4_0.2", 256, 0, 2, 33, 7, 24},   // tiles of 64; input not fused
+    {"dense", 256, 1, 1, 5, 4, 64},       // tiles of 32
 };
 
 static Model *eng_model(const EngShape *s, const Backend *be, const char *engine) {
@@ -22,7 +23,7 @@ static Model *eng_model(const EngShape *s, const Backend *be, const char *engine
     cfg.hidden_size = s->H;
     cfg.block_size = 32;
     cfg.num_layers = s->L;
-    cfg.embed_size = 24;
+    cfg.embed_size = s->E;
     cfg.layer_norm = s->ln;
     cfg.seed = 5;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", s->sparsity);
@@ -84,8 +85,8 @@ static void check_engine(const char *prec, double loss_tol, double tol) {
         const char *w1 = "", *w2 = "";
         double e_cpu = eng_worst(&re, &rc, s->T, &w1), e_steps = eng_worst(&re, &rs, s->T, &w2);
         int took = re.a->seq[0] != NULL && rs.a->seq[0] == NULL && rc.a->seq[0] == NULL;
-        printf("  %s %-10s H=%4d B=%3d T=%d ln=%d L=%d: loss %.7f (cpu %.7f, steps %.7f); worst rel L2 vs cpu %.2g (%s), "
-               "vs steps %.2g (%s)\n", prec, s->sparsity, s->H, s->B, s->T, s->ln, s->L, re.loss, rc.loss, rs.loss,
+        printf("  %s %-10s H=%4d B=%3d T=%d ln=%d L=%d E=%d: loss %.7f (cpu %.7f, steps %.7f); worst rel L2 vs cpu %.2g (%s), "
+               "vs steps %.2g (%s)\n", prec, s->sparsity, s->H, s->B, s->T, s->ln, s->L, s->E, re.loss, rc.loss, rs.loss,
                e_cpu, w1, e_steps, w2);
         eng_free(&rc); eng_free(&re); eng_free(&rs);
         batch_free(&b);
