@@ -169,7 +169,7 @@ struct Bw {
     static constexpr int NT = NG == 4 ? 2 * BW_M : BW_M;  // 4 gates: two halves of 2 gates each
     static constexpr int GP = NG * BW_M / NT;              // gates per thread
     static constexpr int E = 16 / sizeof(T);      // elements per 16-byte copy
-    static constexpr int KC = 32;                 // rows of N per stage
+    static constexpr int KC = sizeof(T) == 2 ? 64 : 32;  // rows of N per stage (bf16: half the barriers)
     static constexpr int LDD = sm_ld<T>(NG * BS), LDX = sm_ld<T>(BW_M);
     static constexpr int D_CPR = NG * BS / E, D_TOTAL = KC * D_CPR, D_CH = cdiv_c(D_TOTAL, NT);
     static constexpr int X_CPR = BW_M / E, X_CH = KC * X_CPR / NT;
