@@ -28,11 +28,16 @@ void twin_forget(const real *f) {
         if (twins[i].f == f) twins[i] = (Twin){NULL, NULL, 0};
 }
 
+// The fp32 side of a twin may be stale (the engine writes dz only in bf16), so a read that
+// starts inside a twin must be served by it: anything else is a bug, not a copy to make.
 const bf16 *acts_bf16(const real *x, size_t n, int slot) {
     for (int i = 0; i < TWINS_MAX; i++) {
         const Twin *t = &twins[i];
-        if (t->f && x >= t->f && x + n <= t->f + t->n && (uintptr_t)(t->b + (x - t->f)) % 16 == 0)
-            return t->b + (x - t->f);
+        if (!t->f || x < t->f || x >= t->f + t->n) continue;
+        const bf16 *b = t->b + (x - t->f);
+        if (x + n > t->f + t->n || (uintptr_t)b % 16)
+            die("internal: a bf16 read of %zu values at %p runs past its twin or is not 16-byte aligned", n, (const void *)x);
+        return b;
     }
     bf16 *b = (bf16 *)cuda_scratch(slot, n * sizeof(bf16));
     to_bf16(b, x, n);
