@@ -11,18 +11,29 @@ void embed_fwd_cpu(real *out, const real *table, const int *tok, int N, int E) {
 
 // dtable[tok[n], :] += dout[n, :]: each slice of SW_EMBED_SLICE tokens is summed from zero in
 // n order, then the slices are added in order; the CUDA twin sums the slices side by side in
-// the same order, so both give the same bits.
+// the same order, so both give the same values. Only rows that occur are touched (the table
+// may have fewer than SW_VOCAB rows).
 void embed_bwd_cpu(real *dtable, const real *dout, const int *tok, int N, int E) {
-    const size_t n = (size_t)SW_VOCAB * E;
-    real *part = xmalloc(sizeof(real) * n);
+    real *part = xmalloc(sizeof(real) * (size_t)SW_VOCAB * E);
+    int rows[SW_EMBED_SLICE], nrows;
+    unsigned char seen[SW_VOCAB] = {0};
     for (int s = 0; s < N; s += SW_EMBED_SLICE) {
-        memset(part, 0, sizeof(real) * n);
+        nrows = 0;
         for (int k = s; k < N && k < s + SW_EMBED_SLICE; k++) {
             real *restrict row = part + (long)tok[k] * E;
+            if (!seen[tok[k]]) {
+                seen[tok[k]] = 1;
+                rows[nrows++] = tok[k];
+                memset(row, 0, sizeof(real) * (size_t)E);
+            }
             const real *restrict d = dout + (long)k * E;
             for (int e = 0; e < E; e++) row[e] += d[e];
         }
-        for (size_t i = 0; i < n; i++) dtable[i] += part[i];
+        for (int i = 0; i < nrows; i++) {
+            real *restrict dst = dtable + (long)rows[i] * E, *restrict src = part + (long)rows[i] * E;
+            for (int e = 0; e < E; e++) dst[e] += src[e];
+            seen[rows[i]] = 0;
+        }
     }
     free(part);
 }
