@@ -31,8 +31,10 @@ int engine_wanted(const Config *cfg) {
     return !strcmp(cfg->engine, "on") || (!strcmp(cfg->engine, "auto") && !strcmp(cfg->precision, "bf16"));
 }
 
-const char *acts_path(const Acts *a) {
-    return a->seq[0] ? "fused engine (whole window per launch graph)" : "per-step ops";
+const char *acts_path(const Model *m, const Acts *a) {
+    if (!a->seq[0]) return "per-step ops";
+    return input_fused(m, 0) ? "fused engine (whole window per launch graph; layer 0's input projection inside its steps)"
+                             : "fused engine (whole window per launch graph)";
 }
 
 Acts *acts_create(const Model *m, int B, int T) {

@@ -94,7 +94,7 @@ typedef struct {
 Acts *acts_create(const Model *m, int B, int T);
 void acts_free(const Model *m, Acts *a);
 // Which recurrent path a window runs: the fused engine or the per-step ops.
-const char *acts_path(const Acts *a);
+const char *acts_path(const Model *m, const Acts *a);
 // Whether cfg asks for the backend's recurrent engine (lstm cell only): `on`, or `auto` in bf16
 // (in fp32 the engine's FFMA tiles measured slower than the per-step ops, docs/PERF.md section 0).
 int engine_wanted(const Config *cfg);

@@ -138,7 +138,7 @@ static void setup(Trainer *tr) {
     dist_trainer_setup(tr);
     if (!lead(tr)) return;
     train_log_open(&tr->log, tr->m, cfg, tr->resume_path != NULL);
-    printf("  recurrent path: %s\n", acts_path(tr->a));
+    printf("  recurrent path: %s\n", acts_path(tr->m, tr->a));
     if (tr->world > 1) printf("  data parallel: %d ranks, %d stripes each\n", tr->world, tr->st.B);
 }
 
