@@ -104,18 +104,23 @@ static int longest_first(const void *a, const void *b) {
     return x->len != y->len ? y->len - x->len : x->i - y->i;
 }
 
+static int list_pieces(int len, int most) { return len ? cdiv(len, most) : 1; }
+
+int count_pieces(const int *ptr, int n, int most) {
+    int total = 0;
+    for (int i = 0; i < n; i++) total += list_pieces(ptr[i + 1] - ptr[i], most);
+    return total;
+}
+
 void *upload_pieces(const int *ptr, int n, int most, int *npieces) {
     ListLen *l = (ListLen *)xmalloc(sizeof(ListLen) * (size_t)(n ? n : 1));
-    int total = 0;
-    for (int i = 0; i < n; i++) {
-        l[i] = (ListLen){ptr[i + 1] - ptr[i], i};
-        total += l[i].len ? cdiv(l[i].len, most) : 1;
-    }
+    int total = count_pieces(ptr, n, most);
+    for (int i = 0; i < n; i++) l[i] = (ListLen){ptr[i + 1] - ptr[i], i};
     qsort(l, (size_t)n, sizeof *l, longest_first);
     MmPiece *pc = (MmPiece *)xmalloc(sizeof(MmPiece) * (size_t)(total ? total : 1));
     int k = 0;
     for (int j = 0; j < n; j++) {
-        int i = l[j].i, parts = l[j].len ? cdiv(l[j].len, most) : 1;
+        int i = l[j].i, parts = list_pieces(l[j].len, most);
         for (int r = 0; r < parts; r++, k++) {
             int beg = ptr[i] + r * most, end = beg + most < ptr[i + 1] ? beg + most : ptr[i + 1];
             pc[k] = (MmPiece){i, beg, end, r, parts};

@@ -6,8 +6,6 @@
 #define LN_EPS 1e-5f
 #define ROW_THREADS 256
 
-__device__ inline float sigmoidf(float x) { return 1 / (1 + expf(-x)); }
-
 // lnstat of row b = blockIdx.x: mean, then the variance summed around it (as the CPU does).
 __global__ void ln_stats_kernel(real *lnstat, const real *z, int H) {
     __shared__ float buf[32];
@@ -38,12 +36,12 @@ __global__ void lstm_fwd_kernel(real *h, real *c, real *act, const real *lnstat,
             float pre = z[b * G + k];
             if (ln_gain) pre = (pre - lnstat[b * 8 + 2 * g]) * lnstat[b * 8 + 2 * g + 1] * ln_gain[k];
             if (bias) pre += bias[k];
-            a[g] = g == 2 ? tanhf(pre) : sigmoidf(pre);
+            a[g] = g == 2 ? tnh(pre) : sigm(pre);
             act[b * G + k] = a[g];
         }
         float cn = a[1] * c_prev[o] + a[0] * a[2];
         c[o] = cn;
-        h[o] = a[3] * tanhf(cn);
+        h[o] = a[3] * tnh(cn);
     }
 }
 
@@ -72,7 +70,7 @@ __global__ void lstm_bwd_cell_kernel(real *dz, real *dc_prev, const real *dh, co
         const real *ab = act + b * G;
         real *db = dz + b * G;
         float i = ab[j], f = ab[H + j], g = ab[2 * H + j], og = ab[3 * H + j];
-        float tc = tanhf(c[o]);
+        float tc = tnh(c[o]);
         float dct = dc[o] + dh[o] * og * (1 - tc * tc);
         db[j] = dct * g * i * (1 - i);
         db[H + j] = dct * c_prev[o] * f * (1 - f);

@@ -28,7 +28,6 @@ struct Sq {
     static_assert(STAGE % 16 == 0, "ring layout");
 };
 
-__device__ inline float sigm(float x) { return 1 / (1 + expf(-x)); }
 
 // Streams of the window that no later step reads soon (z_t in, act_t out and, in bf16 mode,
 // fp32 h out in fwd; act_t in, in bwd) go through L2 as evict-first (__ldcs/__stcs), so W_h
@@ -80,13 +79,13 @@ __device__ inline void cell_fwd(const SeqStep &a, const float *red, int TM, int 
             for (int g = 0; g < 4; g++) zr[g * (long)a.H + col] = pre[g];
             continue;
         }
-        float i = sigm(pre[0] + bias[0]), f = sigm(pre[1] + bias[1]), g = tanhf(pre[2] + bias[2]), o = sigm(pre[3] + bias[3]);
+        float i = sigm(pre[0] + bias[0]), f = sigm(pre[1] + bias[1]), g = tnh(pre[2] + bias[2]), o = sigm(pre[3] + bias[3]);
         __stcs(ar + col, i);
         __stcs(ar + a.H + col, f);
         __stcs(ar + 2L * a.H + col, g);
         __stcs(ar + 3L * a.H + col, o);
         long e = (long)n * a.H + col;
-        float cn = f * cp[q] + i * g, h = o * tanhf(cn);
+        float cn = f * cp[q] + i * g, h = o * tnh(cn);
         a.c1[e] = cn;
         if (a.hb1) {  // bf16 mode: the next step reads the bf16 copy
             __stcs(a.h1 + e, h);
@@ -139,7 +138,7 @@ __device__ inline void cell_bwd(const SeqStep &a, float *red, int n0, int col) {
         float d = dh[q] + red[m * SQ_BS + u];
         a.dh[e] = d;
         if (!cell) continue;
-        float i = act[q][0], f = act[q][1], g = act[q][2], o = act[q][3], tc = tanhf(c1[q]);
+        float i = act[q][0], f = act[q][1], g = act[q][2], o = act[q][3], tc = tnh(c1[q]);
         float dct = dc[q] + d * o * (1 - tc * tc);
         float dz[4] = {dct * g * i * (1 - i), dct * c0[q] * f * (1 - f), dct * i * (1 - g * g), d * tc * o * (1 - o)};
 #pragma unroll

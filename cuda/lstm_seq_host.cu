@@ -29,6 +29,19 @@ typedef struct {
     Graph g[2];
 } Seq;
 
+// Row tiles of B rows in direction fwd (the backward's are never larger than the forward's).
+static int tiles(int B, int fwd) { return cdiv(B, seq_tm(B, fwd)); }
+
+// List entries per CTA: half of SQ_PIECE where the forward's pieces of that length still
+// fill at most one wave (two CTAs per SM), so the short lists of a narrow mask run as
+// shorter chains side by side (H100, H = 4096 ba_4: 10.2 -> 9.2 ms per step); else SQ_PIECE,
+// as finer cuts of a grid that already takes several waves only add partial tiles
+// (H = 8192 ba_8: 20.5 ms at 16, 22.1 at 11, 24.9 at 8).
+static int piece_len(const BsMat *w, int B) {
+    int half = SQ_PIECE / 2;
+    return (long)count_pieces(w->row_ptr, w->nbc, half) * tiles(B, 1) <= 2L * g_cuda.nsm ? half : SQ_PIECE;
+}
+
 // The mask's lists from gate 0 of the stacked W_h: rows (fwd) or columns (bwd) of the mask,
 // entries (slab index, gate-0 block). Gate g's copy of block k is k + g * gstride.
 static void upload_lists(Seq *s, const BsMat *w, int fwd) {
@@ -45,14 +58,11 @@ static void upload_lists(Seq *s, const BsMat *w, int fwd) {
             ptr[j + 1] = q;
         }
     }
-    s->pieces[fwd] = (MmPiece *)upload_pieces(ptr, nr, SQ_PIECE, &s->npieces[fwd]);
+    s->pieces[fwd] = (MmPiece *)upload_pieces(ptr, nr, piece_len(w, s->a.B), &s->npieces[fwd]);
     s->idx[fwd] = upload_ints(idx, n0);
     s->blk[fwd] = upload_ints(blk, n0);
     free(ptr); free(idx); free(blk);
 }
-
-// Row tiles of B rows in direction fwd (the backward's are never larger than the forward's).
-static int tiles(int B, int fwd) { return cdiv(B, seq_tm(B, fwd)); }
 
 // The engine takes block 32 and W_h stacked from one square mask (4 gates).
 static int engine_takes(const SeqArgs *a) {
