@@ -34,7 +34,7 @@ void *cuda_scratch(int slot, size_t bytes) {
 }
 
 // ---- memory ----
-static void *cu_alloc(size_t bytes) {
+void *cu_alloc(size_t bytes) {
     void *p = NULL;
     bytes = bytes ? bytes : 1;
     CUDA_CHECK(cudaMalloc(&p, bytes));

@@ -38,6 +38,7 @@ typedef struct {
 extern thread_local CudaState g_cuda;
 
 void *cuda_scratch(int slot, size_t bytes);
+void *cu_alloc(size_t bytes);  // zero-filled device memory (the backend's alloc)
 
 // The cell's activations from the fast exponential (ex2.approx, about 2 ulp): a few
 // instructions where expf and tanhf take dozens (the engine's epilogue is issue-bound:
@@ -98,7 +99,7 @@ void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln
 // dvals += dy^T x over N rows with inputs already in the kernel's type (bf16 when bf).
 void bsmm_bwd_weight_typed(real *dvals, const void *dy, const void *x, const BsMat *w, int N, int bf);
 template <bool BF>
-void *seq_create_cuda(const SeqArgs *a);  // the recurrent engine (lstm_seq_host.cu)
+void *seq_create_cuda(SeqArgs *a);  // the recurrent engine (lstm_seq_host.cu)
 template <bool BF>
 void seq_fwd_cuda(void *s, int T);
 template <bool BF>
