@@ -260,12 +260,6 @@ static void check_aligned(const void *p, const char *what) {
     if ((uintptr_t)p % 16) die("internal: bsmm %s pointer %p is not 16-byte aligned", what, p);
 }
 
-// The kernels' view of an fp32 activation: itself, or (bf16 mode) its bf16 twin or copy.
-template <bool BF>
-static const void *input_as(const real *in, size_t n, int slot) {
-    return BF ? (const void *)acts_bf16(in, n, slot) : (const void *)in;
-}
-
 template <typename K>
 static void allow_smem(K kernel, size_t bytes) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
@@ -313,10 +307,10 @@ static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals,
     a.ld_in = FWD ? w->cols : w->rows;
     a.ld_out = FWD ? w->rows : w->cols;
     a.acc = acc;
-    a.w = BF ? (const void *)weights_bf16(vals, (size_t)bsmat_nvals(w)) : (const void *)vals;
+    a.w = weight_operand<BF>(vals, (size_t)bsmat_nvals(w));
     check_aligned(in, "input");
     check_aligned(a.w, "weight");
-    a.in = input_as<BF>(in, (size_t)N * a.ld_in, SCRATCH_XBF16);
+    a.in = act_operand<BF>(in, (size_t)N * a.ld_in, SCRATCH_XBF16);
     int np = FWD ? d->fwd_npieces : d->bwd_npieces, nob = FWD ? w->nbr : w->nbc;
     typedef typename std::conditional<BF, bf16, float>::type T;
     switch (w->bs) {
@@ -369,8 +363,8 @@ void bsmm_bwd_weight_typed(real *dvals, const void *dy, const void *x, const BsM
 template <bool BF>
 void bsmm_bwd_weight_cuda(real *dvals, const real *dy, const real *x, const BsMat *w, int N) {
     if (N <= 0) return;
-    bsmm_bwd_weight_typed(dvals, input_as<BF>(dy, (size_t)N * w->rows, SCRATCH_DYBF16),
-                          input_as<BF>(x, (size_t)N * w->cols, SCRATCH_XBF16), w, N, BF);
+    bsmm_bwd_weight_typed(dvals, act_operand<BF>(dy, (size_t)N * w->rows, SCRATCH_DYBF16),
+                          act_operand<BF>(x, (size_t)N * w->cols, SCRATCH_XBF16), w, N, BF);
 }
 
 template void bsmm_fwd_cuda<false>(real *, const real *, const BsMat *, const real *, int, int);

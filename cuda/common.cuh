@@ -65,6 +65,16 @@ void to_bf16(bf16 *dst, const real *src, size_t n, cudaStream_t stream = 0);
 const bf16 *acts_bf16(const real *x, size_t n, int slot);
 void twin_register(const real *f, const bf16 *b, size_t n);
 void twin_forget(const real *f);
+// A kernel's or product's operands in precision BF: fp32 as they are; in bf16 the weights'
+// shadow (weights_bf16) and activations' twin or copy in scratch `slot` (acts_bf16).
+template <bool BF>
+inline const void *weight_operand(const real *w, size_t n) {
+    return BF ? (const void *)weights_bf16(w, n) : (const void *)w;
+}
+template <bool BF>
+inline const void *act_operand(const real *x, size_t n, int slot) {
+    return BF ? (const void *)acts_bf16(x, n, slot) : (const void *)x;
+}
 
 // Column sums of a row-major [N, R] matrix: out[r] += sum_n in[n][r], n in order.
 void colsum_acc(real *out, const real *in, int N, int R, cudaStream_t stream = 0);

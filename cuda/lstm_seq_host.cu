@@ -227,8 +227,8 @@ static void record_bwd(const Seq *s, const void *w, int T) {
 template <bool BF>
 static void replay(Seq *s, int fwd, int T) {
     const SeqArgs &a = s->a;
-    const void *w = BF ? (const void *)weights_bf16(a.wh_vals, (size_t)bsmat_nvals(a.wh)) : (const void *)a.wh_vals;
-    const void *wx = !a.x || !fwd ? NULL : BF ? (const void *)weights_bf16(a.wx_vals, 4 * (size_t)a.H * a.E) : (const void *)a.wx_vals;
+    const void *w = weight_operand<BF>(a.wh_vals, (size_t)bsmat_nvals(a.wh));
+    const void *wx = a.x && fwd ? weight_operand<BF>(a.wx_vals, 4 * (size_t)a.H * a.E) : NULL;
     if (wx && wx == w) die("internal: the engine's W_h and W_x have no bf16 shadow (params not registered)");
     Graph *g = &s->g[fwd];
     if (!g->exec || g->T != T || g->w != w || g->wx != wx) {

@@ -15,16 +15,6 @@ static void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k
                               BF ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
 }
 
-// The operands as the gemm reads them: fp32 as they are, or bf16.
-template <bool BF>
-static const void *weight_op(const real *W, size_t n) {
-    return BF ? (const void *)weights_bf16(W, n) : (const void *)W;
-}
-template <bool BF>
-static const void *act_op(const real *x, size_t n, int slot) {
-    return BF ? (const void *)acts_bf16(x, n, slot) : (const void *)x;
-}
-
 // y[n][r] = (acc ? y[n][r] : 0) + bias[r]
 __global__ void bias_rows_kernel(real *y, const real *bias, long N, int R, int acc) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N * R; i += (long)gridDim.x * blockDim.x)
@@ -39,19 +29,19 @@ void matmul_fwd_cuda(real *y, const real *x, const real *W, const real *bias, in
         LAUNCH_CHECK();
     }
     // y^T[R,N] = W[R,C] x^T[C,N]; W^T is W's column-major view (ld C), x^T is x's (ld C).
-    gemm<BF>(CUBLAS_OP_T, CUBLAS_OP_N, R, N, C, weight_op<BF>(W, (size_t)R * C), C,
-             act_op<BF>(x, (size_t)N * C, SCRATCH_XBF16), C, bias || acc ? 1.f : 0.f, y, R);
+    gemm<BF>(CUBLAS_OP_T, CUBLAS_OP_N, R, N, C, weight_operand<BF>(W, (size_t)R * C), C,
+             act_operand<BF>(x, (size_t)N * C, SCRATCH_XBF16), C, bias || acc ? 1.f : 0.f, y, R);
 }
 
 template <bool BF>
 void matmul_bwd_cuda(real *dx, real *dW, real *dbias, const real *dy, const real *x, const real *W,
                      int N, int C, int R) {
     if (N <= 0) return;
-    const void *dyo = act_op<BF>(dy, (size_t)N * R, SCRATCH_DYBF16);
+    const void *dyo = act_operand<BF>(dy, (size_t)N * R, SCRATCH_DYBF16);
     // dx^T[C,N] = W^T[C,R] dy^T[R,N]
-    if (dx) gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_N, C, N, R, weight_op<BF>(W, (size_t)R * C), C, dyo, R, 0.f, dx, C);
+    if (dx) gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_N, C, N, R, weight_operand<BF>(W, (size_t)R * C), C, dyo, R, 0.f, dx, C);
     // dW^T[C,R] += x^T[C,N] dy[N,R]
-    gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_T, C, R, N, act_op<BF>(x, (size_t)N * C, SCRATCH_XBF16), C, dyo, R, 1.f, dW, C);
+    gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_T, C, R, N, act_operand<BF>(x, (size_t)N * C, SCRATCH_XBF16), C, dyo, R, 1.f, dW, C);
     if (dbias) colsum_acc(dbias, dy, N, R);
 }
 

@@ -14,9 +14,11 @@ typedef struct {
 } Twin;
 static thread_local Twin twins[TWINS_MAX];  // per rank thread, like g_cuda
 
+// Replaces any twin of f (one entry per buffer, so no stale entry can shadow the new one).
 void twin_register(const real *f, const bf16 *b, size_t n) {
+    twin_forget(f);
     for (int i = 0; i < TWINS_MAX; i++)
-        if (!twins[i].f || twins[i].f == f) {
+        if (!twins[i].f) {
             twins[i] = (Twin){f, b, n};
             return;
         }
