@@ -28,7 +28,6 @@ struct Sq {
     static_assert(STAGE % 16 == 0, "ring layout");
 };
 
-
 // Streams of the window that no later step reads soon (z_t in, act_t out and, in bf16 mode,
 // fp32 h out in fwd; act_t in, in bwd) go through L2 as evict-first (__ldcs/__stcs), so W_h
 // and the slabs the next step reads stay in L2 (H = 8192 ba_8: 21.8 -> 21.5 ms per step).
