@@ -44,6 +44,45 @@ __device__ inline void tile_copy(T *dst, int ldd, const T *src, long lds, int ro
     }
 }
 
+// One thread's share of a list entry's copies, worked out once per CTA (as bsmm.cu's kernel
+// does): the 16-byte chunks of the slab(s) and of the 4 gate blocks it moves, so an entry
+// costs each thread an add and a cp.async per chunk rather than tile_copy's index loops.
+template <typename T, int TM, bool FWD>
+struct SeqCopies {
+    using C = Sq<T, TM, FWD>;
+    static constexpr int E = 16 / sizeof(T), CPR = SQ_BS / E;
+    static constexpr int A_CH = C::NA * TM * CPR / C::NT, W_CH = 4 * SQ_BS * CPR / C::NT;
+    static_assert(A_CH * C::NT == C::NA * TM * CPR && W_CH * C::NT == 4 * SQ_BS * CPR, "copies per thread");
+    int a_src[A_CH], w_src[W_CH];  // element offsets, within int range (engine_takes checks)
+    int a_dst[A_CH], w_dst[W_CH];
+    bool a_ok[A_CH];
+
+    // ld_in: the slabs' row stride; gates lie H (bwd's dz) and gstride blocks (W) apart.
+    __device__ SeqCopies(long ld_in, long H, long gstride, int valid) {
+#pragma unroll
+        for (int k = 0; k < A_CH; k++) {
+            int i = threadIdx.x + k * C::NT, g = i / (TM * CPR), r = i / CPR % TM, c = i % CPR * E;
+            a_src[k] = (int)((FWD ? 0 : g * H) + r * ld_in + c);
+            a_dst[k] = (g * TM + r) * C::LD + c;
+            a_ok[k] = r < valid;
+        }
+#pragma unroll
+        for (int k = 0; k < W_CH; k++) {
+            int i = threadIdx.x + k * C::NT, g = i / (SQ_BS * CPR), r = i / CPR % SQ_BS, c = i % CPR * E;
+            w_src[k] = (int)(g * gstride * SQ_BS * SQ_BS + r * SQ_BS + c);
+            w_dst[k] = (g * SQ_BS + r) * C::LD + c;
+        }
+    }
+    // The entry whose slab starts at `slab` (row n0, its block column) and whose gate-0
+    // block starts at `blk`, into stage (As, Ws); rows past `valid` are zero-filled.
+    __device__ void issue(T *As, T *Ws, const T *slab, const T *blk) const {
+#pragma unroll
+        for (int k = 0; k < A_CH; k++) cp_async16(As + a_dst[k], a_ok[k] ? slab + a_src[k] : slab, a_ok[k]);
+#pragma unroll
+        for (int k = 0; k < W_CH; k++) cp_async16(Ws + w_dst[k], blk + w_src[k], true);
+    }
+};
+
 // The epilogues: each thread owns unit u = tid % 32 of the CTA's block in PER rows, 8 apart
 // in the tile (PER = TM * 32 / threads = 8). All loads are issued before any arithmetic, so
 // the thread waits for memory once rather than once per element.
@@ -175,6 +214,7 @@ __global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_
         s_blk[i] = a.blk[pc.beg + i];
     }
     __syncthreads();
+    const SeqCopies<T, TM, FWD> cps(ld_in, a.H, a.gstride, valid);
     auto a_at = [&](int slot) { return (T *)(smem + slot * C::STAGE); };
     auto w_at = [&](int slot) { return a_at(slot) + C::A_ELEMS; };
     auto issue = [&](int st) {
@@ -187,13 +227,7 @@ __global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_
                 tile_copy(Ws + g * SQ_BS * C::LD, C::LD, (const T *)a.wx + ((long)g * a.H + pc.ob * SQ_BS) * a.E + k, a.E, SQ_BS, SQ_BS);
             return;
         }
-        const T *rows = in + (long)n0 * ld_in;
-#pragma unroll
-        for (int g = 0; g < C::NA; g++)
-            tile_copy(As + g * TM * C::LD, C::LD, rows + (FWD ? 0 : g * (long)a.H) + s_idx[st] * SQ_BS, ld_in, TM, valid);
-#pragma unroll
-        for (int g = 0; g < 4; g++)
-            tile_copy(Ws + g * SQ_BS * C::LD, C::LD, w + (s_blk[st] + g * a.gstride) * SQ_BS * SQ_BS, SQ_BS, SQ_BS, SQ_BS);
+        cps.issue(As, Ws, in + (long)n0 * ld_in + s_idx[st] * SQ_BS, w + (long)s_blk[st] * SQ_BS * SQ_BS);
     };
     float acc[SQ_BS] = {};
 #pragma unroll

@@ -3,6 +3,7 @@
 // a window's step launches (captured once, relaunched every window: no per-step launch cost
 // on the host, and the GPU runs the steps back to back). CPU twin: the per-step loop of
 // src/model_step.c, which the CPU backend always runs.
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -45,8 +46,9 @@ static int piece_len(const BsMat *w, int B) {
 }
 
 // The mask's lists from gate 0 of the stacked W_h: rows (fwd) or columns (bwd) of the mask,
-// entries (slab index, gate-0 block). Gate g's copy of block k is k + g * gstride.
-static void upload_lists(Seq *s, const BsMat *w, int fwd) {
+// entries (slab index, gate-0 block), cut into pieces of at most `most`. Gate g's copy of
+// block k is k + g * gstride.
+static void upload_lists(Seq *s, const BsMat *w, int fwd, int most) {
     int nr = s->nlists, n0 = w->row_ptr[nr];
     int *ptr = (int *)xcalloc((size_t)nr + 1, sizeof(int)), *idx = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
     int *blk = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
@@ -60,16 +62,18 @@ static void upload_lists(Seq *s, const BsMat *w, int fwd) {
             ptr[j + 1] = q;
         }
     }
-    s->pieces[fwd] = (MmPiece *)upload_pieces(ptr, nr, piece_len(w, s->a.B), &s->npieces[fwd]);
+    s->pieces[fwd] = (MmPiece *)upload_pieces(ptr, nr, most, &s->npieces[fwd]);
     s->idx[fwd] = upload_ints(idx, n0);
     s->blk[fwd] = upload_ints(blk, n0);
     free(ptr); free(idx); free(blk);
 }
 
-// The engine takes block 32 and W_h stacked from one square mask (4 gates).
+// The engine takes block 32 and W_h stacked from one square mask (4 gates), with offsets
+// into the slabs and the weights that fit the step kernels' int arithmetic.
 static int engine_takes(const SeqArgs *a) {
     const BsMat *w = a->wh;
-    return w->bs == SQ_BS && w->ngates == 4 && w->nbr == 4 * w->nbc && (!a->x || a->E % SQ_BS == 0);
+    int fits = (long)w->nnzb * SQ_BS * SQ_BS <= INT_MAX && 4L * a->H * 128 <= INT_MAX;
+    return fits && w->bs == SQ_BS && w->ngates == 4 && w->nbr == 4 * w->nbc && (!a->x || a->E % SQ_BS == 0);
 }
 
 // The layer's fp32 z or dz [T*B, 4H]: device memory where something writes it, else only
@@ -103,8 +107,9 @@ void *seq_create_cuda(SeqArgs *a) {
     s->bf = BF;
     s->nlists = a->wh->nbc;
     s->gstride = a->wh->nnzb / 4;
-    upload_lists(s, a->wh, 0);
-    upload_lists(s, a->wh, 1);
+    int len = piece_len(a->wh, a->B);  // one length for both directions
+    upload_lists(s, a->wh, 0, len);
+    upload_lists(s, a->wh, 1, len);
     int gy = tiles(a->B, 0), most = s->npieces[0] > s->npieces[1] ? s->npieces[0] : s->npieces[1];
     // a partial tile per piece and row tile: 4 gates x 32 columns x (tiles x rows < B + 128)
     CUDA_CHECK(cudaMalloc(&s->part, sizeof(float) * (size_t)most * (a->B + 128) * 4 * SQ_BS));
