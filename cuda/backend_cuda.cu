@@ -191,8 +191,10 @@ static void cuda_init(void) {
     CUBLAS_CHECK(cublasCreate(&g_cuda.blas));
     // No TF32 unless asked: fp32 products stay fp32 (matmul.cu also names its compute type).
     CUBLAS_CHECK(cublasSetMathMode(g_cuda.blas, CUBLAS_DEFAULT_MATH));
-    static int registered;  // once per process: after the runtime's own exit handler, so it runs first
-    if (!registered++) atexit(cuda_release);
+    // Once per process, after the runtime's own exit handler (so it runs first); a local
+    // static's initialiser runs exactly once even when rank threads reach here together.
+    static const bool registered = atexit(cuda_release) == 0;
+    (void)registered;
     done = 1;
 }
 

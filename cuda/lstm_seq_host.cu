@@ -93,7 +93,9 @@ static void free_fp32_or_key(real *p, size_t bytes, int key) {
     else CUDA_CHECK(cudaFree(p));
 }
 
-static size_t zbytes(const SeqArgs *a) { return sizeof(real) * (size_t)a->T * a->B * 4 * a->H; }
+// Values in the layer's z or dz over the window: [T*B, 4H].
+static size_t zcount(const SeqArgs *a) { return (size_t)a->T * a->B * 4 * a->H; }
+static size_t zbytes(const SeqArgs *a) { return sizeof(real) * zcount(a); }
 
 template <bool BF>
 void *seq_create_cuda(SeqArgs *a) {
@@ -265,8 +267,8 @@ void seq_bwd_cuda(void *p, int T) {
     Seq *s = (Seq *)p;
     const SeqArgs &a = s->a;
     if (BF && !s->dzb) {  // evaluation-only windows never need it
-        CUDA_CHECK(cudaMalloc(&s->dzb, sizeof(bf16) * (size_t)a.B * a.H * 4 * a.T));
-        twin_register(a.dz, s->dzb, (size_t)a.B * a.H * 4 * a.T);
+        CUDA_CHECK(cudaMalloc(&s->dzb, sizeof(bf16) * zcount(&a)));
+        twin_register(a.dz, s->dzb, zcount(&a));
     }
     replay<BF>(s, 0, T);
     int N = T * a.B;
