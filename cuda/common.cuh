@@ -23,6 +23,15 @@ const char *cuda_hint(cudaError_t e);
 // After a kernel launch: catches bad launch configurations at once.
 #define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
 
+// Programmatic dependent launch (sm_90): a kernel launched with the attribute
+// cudaLaunchAttributeProgrammaticStreamSerialization may start while the kernel before it
+// in the stream finishes, once every CTA of that one has called pdl_trigger (or exited).
+// It must call pdl_wait before it reads anything its predecessor writes (or writes
+// anything that one reads): the wait returns when the predecessor has completed and its
+// memory is visible.
+__device__ inline void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ inline void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
 enum { SCRATCH_WBF16, SCRATCH_XBF16, SCRATCH_DYBF16, SCRATCH_PART, SCRATCH_COUNT, SCRATCH_SUMSQ, SCRATCH_COLSUM, SCRATCH_EMBED, SCRATCH_N };
 
 typedef struct {
