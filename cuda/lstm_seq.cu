@@ -201,7 +201,6 @@ __global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_
     __shared__ int s_last;
     int *s_idx = (int *)(smem + (C::RING > C::RED ? C::RING : C::RED)), *s_blk = s_idx + SQ_PIECE;
     const int tid = threadIdx.x, grp = tid / TM, lt = tid % TM;
-    pdl_trigger();  // the next step's CTAs may take the SMs this step's CTAs leave
     MmPiece pc = a.pieces[blockIdx.x];
     if (!a.in) {  // no product: one CTA per list runs the epilogue alone
         if (pc.rank) return;
@@ -243,11 +242,13 @@ __global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_
     };
     float acc[SQ_BS] = {};
     // The first stages' weights are on their way while the previous step finishes; nothing
-    // it writes is read before pdl_wait.
+    // it writes is read before pdl_wait. Only then may the next step's CTAs start (a trigger
+    // before the wait lets every later step's CTAs fill the SMs and wait there).
 #pragma unroll
     for (int st = 0; st < C::S - 1; st++)
         if (st < total) issue_w(st);
     pdl_wait();
+    pdl_trigger();
 #pragma unroll
     for (int st = 0; st < C::S - 1; st++) {
         if (st < total) issue_a(st);
@@ -294,9 +295,12 @@ int seq_tm(int B, int fwd) {
     return fwd || tm < SQ_BWD_TM ? tm : SQ_BWD_TM;
 }
 
-// Each step is launched programmatically dependent on the one before it (pdl_wait): its CTAs
-// start on the SMs the previous step's last CTAs leave and fetch their first W_h blocks
-// meanwhile (H100, H = 8192 ba_8: 20.0 -> 19.5 ms per training step; 4096 ba_4 8.8 -> 8.6).
+// With more than 64 rows each step is launched programmatically dependent on the one before
+// (pdl_wait): its CTAs start on the SMs the previous step's CTAs leave and fetch their first
+// W_h blocks meanwhile. H200, same call, training step: B = 128 dense 2048 16.1-16.3 -> 15.5
+// ms, 8192 ba_8 18.4-18.5 -> 18.1-18.2; B = 64 no change; B = 32 slower (8192: 8.2 -> 8.9,
+// 2048: 6.5 -> 7.5), where a step's small CTAs, placed early on whichever SMs are free,
+// likely crowd some SMs and leave others idle.
 template <typename T, int TM, bool FWD>
 static void launch(const SeqStep &a, int npieces, cudaStream_t stream) {
     using C = Sq<T, TM, FWD>;
@@ -307,7 +311,7 @@ static void launch(const SeqStep &a, int npieces, cudaStream_t stream) {
     }
     cudaLaunchAttribute pdl = {};
     pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    pdl.val.programmaticStreamSerializationAllowed = 1;
+    pdl.val.programmaticStreamSerializationAllowed = a.B > 64;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(npieces, cdiv(a.B, TM));
     cfg.blockDim = dim3(C::NT);
