@@ -38,5 +38,5 @@ typedef struct {
 // Launches one step on `stream`: BF selects bf16 tensor cores, FWD the direction.
 template <bool BF, bool FWD>
 void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream);
-// Rows per CTA for a batch of B rows (32, 64 or 128) in direction fwd.
-int seq_tm(int B, int fwd);
+// Rows per CTA for a batch of B rows (32, 64 or 128), both directions.
+int seq_tm(int B);

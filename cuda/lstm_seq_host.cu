@@ -32,8 +32,8 @@ typedef struct {
     int z_key, dz_key;    // a.z / a.dz are address space only (fp32_or_key)
 } Seq;
 
-// Row tiles of B rows in direction fwd (the backward's are never larger than the forward's).
-static int tiles(int B, int fwd) { return cdiv(B, seq_tm(B, fwd)); }
+// Row tiles of B rows (both directions).
+static int tiles(int B) { return cdiv(B, seq_tm(B)); }
 
 // List entries per CTA: half of SQ_PIECE where the forward's pieces of that length still
 // fill at most one wave (two CTAs per SM), so the short lists of a narrow mask run as
@@ -42,7 +42,7 @@ static int tiles(int B, int fwd) { return cdiv(B, seq_tm(B, fwd)); }
 // (H = 8192 ba_8: 20.5 ms at 16, 22.1 at 11, 24.9 at 8).
 static int piece_len(const BsMat *w, int B) {
     int half = SQ_PIECE / 2;
-    return (long)count_pieces(w->row_ptr, w->nbc, half) * tiles(B, 1) <= 2L * g_cuda.nsm ? half : SQ_PIECE;
+    return (long)count_pieces(w->row_ptr, w->nbc, half) * tiles(B) <= 2L * g_cuda.nsm ? half : SQ_PIECE;
 }
 
 // The mask's lists from gate 0 of the stacked W_h: rows (fwd) or columns (bwd) of the mask,
@@ -112,7 +112,7 @@ void *seq_create_cuda(SeqArgs *a) {
     int len = piece_len(a->wh, a->B);  // one length for both directions
     upload_lists(s, a->wh, 0, len);
     upload_lists(s, a->wh, 1, len);
-    int gy = tiles(a->B, 0), most = s->npieces[0] > s->npieces[1] ? s->npieces[0] : s->npieces[1];
+    int gy = tiles(a->B), most = s->npieces[0] > s->npieces[1] ? s->npieces[0] : s->npieces[1];
     // a partial tile per piece and row tile: 4 gates x 32 columns x (tiles x rows < B + 128)
     CUDA_CHECK(cudaMalloc(&s->part, sizeof(float) * (size_t)most * (a->B + 128) * 4 * SQ_BS));
     CUDA_CHECK(cudaMalloc(&s->count, sizeof(int) * (size_t)s->nlists * gy));
@@ -216,7 +216,7 @@ static void record_bwd(const Seq *s, const void *w, int T) {
         st.c1 = a.c + (t + 1) * BH;
         st.dz = a.dz + t * BG;
         st.dzb = BF ? s->dzb + t * BG : NULL;
-        st.dbpart = s->dbpart ? s->dbpart + t * (size_t)tiles(a.B, 0) * 4 * a.H : NULL;
+        st.dbpart = s->dbpart ? s->dbpart + t * (size_t)tiles(a.B) * 4 * a.H : NULL;
         if (!a.ln_gain || st.in) seq_step_launch<BF, false>(st, s->npieces[0], s->stream);
         if (!a.ln_gain) continue;
         lstm_bwd_on(s->stream, st.dz, a.dc, a.dbias, a.dln_gain, st.dh, a.dc, st.act, st.c1, st.c0,
@@ -272,7 +272,7 @@ void seq_bwd_cuda(void *p, int T) {
     }
     replay<BF>(s, 0, T);
     int N = T * a.B;
-    if (!a.ln_gain) colsum_acc(a.dbias, s->dbpart, T * tiles(a.B, 0), 4 * a.H);
+    if (!a.ln_gain) colsum_acc(a.dbias, s->dbpart, T * tiles(a.B), 4 * a.H);
     bsmm_bwd_weight_typed(a.dwh, BF ? (const void *)s->dzb : (const void *)a.dz, BF ? (const void *)s->hb : (const void *)a.h,
                           a.wh, N, BF);
 }

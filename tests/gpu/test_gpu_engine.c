@@ -1,6 +1,6 @@
 // test_gpu_engine.c: the CUDA recurrent engine (Backend seq_*: a layer's window in one graph of
 // fused step kernels) against the CPU reference and against the GPU's own per-step ops, on
-// shapes that reach every path of its kernels: hub lists cut into pieces, 1-3 row tiles of
+// shapes that reach every path of its kernels: hub lists cut into pieces, 1-2 row tiles of
 // 32/64/128 rows with odd B, layer norm on and off, 1-2 layers, the input projection fused
 // (E a multiple of 32) or not, windows of another length.
 #include "gpu_train.h"
