@@ -109,12 +109,18 @@ void lstm_fwd_cuda(real *h, real *c, real *act, real *lnstat, const real *z, con
 void lstm_bwd_cuda(real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh, const real *dc,
                    const real *act, const real *c, const real *c_prev, const real *z, const real *lnstat,
                    const real *ln_gain, int B, int H);
-// The same two on a given stream (the recurrent engine captures them into a graph).
+// The same two on a given stream (the recurrent engine captures them into a graph), and with
+// a bf16 copy of their result where hb / dzb is given (what the next product reads).
 void lstm_fwd_on(cudaStream_t s, real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
-                 const real *bias, const real *ln_gain, int B, int H);
+                 const real *bias, const real *ln_gain, int B, int H, bf16 *hb = NULL);
 void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh,
                  const real *dc, const real *act, const real *c, const real *c_prev, const real *z,
-                 const real *lnstat, const real *ln_gain, int B, int H);
+                 const real *lnstat, const real *ln_gain, int B, int H, bf16 *dzb = NULL);
+// Column-major C[m,n] = A B (ops ta, tb) + beta C on g_cuda.blas (its current stream): bf16
+// operands on the tensor cores when BF, else plain fp32 (no TF32); fp32 C.
+template <bool BF>
+void blas_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A, int lda,
+               const void *B, int ldb, float beta, real *Cm, int ldc);
 // dvals += dy^T x over N rows with inputs already in the kernel's type (bf16 when bf).
 void bsmm_bwd_weight_typed(real *dvals, const void *dy, const void *x, const BsMat *w, int N, int bf);
 template <bool BF>

@@ -24,8 +24,8 @@ __global__ void ln_stats_kernel(real *lnstat, const real *z, int H) {
     }
 }
 
-// One thread per (b, j): the four gates' activations, c and h.
-__global__ void lstm_fwd_kernel(real *h, real *c, real *act, const real *lnstat, const real *z, const real *c_prev,
+// One thread per (b, j): the four gates' activations, c and h (and h in bf16 where hb is given).
+__global__ void lstm_fwd_kernel(real *h, bf16 *hb, real *c, real *act, const real *lnstat, const real *z, const real *c_prev,
                                 const real *bias, const real *ln_gain, int B, int H) {
     for (long o = blockIdx.x * (long)blockDim.x + threadIdx.x; o < (long)B * H; o += (long)gridDim.x * blockDim.x) {
         long b = o / H, j = o % H, G = 4L * H;
@@ -42,17 +42,18 @@ __global__ void lstm_fwd_kernel(real *h, real *c, real *act, const real *lnstat,
         float cn = a[1] * c_prev[o] + a[0] * a[2];
         c[o] = cn;
         h[o] = a[3] * tnh(cn);
+        if (hb) hb[o] = __float2bfloat16_rn(h[o]);
     }
 }
 
 void lstm_fwd_on(cudaStream_t s, real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
-                 const real *bias, const real *ln_gain, int B, int H) {
+                 const real *bias, const real *ln_gain, int B, int H, bf16 *hb) {
     if (B <= 0) return;
     if (ln_gain) {
         ln_stats_kernel<<<B, ROW_THREADS, 0, s>>>(lnstat, z, H);
         LAUNCH_CHECK();
     }
-    lstm_fwd_kernel<<<grid_for((size_t)B * H, 256), 256, 0, s>>>(h, c, act, lnstat, z, c_prev, bias, ln_gain, B, H);
+    lstm_fwd_kernel<<<grid_for((size_t)B * H, 256), 256, 0, s>>>(h, hb, c, act, lnstat, z, c_prev, bias, ln_gain, B, H);
     LAUNCH_CHECK();
 }
 
@@ -63,7 +64,7 @@ void lstm_fwd_cuda(real *h, real *c, real *act, real *lnstat, const real *z, con
 
 // One thread per (b, j): the gradient at the four gates' pre-activations (into dz) and
 // dc_prev (which may alias dc: each element reads dc before writing it).
-__global__ void lstm_bwd_cell_kernel(real *dz, real *dc_prev, const real *dh, const real *dc, const real *act,
+__global__ void lstm_bwd_cell_kernel(real *dz, bf16 *dzb, real *dc_prev, const real *dh, const real *dc, const real *act,
                                      const real *c, const real *c_prev, int B, int H) {
     for (long o = blockIdx.x * (long)blockDim.x + threadIdx.x; o < (long)B * H; o += (long)gridDim.x * blockDim.x) {
         long b = o / H, j = o % H, G = 4L * H;
@@ -77,6 +78,8 @@ __global__ void lstm_bwd_cell_kernel(real *dz, real *dc_prev, const real *dh, co
         db[2 * H + j] = dct * i * (1 - g * g);
         db[3 * H + j] = dh[o] * tc * og * (1 - og);
         dc_prev[o] = dct * f;
+        if (dzb)
+            for (int g = 0; g < 4; g++) dzb[b * G + g * H + j] = __float2bfloat16_rn(db[g * H + j]);
     }
 }
 
@@ -117,9 +120,10 @@ __global__ void ln_bwd_kernel(real *dz, const real *z, const real *lnstat, const
 // per column dbias and dln_gain; per row dz through the layer norm.
 void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh,
                  const real *dc, const real *act, const real *c, const real *c_prev, const real *z,
-                 const real *lnstat, const real *ln_gain, int B, int H) {
+                 const real *lnstat, const real *ln_gain, int B, int H, bf16 *dzb) {
     if (B <= 0) return;
-    lstm_bwd_cell_kernel<<<grid_for((size_t)B * H, 256), 256, 0, s>>>(dz, dc_prev, dh, dc, act, c, c_prev, B, H);
+    lstm_bwd_cell_kernel<<<grid_for((size_t)B * H, 256), 256, 0, s>>>(dz, ln_gain ? NULL : dzb, dc_prev, dh, dc, act, c,
+                                                                       c_prev, B, H);
     LAUNCH_CHECK();
     if (dbias) colsum_acc(dbias, dz, B, 4 * H, s);
     if (!ln_gain) return;
@@ -129,6 +133,7 @@ void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln
     }
     ln_bwd_kernel<<<B, ROW_THREADS, 0, s>>>(dz, z, lnstat, ln_gain, H);
     LAUNCH_CHECK();
+    if (dzb) to_bf16(dzb, dz, 4 * (size_t)B * H, s);
 }
 
 void lstm_bwd_cuda(real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh, const real *dc,

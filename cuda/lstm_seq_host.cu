@@ -7,30 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "lstm_seq.cuh"
-
-typedef struct {
-    cudaGraphExec_t exec;
-    int T;
-    const void *w, *wx;  // the weights it was captured with (a new bf16 shadow means a new graph)
-} Graph;
-
-typedef struct {
-    SeqArgs a;
-    int bf, nlists;
-    long gstride;
-    MmPiece *pieces[2];   // [0] bwd (column lists), [1] fwd (row lists), each over the mask
-    int npieces[2];
-    int *idx[2], *blk[2];
-    float *part;
-    int *count;
-    bf16 *hb, *dzb;       // bf16 mode: h [(T+1)B, H] and dz [TB, 4H] as the kernels read them (dz at the first bwd)
-    bf16 *xb;             // bf16 mode with the input fused: x [TB, E]
-    float *dbpart;        // without layer norm: [T][row tiles][4H] column sums of dz, summed into dbias
-    cudaStream_t stream;
-    Graph g[2];
-    int z_key, dz_key;    // a.z / a.dz are address space only (fp32_or_key)
-} Seq;
+#include "lstm_seq_host.cuh"
 
 // Row tiles of B rows (both directions).
 static int tiles(int B) { return cdiv(B, seq_tm(B)); }
@@ -101,29 +78,34 @@ template <bool BF>
 void *seq_create_cuda(SeqArgs *a) {
     if (!engine_takes(a)) return NULL;
     Seq *s = (Seq *)xcalloc(1, sizeof *s);
-    s->z_key = BF && a->x && !a->ln_gain;
-    s->dz_key = BF && !a->ln_gain;
+    s->dense = seq_dense_takes(a->wh);  // its cell kernels write z and dz in fp32
+    s->z_key = BF && a->x && !a->ln_gain && !s->dense;
+    s->dz_key = BF && !a->ln_gain && !s->dense;
     a->z = fp32_or_key(zbytes(a), s->z_key);
     a->dz = fp32_or_key(zbytes(a), s->dz_key);
     s->a = *a;
     s->bf = BF;
     s->nlists = a->wh->nbc;
     s->gstride = a->wh->nnzb / 4;
-    int len = piece_len(a->wh, a->B);  // one length for both directions
-    upload_lists(s, a->wh, 0, len);
-    upload_lists(s, a->wh, 1, len);
-    int gy = tiles(a->B), most = s->npieces[0] > s->npieces[1] ? s->npieces[0] : s->npieces[1];
-    // a partial tile per piece and row tile: 4 gates x 32 columns x (tiles x rows < B + 128)
-    CUDA_CHECK(cudaMalloc(&s->part, sizeof(float) * (size_t)most * (a->B + 128) * 4 * SQ_BS));
-    CUDA_CHECK(cudaMalloc(&s->count, sizeof(int) * (size_t)s->nlists * gy));
-    CUDA_CHECK(cudaMemset(s->count, 0, sizeof(int) * (size_t)s->nlists * gy));
+    if (s->dense) {
+        seq_dense_alloc(s);
+    } else {
+        int len = piece_len(a->wh, a->B);  // one length for both directions
+        upload_lists(s, a->wh, 0, len);
+        upload_lists(s, a->wh, 1, len);
+        int gy = tiles(a->B), most = s->npieces[0] > s->npieces[1] ? s->npieces[0] : s->npieces[1];
+        // a partial tile per piece and row tile: 4 gates x 32 columns x (tiles x rows < B + 128)
+        CUDA_CHECK(cudaMalloc(&s->part, sizeof(float) * (size_t)most * (a->B + 128) * 4 * SQ_BS));
+        CUDA_CHECK(cudaMalloc(&s->count, sizeof(int) * (size_t)s->nlists * gy));
+        CUDA_CHECK(cudaMemset(s->count, 0, sizeof(int) * (size_t)s->nlists * gy));
+    }
     size_t BH = (size_t)a->B * a->H;
     if (BF) {
         CUDA_CHECK(cudaMalloc(&s->hb, sizeof(bf16) * BH * (a->T + 1)));
         twin_register(a->h, s->hb, BH * (a->T + 1));
         if (a->x) CUDA_CHECK(cudaMalloc(&s->xb, sizeof(bf16) * (size_t)a->T * a->B * a->E));
     }
-    if (!a->ln_gain) CUDA_CHECK(cudaMalloc(&s->dbpart, sizeof(float) * (size_t)a->T * gy * 4 * a->H));
+    if (!a->ln_gain && !s->dense) CUDA_CHECK(cudaMalloc(&s->dbpart, sizeof(float) * (size_t)a->T * tiles(a->B) * 4 * a->H));
     CUDA_CHECK(cudaStreamCreate(&s->stream));  // blocking: ordered with the default stream's work
     colsum_reserve(a->B, 4 * a->H);
     return s;
@@ -144,6 +126,8 @@ void seq_free_cuda(void *p) {
     CUDA_CHECK(cudaFree(s->dzb));
     CUDA_CHECK(cudaFree(s->dbpart));
     CUDA_CHECK(cudaFree(s->xb));
+    CUDA_CHECK(cudaFree(s->wd));
+    CUDA_CHECK(cudaFree(s->dwd));
     CUDA_CHECK(cudaStreamDestroy(s->stream));
     twin_forget(s->a.h);
     twin_forget(s->a.dz);
@@ -192,8 +176,8 @@ static void record_fwd(const Seq *s, const void *w, const void *wx, int T) {
         st.hb1 = BF ? s->hb + (t + 1) * BH : NULL;
         seq_step_launch<BF, true>(st, s->npieces[1], s->stream);
         if (!a.ln_gain) continue;
-        lstm_fwd_on(s->stream, st.h1, st.c1, st.act, a.lnstat + t * (size_t)a.B * 8, st.z, st.c0, a.bias, a.ln_gain, a.B, a.H);
-        if (BF) to_bf16(st.hb1, st.h1, BH, s->stream);
+        lstm_fwd_on(s->stream, st.h1, st.c1, st.act, a.lnstat + t * (size_t)a.B * 8, st.z, st.c0, a.bias, a.ln_gain, a.B,
+                    a.H, st.hb1);
     }
 }
 
@@ -220,8 +204,7 @@ static void record_bwd(const Seq *s, const void *w, int T) {
         if (!a.ln_gain || st.in) seq_step_launch<BF, false>(st, s->npieces[0], s->stream);
         if (!a.ln_gain) continue;
         lstm_bwd_on(s->stream, st.dz, a.dc, a.dbias, a.dln_gain, st.dh, a.dc, st.act, st.c1, st.c0,
-                    a.z + t * BG, a.lnstat + t * (size_t)a.B * 8, a.ln_gain, a.B, a.H);
-        if (BF) to_bf16(st.dzb, st.dz, BG, s->stream);
+                    a.z + t * BG, a.lnstat + t * (size_t)a.B * 8, a.ln_gain, a.B, a.H, st.dzb);
     }
     SeqStep st = step_base(s, w, 0);
     st.epi = EPI_SUM;
@@ -242,8 +225,8 @@ static void replay(Seq *s, int fwd, int T) {
         if (g->exec) CUDA_CHECK(cudaGraphExecDestroy(g->exec));
         cudaGraph_t graph;
         CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
-        if (fwd) record_fwd<BF>(s, w, wx, T);
-        else record_bwd<BF>(s, w, T);
+        if (fwd) s->dense ? seq_dense_record_fwd<BF>(s, w, wx, T) : record_fwd<BF>(s, w, wx, T);
+        else s->dense ? seq_dense_record_bwd<BF>(s, T) : record_bwd<BF>(s, w, T);
         CUDA_CHECK(cudaStreamEndCapture(s->stream, &graph));
         CUDA_CHECK(cudaGraphInstantiate(&g->exec, graph, 0));
         CUDA_CHECK(cudaGraphDestroy(graph));
@@ -272,6 +255,7 @@ void seq_bwd_cuda(void *p, int T) {
     }
     replay<BF>(s, 0, T);
     int N = T * a.B;
+    if (s->dense) return seq_dense_bwd_weight<BF>(s, T);  // dW_h and dbias its own way
     if (!a.ln_gain) colsum_acc(a.dbias, s->dbpart, T * tiles(a.B), 4 * a.H);
     bsmm_bwd_weight_typed(a.dwh, BF ? (const void *)s->dzb : (const void *)a.dz, BF ? (const void *)s->hb : (const void *)a.h,
                           a.wh, N, BF);

@@ -7,8 +7,8 @@
 #include "common.cuh"
 
 template <bool BF>
-static void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A, int lda,
-                 const void *B, int ldb, float beta, real *Cm, int ldc) {
+void blas_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A, int lda,
+               const void *B, int ldb, float beta, real *Cm, int ldc) {
     const float one = 1.0f;
     const cudaDataType_t in = BF ? CUDA_R_16BF : CUDA_R_32F;
     CUBLAS_CHECK(cublasGemmEx(g_cuda.blas, ta, tb, m, n, k, &one, A, in, lda, B, in, ldb, &beta, Cm, CUDA_R_32F, ldc,
@@ -29,7 +29,7 @@ void matmul_fwd_cuda(real *y, const real *x, const real *W, const real *bias, in
         LAUNCH_CHECK();
     }
     // y^T[R,N] = W[R,C] x^T[C,N]; W^T is W's column-major view (ld C), x^T is x's (ld C).
-    gemm<BF>(CUBLAS_OP_T, CUBLAS_OP_N, R, N, C, weight_operand<BF>(W, (size_t)R * C), C,
+    blas_gemm<BF>(CUBLAS_OP_T, CUBLAS_OP_N, R, N, C, weight_operand<BF>(W, (size_t)R * C), C,
              act_operand<BF>(x, (size_t)N * C, SCRATCH_XBF16), C, bias || acc ? 1.f : 0.f, y, R);
 }
 
@@ -39,12 +39,16 @@ void matmul_bwd_cuda(real *dx, real *dW, real *dbias, const real *dy, const real
     if (N <= 0) return;
     const void *dyo = act_operand<BF>(dy, (size_t)N * R, SCRATCH_DYBF16);
     // dx^T[C,N] = W^T[C,R] dy^T[R,N]
-    if (dx) gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_N, C, N, R, weight_operand<BF>(W, (size_t)R * C), C, dyo, R, 0.f, dx, C);
+    if (dx) blas_gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_N, C, N, R, weight_operand<BF>(W, (size_t)R * C), C, dyo, R, 0.f, dx, C);
     // dW^T[C,R] += x^T[C,N] dy[N,R]
-    gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_T, C, R, N, act_operand<BF>(x, (size_t)N * C, SCRATCH_XBF16), C, dyo, R, 1.f, dW, C);
+    blas_gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_T, C, R, N, act_operand<BF>(x, (size_t)N * C, SCRATCH_XBF16), C, dyo, R, 1.f, dW, C);
     if (dbias) colsum_acc(dbias, dy, N, R);
 }
 
+template void blas_gemm<false>(cublasOperation_t, cublasOperation_t, int, int, int, const void *, int, const void *, int,
+                               float, real *, int);
+template void blas_gemm<true>(cublasOperation_t, cublasOperation_t, int, int, int, const void *, int, const void *, int,
+                              float, real *, int);
 template void matmul_fwd_cuda<false>(real *, const real *, const real *, const real *, int, int, int, int);
 template void matmul_fwd_cuda<true>(real *, const real *, const real *, const real *, int, int, int, int);
 template void matmul_bwd_cuda<false>(real *, real *, real *, const real *, const real *, const real *, int, int, int);

@@ -2,7 +2,7 @@
 // fused step kernels) against the CPU reference and against the GPU's own per-step ops, on
 // shapes that reach every path of its kernels: hub lists cut into pieces, 1-2 row tiles of
 // 32/64/128 rows with odd B, layer norm on and off, 1-2 layers, the input projection fused
-// (E a multiple of 32) or not, windows of another length.
+// (E a multiple of 32) or not, windows of another length, and the dense masks' cuBLAS path.
 #include "gpu_train.h"
 
 typedef struct {
@@ -14,7 +14,8 @@ static const EngShape eshapes[] = {
     {"ba_4", 2048, 0, 1, 67, 9, 64},      // hub lists longer than a piece (16); 67 rows: one fwd tile of 128
     {"random_0.2", 512, 1, 2, 130, 6, 32}, // two fwd tiles of 128 (the second of 2 rows), layer norm, 2 layers
     {"ws_4_0.2", 256, 0, 2, 33, 7, 24},   // tiles of 64; input not fused
-    {"dense", 256, 1, 1, 5, 4, 64},       // tiles of 32
+    {"dense", 256, 1, 1, 5, 4, 64},       // tiles of 32; dense: the steps on cuBLAS
+    {"dense", 512, 0, 2, 67, 5, 64},      // dense without layer norm: the engine projects layer 0's input
 };
 
 static Model *eng_model(const EngShape *s, const Backend *be, const char *engine) {
@@ -119,12 +120,14 @@ TEST(gpu_engine_window_lengths) {
     model_free(me); model_free(ms);
 }
 
-// Two runs of the same window give the same bits (no atomics in any sum).
+// Two runs of the same window give the same bits (no atomics in any sum), on the step kernels
+// and on the dense path's cuBLAS products.
 TEST(gpu_engine_deterministic) {
     const char *precs[] = {"fp32", "bf16"};
-    for (int p = 0; p < 2; p++) {
-        const Backend *gpu = backend_cuda(precs[p]);
-        const EngShape *s = &eshapes[0];
+    const EngShape *last = &eshapes[sizeof eshapes / sizeof eshapes[0] - 1];
+    for (int p = 0; p < 4; p++) {
+        const Backend *gpu = backend_cuda(precs[p % 2]);
+        const EngShape *s = p < 2 ? &eshapes[0] : last;
         Batch b = batch_make(s->B, s->T, s->H, 9);
         EngRun r = eng_run(s, gpu, "on", &b);
         real *g1 = h_from(gpu, r.m->grads, r.m->nparams);
@@ -134,6 +137,6 @@ TEST(gpu_engine_deterministic) {
         free(g1); free(g2);
         eng_free(&r);
         batch_free(&b);
-        CHECK_MSG(same, "%s: two identical windows gave different loss or gradient bits", precs[p]);
+        CHECK_MSG(same, "%s %s: two identical windows gave different loss or gradient bits", precs[p % 2], s->sparsity);
     }
 }

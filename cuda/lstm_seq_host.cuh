@@ -1,0 +1,42 @@
+// lstm_seq_host.cuh: the recurrent engine's host-side state (lstm_seq_host.cu), shared with
+// its path for dense masks (lstm_seq_dense.cu).
+#pragma once
+#include "lstm_seq.cuh"
+
+typedef struct {
+    cudaGraphExec_t exec;
+    int T;
+    const void *w, *wx;  // the weights it was captured with (a new bf16 shadow means a new graph)
+} Graph;
+
+typedef struct {
+    SeqArgs a;
+    int bf, nlists;
+    long gstride;
+    MmPiece *pieces[2];   // [0] bwd (column lists), [1] fwd (row lists), each over the mask
+    int npieces[2];
+    int *idx[2], *blk[2];
+    float *part;
+    int *count;
+    bf16 *hb, *dzb;       // bf16 mode: h [(T+1)B, H] and dz [TB, 4H] as the kernels read them (dz at the first bwd)
+    bf16 *xb;             // bf16 mode with the input fused: x [TB, E]
+    float *dbpart;        // without layer norm: [T][row tiles][4H] column sums of dz, summed into dbias
+    cudaStream_t stream;
+    Graph g[2];
+    int z_key, dz_key;    // a.z / a.dz are address space only (fp32_or_key)
+    int dense;            // every block of the mask present: the steps run on cuBLAS (lstm_seq_dense.cu)
+    void *wd;             // dense: W_h row-major [4H, H], bf16 or float like the products
+    float *dwd;           // dense: dW_h row-major [4H, H] of the window
+} Seq;
+
+// The dense path: a mask with every block present runs each step's recurrent product as one
+// cuBLAS GEMM on a row-major copy of W_h, the cell as the per-step kernels (lstm.cu) do, and
+// dW_h as one GEMM over the window.
+int seq_dense_takes(const BsMat *w);
+void seq_dense_alloc(Seq *s);
+template <bool BF>
+void seq_dense_record_fwd(const Seq *s, const void *w, const void *wx, int T);
+template <bool BF>
+void seq_dense_record_bwd(const Seq *s, int T);
+template <bool BF>
+void seq_dense_bwd_weight(const Seq *s, int T);
