@@ -39,8 +39,8 @@ void seq_dense_alloc(Seq *s) {
     CUDA_CHECK(cudaMalloc(&s->dwd, n * sizeof(float)));
 }
 
-// Row-major row tiles: the products below are written, as in matmul.cu, on the column-major
-// views (the transposes) of row-major buffers.
+// The products are written, as in matmul.cu, on the column-major views (the transposes) of
+// the row-major buffers.
 template <bool BF>
 void seq_dense_record_fwd(const Seq *s, const void *w, const void *wx, int T) {
     typedef typename std::conditional<BF, bf16, float>::type W;
