@@ -25,14 +25,6 @@ __global__ void rows_add_to_blocked_kernel(real *dst, const float *src, int R, i
         dst[blocked_at(i / C, i % C, C)] += src[i];
 }
 
-// Every block present, stored row by row in column order (as bsmat_from_mask stores a dense mask).
-int seq_dense_takes(const BsMat *w) {
-    if ((long)w->nnzb != (long)w->nbr * w->nbc) return 0;
-    for (int k = 0; k < w->nnzb; k++)
-        if (w->col_idx[k] != k % w->nbc) return 0;
-    return 1;
-}
-
 void seq_dense_alloc(Seq *s) {
     size_t n = 4 * (size_t)s->a.H * s->a.H;
     CUDA_CHECK(cudaMalloc(&s->wd, n * (s->bf ? sizeof(bf16) : sizeof(float))));
@@ -59,18 +51,11 @@ void seq_dense_record_fwd(const Seq *s, const void *w, const void *wx, int T) {
     for (int t = 0; t < T; t++) {
         real *z = a.z + t * BG, *h1 = a.h + (t + 1) * BH;
         // z_t^T [4H, B] += W_h [4H, H] h_t^T [H, B]
-        blas_gemm<BF>(CUBLAS_OP_T, CUBLAS_OP_N, G, a.B, a.H, s->wd, a.H,
-                      BF ? (const void *)(s->hb + t * BH) : (const void *)(a.h + t * BH), a.H, 1.f, z, G);
+        blas_gemm<BF>(CUBLAS_OP_T, CUBLAS_OP_N, G, a.B, a.H, s->wd, a.H, seq_h_operand(s, t), a.H, 1.f, z, G);
         lstm_fwd_on(s->stream, h1, a.c + (t + 1) * BH, a.act + t * BG, a.ln_gain ? a.lnstat + t * (size_t)a.B * 8 : NULL,
                     z, a.c + t * BH, a.bias, a.ln_gain, a.B, a.H, BF ? s->hb + (t + 1) * BH : NULL);
     }
     CUBLAS_CHECK(cublasSetStream(g_cuda.blas, 0));
-}
-
-// dz_t's operand for the products: its bf16 copy in bf16 mode.
-static const void *dz_operand(const Seq *s, int t) {
-    size_t BG = (size_t)s->a.B * 4 * s->a.H;
-    return s->bf ? (const void *)(s->dzb + t * BG) : (const void *)(s->a.dz + t * BG);
 }
 
 template <bool BF>
@@ -80,7 +65,7 @@ void seq_dense_record_bwd(const Seq *s, int T) {
     size_t BH = (size_t)a.B * a.H, BG = (size_t)a.B * G;
     // dh^T [H, B] += W_h^T [H, 4H] dz^T [4H, B]
     auto dh_add = [&](real *dh, int t) {
-        blas_gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_N, a.H, a.B, G, s->wd, a.H, dz_operand(s, t), G, 1.f, dh, a.H);
+        blas_gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_N, a.H, a.B, G, s->wd, a.H, seq_dz_operand(s, t), G, 1.f, dh, a.H);
     };
     CUBLAS_CHECK(cublasSetStream(g_cuda.blas, s->stream));
     CUDA_CHECK(cudaMemsetAsync(a.dh, 0, BH * sizeof(real), s->stream));
@@ -104,8 +89,8 @@ void seq_dense_bwd_weight(const Seq *s, int T) {
     const SeqArgs &a = s->a;
     const int G = 4 * a.H;
     if (!a.ln_gain) colsum_acc(a.dbias, a.dz, T * a.B, G);
-    blas_gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_T, a.H, G, T * a.B, BF ? (const void *)s->hb : (const void *)a.h, a.H,
-                  dz_operand(s, 0), G, 0.f, s->dwd, a.H);
+    blas_gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_T, a.H, G, T * a.B, seq_h_operand(s, 0), a.H, seq_dz_operand(s, 0), G, 0.f,
+                  s->dwd, a.H);
     rows_add_to_blocked_kernel<<<grid_for((size_t)G * a.H, 256), 256>>>(a.dwh, s->dwd, G, a.H);
     LAUNCH_CHECK();
 }

@@ -78,7 +78,7 @@ template <bool BF>
 void *seq_create_cuda(SeqArgs *a) {
     if (!engine_takes(a)) return NULL;
     Seq *s = (Seq *)xcalloc(1, sizeof *s);
-    s->dense = seq_dense_takes(a->wh);  // its cell kernels write z and dz in fp32
+    s->dense = bsmat_is_dense(a->wh);  // its cell kernels write z and dz in fp32
     s->z_key = BF && a->x && !a->ln_gain && !s->dense;
     s->dz_key = BF && !a->ln_gain && !s->dense;
     a->z = fp32_or_key(zbytes(a), s->z_key);
@@ -167,7 +167,7 @@ static void record_fwd(const Seq *s, const void *w, const void *wx, int T) {
             st.wx = wx;
             st.E = a.E;
         }
-        st.in = BF ? (const void *)(s->hb + t * BH) : (const void *)(a.h + t * BH);
+        st.in = seq_h_operand(s, t);
         st.z = a.z + t * BG;
         st.act = a.act + t * BG;
         st.c0 = a.c + t * BH;
@@ -187,12 +187,11 @@ template <bool BF>
 static void record_bwd(const Seq *s, const void *w, int T) {
     const SeqArgs &a = s->a;
     size_t BH = (size_t)a.B * a.H, BG = 4 * BH;
-    auto dz_in = [&](int t) { return BF ? (const void *)(s->dzb + t * BG) : (const void *)(a.dz + t * BG); };
     CUDA_CHECK(cudaMemsetAsync(a.dh, 0, BH * sizeof(real), s->stream));
     CUDA_CHECK(cudaMemsetAsync(a.dc, 0, BH * sizeof(real), s->stream));
     for (int t = T - 1; t >= 0; t--) {
         SeqStep st = step_base(s, w, 0);
-        st.in = t == T - 1 ? NULL : dz_in(t + 1);
+        st.in = t == T - 1 ? NULL : seq_dz_operand(s, t + 1);
         st.dh = a.dh + (t + 1) * BH;
         st.dc = a.dc;
         st.act = a.act + t * BG;
@@ -208,7 +207,7 @@ static void record_bwd(const Seq *s, const void *w, int T) {
     }
     SeqStep st = step_base(s, w, 0);
     st.epi = EPI_SUM;
-    st.in = dz_in(0);
+    st.in = seq_dz_operand(s, 0);
     st.dh = a.dh;
     seq_step_launch<BF, false>(st, s->npieces[0], s->stream);
 }
@@ -257,8 +256,7 @@ void seq_bwd_cuda(void *p, int T) {
     int N = T * a.B;
     if (s->dense) return seq_dense_bwd_weight<BF>(s, T);  // dW_h and dbias its own way
     if (!a.ln_gain) colsum_acc(a.dbias, s->dbpart, T * tiles(a.B), 4 * a.H);
-    bsmm_bwd_weight_typed(a.dwh, BF ? (const void *)s->dzb : (const void *)a.dz, BF ? (const void *)s->hb : (const void *)a.h,
-                          a.wh, N, BF);
+    bsmm_bwd_weight_typed(a.dwh, seq_dz_operand(s, 0), seq_h_operand(s, 0), a.wh, N, BF);
 }
 
 template void *seq_create_cuda<false>(SeqArgs *);

@@ -29,10 +29,20 @@ typedef struct {
     float *dwd;           // dense: dW_h row-major [4H, H] of the window
 } Seq;
 
+// The products' operands: h_t [B, H] and dz_t [B, 4H] (t = 0: the whole window from step 0)
+// as the kernels and cuBLAS read them, the bf16 copies in bf16 mode.
+static inline const void *seq_h_operand(const Seq *s, int t) {
+    size_t BH = (size_t)s->a.B * s->a.H;
+    return s->bf ? (const void *)(s->hb + t * BH) : (const void *)(s->a.h + t * BH);
+}
+static inline const void *seq_dz_operand(const Seq *s, int t) {
+    size_t BG = (size_t)s->a.B * 4 * s->a.H;
+    return s->bf ? (const void *)(s->dzb + t * BG) : (const void *)(s->a.dz + t * BG);
+}
+
 // The dense path: a mask with every block present runs each step's recurrent product as one
 // cuBLAS GEMM on a row-major copy of W_h, the cell as the per-step kernels (lstm.cu) do, and
 // dW_h as one GEMM over the window.
-int seq_dense_takes(const BsMat *w);
 void seq_dense_alloc(Seq *s);
 template <bool BF>
 void seq_dense_record_fwd(const Seq *s, const void *w, const void *wx, int T);

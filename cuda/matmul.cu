@@ -30,7 +30,7 @@ void matmul_fwd_cuda(real *y, const real *x, const real *W, const real *bias, in
     }
     // y^T[R,N] = W[R,C] x^T[C,N]; W^T is W's column-major view (ld C), x^T is x's (ld C).
     blas_gemm<BF>(CUBLAS_OP_T, CUBLAS_OP_N, R, N, C, weight_operand<BF>(W, (size_t)R * C), C,
-             act_operand<BF>(x, (size_t)N * C, SCRATCH_XBF16), C, bias || acc ? 1.f : 0.f, y, R);
+                  act_operand<BF>(x, (size_t)N * C, SCRATCH_XBF16), C, bias || acc ? 1.f : 0.f, y, R);
 }
 
 template <bool BF>

@@ -37,8 +37,7 @@ int engine_wanted(const Config *cfg) {
 
 const char *acts_path(const Model *m, const Acts *a) {
     if (!a->seq[0]) return "per-step ops";
-    const BsMat *w = &m->layer[0].wh;
-    if ((long)w->nnzb == (long)w->nbr * w->nbc)  // the CUDA engine's dense path (lstm_seq_dense.cu)
+    if (bsmat_is_dense(&m->layer[0].wh))  // the CUDA engine's dense path (lstm_seq_dense.cu)
         return "engine for dense W_h (a cuBLAS product and the cell per step; whole window per launch graph)";
     return input_fused(m, 0) ? "fused engine (whole window per launch graph; layer 0's input projection inside its steps)"
                              : "fused engine (whole window per launch graph)";

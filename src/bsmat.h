@@ -24,6 +24,14 @@ typedef struct BsMat {
 void bsmat_from_mask(BsMat *w, const Mask *m, int bs, int ngates);
 void bsmat_free(BsMat *w);
 static inline long bsmat_nvals(const BsMat *w) { return (long)w->nnzb * w->bs * w->bs; }
+// Every block present, stored row by row in column order (as bsmat_from_mask stores a dense
+// mask): vals is then W in a blocked row-major layout.
+static inline int bsmat_is_dense(const BsMat *w) {
+    if ((long)w->nnzb != (long)w->nbr * w->nbc) return 0;
+    for (int k = 0; k < w->nnzb; k++)
+        if (w->col_idx[k] != k % w->nbc) return 0;
+    return 1;
+}
 
 #ifdef __cplusplus
 }
