@@ -310,6 +310,7 @@ static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals,
     a.w = weight_operand<BF>(vals, (size_t)bsmat_nvals(w));
     check_aligned(in, "input");
     check_aligned(a.w, "weight");
+    if (BF && FWD && bsmm_stream_takes(w, N)) return bsmm_stream_fwd(out, in, w, (const bf16 *)a.w, N, acc);
     a.in = act_operand<BF>(in, (size_t)N * a.ld_in, SCRATCH_XBF16);
     int np = FWD ? d->fwd_npieces : d->bwd_npieces, nob = FWD ? w->nbr : w->nbc;
     typedef typename std::conditional<BF, bf16, float>::type T;

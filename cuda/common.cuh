@@ -121,6 +121,9 @@ void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln
 template <bool BF>
 void blas_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A, int lda,
                const void *B, int ldb, float beta, real *Cm, int ldc);
+// bsmm_stream.cu: the bf16 forward for few rows (a stream of weights), where it applies.
+bool bsmm_stream_takes(const BsMat *w, int N);
+void bsmm_stream_fwd(real *y, const real *x, const BsMat *w, const bf16 *wb, int N, int acc);
 // dvals += dy^T x over N rows with inputs already in the kernel's type (bf16 when bf).
 void bsmm_bwd_weight_typed(real *dvals, const void *dy, const void *x, const BsMat *w, int N, int bf);
 template <bool BF>
@@ -148,7 +151,7 @@ void ema_cuda(real *avg, const real *p, real decay, size_t n);
 typedef struct { int ob, beg, end, rank, nparts; } MmPiece;
 // Most entries in a piece: long lists (hub nodes of small-world masks) are cut so that no
 // CTA walks far longer than the others; the pieces' partial sums are added in a fixed order.
-static inline int mm_piece_len(int bs) { return 2048 / bs; }
+__host__ __device__ constexpr int mm_piece_len(int bs) { return 2048 / bs; }
 
 // Device copies for bsmat_upload and the engine: ints, and n lists (ptr[i]..ptr[i+1]) cut
 // into pieces of at most `most` entries, longest list first.

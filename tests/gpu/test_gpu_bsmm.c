@@ -17,9 +17,10 @@ typedef struct {
     real *d_vals, *d_x, *d_dy, *d_out;     // device copies; d_out sized for the largest output
 } Case;
 
-static Case case_make(const Backend *gpu, int bs, const char *desc, int N, unsigned long long *s) {
+// An nb x nb block mask, its rows stacked 4 times (gates).
+static Case case_make_nb(const Backend *gpu, int bs, const char *desc, int nb, int N, unsigned long long *s) {
     Case c = {.N = N};
-    Mask mk = mask_make(desc, 6, 6, 11);
+    Mask mk = mask_make(desc, nb, nb, 11);
     bsmat_from_mask(&c.w, &mk, bs, 4);
     mask_free(&mk);
     gpu->bsmat_upload(&c.w);
@@ -38,6 +39,10 @@ static Case case_make(const Backend *gpu, int bs, const char *desc, int N, unsig
     size_t most = c.ny > c.nv ? c.ny : c.nv;
     c.d_out = gpu->alloc(sizeof(real) * most);
     return c;
+}
+
+static Case case_make(const Backend *gpu, int bs, const char *desc, int N, unsigned long long *s) {
+    return case_make_nb(gpu, bs, desc, 6, N, s);
 }
 
 static void case_free(const Backend *gpu, Case *c) {
@@ -100,6 +105,30 @@ static void check_precision(const char *prec) {
 
 TEST(gpu_bsmm_fp32_matches_cpu) { check_precision("fp32"); }
 TEST(gpu_bsmm_bf16_matches_cpu) { check_precision("bf16"); }
+
+// Lists longer than a piece (70 blocks a row, 280 a gate-stacked column; hubs of ba_8), so
+// pieces are summed by the fix-up, with row counts below, at and above one row tile (32).
+TEST(gpu_bsmm_long_lists_match_cpu) {
+    const char *masks_long[] = {"dense", "ba_8"}, *precs[] = {"fp32", "bf16"};
+    const int Ns_long[] = {5, 32, 45};
+    unsigned long long s = 99;
+    for (int p = 0; p < 2; p++) {
+        const Backend *gpu = backend_cuda(precs[p]);
+        for (int mi = 0; mi < 2; mi++)
+            for (int ni = 0; ni < 3; ni++) {
+                Case c = case_make_nb(gpu, 32, masks_long[mi], 70, Ns_long[ni], &s);
+                for (int op = FWD; op <= BWD_DATA; op++) {
+                    double e = run_op(gpu, &c, op, ni % 2);
+                    if (!(e < tol_for(precs[p]))) {
+                        case_free(gpu, &c);
+                        CHECK_MSG(0, "%s op %d mask=%s N=%d: rel L2 %.3g (tol %g)", precs[p], op, masks_long[mi],
+                                  Ns_long[ni], e, tol_for(precs[p]));
+                    }
+                }
+                case_free(gpu, &c);
+            }
+    }
+}
 
 // Runs op with a fresh NaN-poisoned (or reset) output and returns the result bytes.
 static real *gpu_result(const Backend *gpu, Case *c, int op) {
