@@ -25,17 +25,11 @@ __device__ inline void mbar_wait(uint64_t *bar, uint32_t parity) {
     } while (!done);
 }
 
-// bytes (a multiple of 16, both addresses 16-byte aligned) from global src to shared dst,
-// counted on bar. L2 policy: evict-first for data read once (the weights), so that what is
-// read again (the activations) stays.
+// L2 policy for data read once (the weights): evicted first, so that what is read again stays.
 __device__ inline uint64_t l2_evict_first() {
     uint64_t pol;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
     return pol;
-}
-__device__ inline void bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)) : "memory");
 }
 // A 2-D box of a tensor map (passed as a __grid_constant__ kernel parameter) at element
 // coordinates (c0 along the contiguous dimension, c1 along the other); parts of the box
@@ -44,6 +38,8 @@ __device__ inline void tensor_load_2d(void *dst, const void *map, int c0, int c1
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)) : "memory");
 }
+// bytes (a multiple of 16, both addresses 16-byte aligned) from global src to shared dst,
+// counted on bar, under L2 policy pol.
 __device__ inline void bulk_load_hint(void *dst, const void *src, uint32_t bytes, uint64_t *bar, uint64_t pol) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
                  ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(pol) : "memory");

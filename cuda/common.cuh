@@ -151,7 +151,7 @@ void ema_cuda(real *avg, const real *p, real decay, size_t n);
 typedef struct { int ob, beg, end, rank, nparts; } MmPiece;
 // Most entries in a piece: long lists (hub nodes of small-world masks) are cut so that no
 // CTA walks far longer than the others; the pieces' partial sums are added in a fixed order.
-__host__ __device__ constexpr int mm_piece_len(int bs) { return 2048 / bs; }
+static inline int mm_piece_len(int bs) { return 2048 / bs; }
 
 // Device copies for bsmat_upload and the engine: ints, and n lists (ptr[i]..ptr[i+1]) cut
 // into pieces of at most `most` entries, longest list first.
