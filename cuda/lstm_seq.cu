@@ -307,17 +307,7 @@ static void launch(const SeqStep &a, int npieces, cudaStream_t stream) {
         CUDA_CHECK(cudaFuncSetAttribute(seq_step_kernel<T, TM, FWD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
         ready = true;
     }
-    cudaLaunchAttribute pdl = {};
-    pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    pdl.val.programmaticStreamSerializationAllowed = a.B > 64;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(npieces, cdiv(a.B, TM));
-    cfg.blockDim = dim3(C::NT);
-    cfg.dynamicSmemBytes = C::SMEM;
-    cfg.stream = stream;
-    cfg.attrs = &pdl;
-    cfg.numAttrs = 1;
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, seq_step_kernel<T, TM, FWD>, a));
+    launch_pdl(a.B > 64, seq_step_kernel<T, TM, FWD>, dim3(npieces, cdiv(a.B, TM)), dim3(C::NT), C::SMEM, stream, a);
 }
 
 template <bool BF, bool FWD>
