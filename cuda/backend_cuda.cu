@@ -112,7 +112,7 @@ int count_pieces(const int *ptr, int n, int most) {
     return total;
 }
 
-void *upload_pieces(const int *ptr, int n, int most, int *npieces) {
+MmPiece *cut_pieces(const int *ptr, int n, int most, int *npieces) {
     ListLen *l = (ListLen *)xmalloc(sizeof(ListLen) * (size_t)(n ? n : 1));
     int total = count_pieces(ptr, n, most);
     for (int i = 0; i < n; i++) l[i] = (ListLen){ptr[i + 1] - ptr[i], i};
@@ -126,11 +126,21 @@ void *upload_pieces(const int *ptr, int n, int most, int *npieces) {
             pc[k] = (MmPiece){i, beg, end, r, parts};
         }
     }
-    void *d = cu_alloc(sizeof(MmPiece) * (size_t)(total ? total : 1));
-    if (total) CUDA_CHECK(cudaMemcpy(d, pc, sizeof(MmPiece) * (size_t)total, cudaMemcpyHostToDevice));
     free(l);
-    free(pc);
     *npieces = total;
+    return pc;
+}
+
+MmPiece *pieces_to_device(const MmPiece *pc, int n) {
+    MmPiece *d = (MmPiece *)cu_alloc(sizeof(MmPiece) * (size_t)(n ? n : 1));
+    if (n) CUDA_CHECK(cudaMemcpy(d, pc, sizeof(MmPiece) * (size_t)n, cudaMemcpyHostToDevice));
+    return d;
+}
+
+void *upload_pieces(const int *ptr, int n, int most, int *npieces) {
+    MmPiece *pc = cut_pieces(ptr, n, most, npieces);
+    MmPiece *d = pieces_to_device(pc, *npieces);
+    free(pc);
     return d;
 }
 
@@ -208,7 +218,7 @@ static void cuda_init(void) {
      .bsmm_bwd_weight = bsmm_bwd_weight_cuda<BF>,                                               \
      .lstm_fwd = lstm_fwd_cuda, .lstm_bwd = lstm_bwd_cuda,                                      \
      .seq_create = seq_create_cuda<BF>, .seq_fwd = seq_fwd_cuda<BF>, .seq_bwd = seq_bwd_cuda<BF>,  \
-     .seq_free = seq_free_cuda,                                                                 \
+     .seq_free = seq_free_cuda, .seq_path = seq_path_cuda,                                      \
      .layernorm_fwd = layernorm_fwd_cuda, .layernorm_bwd = layernorm_bwd_cuda,                  \
      .mul_fwd = mul_fwd_cuda, .mul_bwd = mul_bwd_cuda, .relu_fwd = relu_fwd_cuda,               \
      .relu_bwd = relu_bwd_cuda, .softmax_xent = softmax_xent_cuda,                              \

@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(MM_THREADS) bsmm_mm_kernel(MmArgs p) {
         red[i] = s;  // only this thread reads element i of every group
     }
     __syncthreads();  // pieces_done reads red in another thread order
-    if (!pieces_done(red, TM * BS, pc, p.part, p.count, &s_last)) return;
+    if (!pieces_done(red, TM * BS, pc, tile_here(), p.part, p.count, &s_last)) return;
     __syncthreads();
     // Write along rows (coalesced).
     for (int i = tid; i < TM * BS; i += MM_THREADS) {

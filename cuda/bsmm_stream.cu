@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(ST_WARPS * 32) bsmm_stream_kernel(const __grid
         red[i] = s;  // only this thread reads element i of every warp's tile
     }
     __syncthreads();
-    if (!pieces_done(red, ST_ROWS * 32, pc, p.part, p.count, &s_last)) return;
+    if (!pieces_done(red, ST_ROWS * 32, pc, tile_here(), p.part, p.count, &s_last)) return;
     __syncthreads();
     const int rows = min(ST_ROWS, p.N - n0);
     for (int i = tid; i < rows * 32; i += blockDim.x) {
@@ -183,5 +183,5 @@ void bsmm_stream_fwd(real *y, const real *x, const BsMat *w, const bf16 *wb, int
                 (int *)cuda_scratch(SCRATCH_COUNT, sizeof(int) * (size_t)w->nbr * gy), N, w->rows, acc};
     // Programmatically dependent on the kernel before: this one's CTAs are placed while that
     // one's last ones finish (pdl_wait holds them until its results are visible).
-    launch_pdl(true, bsmm_stream_kernel, dim3(d->fwd_npieces, gy), dim3(ST_WARPS * 32), ST_SMEM, 0, x_boxes(x, N, w->cols), a);
+    launch_attr(attr_pdl(true), bsmm_stream_kernel, dim3(d->fwd_npieces, gy), dim3(ST_WARPS * 32), ST_SMEM, 0, x_boxes(x, N, w->cols), a);
 }

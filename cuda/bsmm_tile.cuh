@@ -173,28 +173,36 @@ __device__ inline void acc_coord(int e, int lt, int &row, int &col) {
     }
 }
 
+// Where a CTA's tile lies: piece `piece` of the work list, row tile `ty` of `ntiles`. A
+// kernel with one tile per CTA takes it from its grid (tile_here); the engine's persistent
+// kernel walks several per CTA.
+struct TileAt {
+    int piece, ty, ntiles;
+};
+__device__ inline TileAt tile_here() { return {(int)blockIdx.x, (int)blockIdx.y, (int)gridDim.y}; }
+
 // A list cut into several pieces (MmPiece) is finished by the CTA that completes last: each
 // piece publishes its partial tile (R floats of shared `red`, complete before the call), and
 // the last adds all of them in piece order into red, so the result does not depend on which
 // CTA ran when. Returns whether this CTA goes on to the epilogue (red is then the sum).
-__device__ inline bool pieces_done(float *red, int R, const MmPiece &pc, float *part, int *count, int *s_last) {
+__device__ inline bool pieces_done(float *red, int R, const MmPiece &pc, TileAt at, float *part, int *count, int *s_last) {
     if (pc.nparts == 1) return true;
     const int R4 = R / 4;  // R is a multiple of 4: float4 copies, unrolled so several loads fly at once
-    const long stride4 = (long)gridDim.y * R4;
-    float4 *mine = (float4 *)part + ((long)blockIdx.x * gridDim.y + blockIdx.y) * R4, *red4 = (float4 *)red;
+    const long stride4 = (long)at.ntiles * R4;
+    float4 *mine = (float4 *)part + ((long)at.piece * at.ntiles + at.ty) * R4, *red4 = (float4 *)red;
 #pragma unroll 4
     for (int i = threadIdx.x; i < R4; i += blockDim.x) __stcg(mine + i, red4[i]);
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
-        int *c = count + (long)pc.ob * gridDim.y + blockIdx.y;
+        int *c = count + (long)pc.ob * at.ntiles + at.ty;
         *s_last = atomicAdd(c, 1) == pc.nparts - 1;
         if (*s_last) *c = 0;  // ready for the next call
     }
     __syncthreads();
     if (!*s_last) return false;
     __threadfence();
-    const float4 *first = (const float4 *)part + ((long)(blockIdx.x - pc.rank) * gridDim.y + blockIdx.y) * R4;
+    const float4 *first = (const float4 *)part + ((long)(at.piece - pc.rank) * at.ntiles + at.ty) * R4;
 #pragma unroll 4
     for (int i = threadIdx.x; i < R4; i += blockDim.x) {
         float4 s = __ldcg(first + i);

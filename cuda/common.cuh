@@ -32,12 +32,11 @@ const char *cuda_hint(cudaError_t e);
 // memory is visible.
 __device__ inline void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 __device__ inline void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-// kernel<<<grid, block, smem, stream>>>(args...), with the attribute above set to pdl.
+// kernel<<<grid, block, smem, stream>>>(args...) with one launch attribute: attr_pdl (the
+// above, on or off) or attr_cooperative (every CTA resident at once, or the launch fails).
 template <typename... P, typename... A>
-void launch_pdl(bool pdl, void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A &&...args) {
-    cudaLaunchAttribute attr = {};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = pdl;
+void launch_attr(cudaLaunchAttribute attr, void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                 A &&...args) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
@@ -46,6 +45,18 @@ void launch_pdl(bool pdl, void (*kernel)(P...), dim3 grid, dim3 block, size_t sm
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...));
+}
+static inline cudaLaunchAttribute attr_pdl(bool on) {
+    cudaLaunchAttribute a = {};
+    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    a.val.programmaticStreamSerializationAllowed = on;
+    return a;
+}
+static inline cudaLaunchAttribute attr_cooperative() {
+    cudaLaunchAttribute a = {};
+    a.id = cudaLaunchAttributeCooperative;
+    a.val.cooperative = 1;
+    return a;
 }
 
 enum { SCRATCH_WBF16, SCRATCH_XBF16, SCRATCH_DYBF16, SCRATCH_PART, SCRATCH_COUNT, SCRATCH_SUMSQ, SCRATCH_COLSUM, SCRATCH_EMBED, SCRATCH_N };
@@ -149,6 +160,7 @@ void seq_fwd_cuda(void *s, int T);
 template <bool BF>
 void seq_bwd_cuda(void *s, int T);
 void seq_free_cuda(void *s);
+const char *seq_path_cuda(void *s);
 void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C);
 void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
                         const real *gain, int N, int C);
@@ -170,8 +182,10 @@ typedef struct { int ob, beg, end, rank, nparts; } MmPiece;
 static inline int mm_piece_len(int bs) { return 2048 / bs; }
 
 // Device copies for bsmat_upload and the engine: ints, and n lists (ptr[i]..ptr[i+1]) cut
-// into pieces of at most `most` entries, longest list first.
+// into pieces of at most `most` entries, longest list first (cut_pieces: the host array).
 int *upload_ints(const int *h, int n);
+MmPiece *cut_pieces(const int *ptr, int n, int most, int *npieces);
+MmPiece *pieces_to_device(const MmPiece *pc, int n);
 void *upload_pieces(const int *ptr, int n, int most, int *npieces);
 int count_pieces(const int *ptr, int n, int most);  // how many upload_pieces makes
 

@@ -11,20 +11,24 @@
 #include "bsmm_tile.cuh"
 #include "lstm_seq.cuh"
 
-template <typename T, int TM, bool FWD>
+// RES: the persistent form's layout, where the CTA's weights stay resident after its ring
+// (seq_window_kernel), so a stage holds only slabs and the ring is as deep as fits in the
+// epilogue's space.
+template <typename T, int TM, bool FWD, bool RES = false>
 struct Sq {
     static constexpr int NT = 4 * TM;            // threads: a group of TM per gate
     static constexpr int LD = sm_ld<T>(SQ_BS);
     static constexpr int NA = FWD ? 1 : 4;       // slabs per stage: fwd's 4 gates share h's slab
     static constexpr int A_ELEMS = NA * TM * LD, W_ELEMS = 4 * SQ_BS * LD;
-    static constexpr size_t STAGE = (size_t)(A_ELEMS + W_ELEMS) * sizeof(T);
-    static constexpr int S = 3 * STAGE <= 200 * 1024 ? 3 : 2;  // ring depth
-    static constexpr size_t RING = S * STAGE;
+    static constexpr size_t W_BYTES = (size_t)W_ELEMS * sizeof(T);  // a list entry's 4 gate blocks
+    static constexpr size_t STAGE = (size_t)A_ELEMS * sizeof(T) + (RES ? 0 : W_BYTES);
     static constexpr size_t RED = (size_t)4 * TM * SQ_BS * sizeof(float);  // a tile per group
-    static constexpr size_t SMEM = (RING > RED ? RING : RED) + 2 * SQ_PIECE * sizeof(int);
+    static constexpr int S = RES ? (RED / STAGE > 2 ? (int)(RED / STAGE) : 2) : 3 * STAGE <= 200 * 1024 ? 3 : 2;  // ring depth
+    static constexpr size_t RING = S * STAGE;
+    static constexpr size_t SMEM = (RING > RED ? RING : RED) + 2 * SQ_PIECE * sizeof(int);  // RES: the weights follow
     // CTAs per SM: 1024 threads' worth, fewer where shared memory (227 KB, 1 KB reserved per
     // CTA) holds fewer; the register budget follows, so a CTA alone on its SM may use 128.
-    static constexpr int BY_SMEM = (int)(227 * 1024 / (SMEM + 1024)), MINB = BY_SMEM < 1024 / NT ? BY_SMEM : 1024 / NT;
+    static constexpr int BY_SMEM = RES ? 1 : (int)(227 * 1024 / (SMEM + 1024)), MINB = BY_SMEM < 1024 / NT ? BY_SMEM : 1024 / NT;
     static_assert(STAGE % 16 == 0, "ring layout");
 };
 
@@ -87,7 +91,9 @@ struct SeqCopies {
 
 // The epilogues: each thread owns unit u = tid % 32 of the CTA's block in PER rows, 8 apart
 // in the tile (PER = TM * 32 / threads = 8). All loads are issued before any arithmetic, so
-// the thread waits for memory once rather than once per element.
+// the thread waits for memory once rather than once per element. What an earlier step wrote
+// (c in fwd; dh and dc in bwd) is read from L2 (__ldcg): in the persistent form that step ran
+// in the same launch, maybe on another SM, and this SM's L1 may hold an older line.
 constexpr int SQ_PER = 8;
 
 // fwd: red holds W_h h_t for the 4 gates; z_t (the input projection) is added in, then the
@@ -104,7 +110,7 @@ __device__ inline void cell_fwd(const SeqStep &a, const float *red, int TM, int 
         bool ok = n < a.B;
 #pragma unroll
         for (int g = 0; g < 4; g++) z[q][g] = ok && !a.x ? __ldcs(a.z + n * G + g * (long)a.H + col) : 0.f;
-        cp[q] = ok && a.epi == EPI_CELL ? a.c0[(long)n * a.H + col] : 0.f;
+        cp[q] = ok && a.epi == EPI_CELL ? __ldcg(a.c0 + (long)n * a.H + col) : 0.f;
     }
 #pragma unroll
     for (int q = 0; q < SQ_PER; q++) {
@@ -139,7 +145,7 @@ __device__ inline void cell_fwd(const SeqStep &a, const float *red, int TM, int 
 // The tile's column sums of dz_t (dbias's share of this step): each thread's PER rows in
 // order, then the thread rows in order through shared memory (red, free again once every
 // thread has read it), one fixed order.
-__device__ inline void bias_part(const SeqStep &a, const float (&dbs)[4], float *red, int col) {
+__device__ inline void bias_part(const SeqStep &a, const float (&dbs)[4], float *red, int col, int ty) {
     const int u = threadIdx.x % SQ_BS, r0 = threadIdx.x / SQ_BS, rows = blockDim.x / SQ_BS;
     __syncthreads();
 #pragma unroll
@@ -148,12 +154,12 @@ __device__ inline void bias_part(const SeqStep &a, const float (&dbs)[4], float 
     if (r0 >= 4) return;
     float s = 0.f;  // thread rows 0-3 take gates 0-3 of unit u
     for (int r = 0; r < rows; r++) s += red[(r * 4 + r0) * SQ_BS + u];
-    a.dbpart[(long)blockIdx.y * 4 * a.H + r0 * (long)a.H + col] = s;
+    a.dbpart[(long)ty * 4 * a.H + r0 * (long)a.H + col] = s;
 }
 
 // bwd: red holds dz_{t+1} W_h; dh_{t+1} = upstream + that, then the cell's gradient as
 // lstm_bwd computes it (EPI_SUM: only dh += dz W_h).
-__device__ inline void cell_bwd(const SeqStep &a, float *red, int n0, int col) {
+__device__ inline void cell_bwd(const SeqStep &a, float *red, int n0, int col, int ty) {
     const int u = threadIdx.x % SQ_BS, r0 = threadIdx.x / SQ_BS, rstep = blockDim.x / SQ_BS;
     const long G = 4L * a.H;
     const bool cell = a.epi == EPI_CELL;
@@ -163,8 +169,8 @@ __device__ inline void cell_bwd(const SeqStep &a, float *red, int n0, int col) {
         int n = n0 + r0 + q * rstep;
         bool ok = n < a.B, okc = ok && cell;
         long e = (long)n * a.H + col;
-        dh[q] = ok ? a.dh[e] : 0.f;
-        dc[q] = okc ? a.dc[e] : 0.f;
+        dh[q] = ok ? __ldcg(a.dh + e) : 0.f;
+        dc[q] = okc ? __ldcg(a.dc + e) : 0.f;
         c1[q] = okc ? a.c1[e] : 0.f;
         c0[q] = okc ? a.c0[e] : 0.f;
 #pragma unroll
@@ -191,23 +197,27 @@ __device__ inline void cell_bwd(const SeqStep &a, float *red, int n0, int col) {
 #pragma unroll
         for (int k = 0; k < 4; k++) dbs[k] += dz[k];
     }
-    if (cell && a.dbpart) bias_part(a, dbs, red, col);
+    if (cell && a.dbpart) bias_part(a, dbs, red, col, ty);
 }
 
-template <typename T, int TM, bool FWD>
-__global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_step_kernel(SeqStep a) {
-    using C = Sq<T, TM, FWD>;
-    extern __shared__ __align__(16) unsigned char smem[];
+// One tile of one step: piece at.piece of the lists, row tile at.ty. sync.wait(...) comes
+// after the first stages' weights are on their way and before anything the previous step
+// wrote is read; sync.done(...) after the epilogue of a finished list. RES: the tile's
+// weights lie at wres, entry after entry, loaded there first where load_w.
+template <typename T, int TM, bool FWD, bool RES, typename Sync>
+__device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const Sync &sync, T *wres = NULL,
+                         bool load_w = false) {
+    using C = Sq<T, TM, FWD, RES>;
     __shared__ int s_last;
     int *s_idx = (int *)(smem + (C::RING > C::RED ? C::RING : C::RED)), *s_blk = s_idx + SQ_PIECE;
     const int tid = threadIdx.x, grp = tid / TM, lt = tid % TM;
-    MmPiece pc = a.pieces[blockIdx.x];
+    MmPiece pc = a.pieces[at.piece];
     if (!a.in) {  // no product: one CTA per list runs the epilogue alone
         if (pc.rank) return;
         pc.nparts = 1;
         pc.end = pc.beg;
     }
-    const int n0 = blockIdx.y * TM, valid = min(TM, a.B - n0), cnt = pc.end - pc.beg;
+    const int n0 = at.ty * TM, valid = min(TM, a.B - n0), cnt = pc.end - pc.beg;
     const int total = cnt + (FWD && a.x && !pc.rank ? a.E / SQ_BS : 0);  // list entries, then x's slabs
     const T *in = (const T *)a.in, *w = (const T *)a.w;
     const long ld_in = FWD ? a.H : 4L * a.H;
@@ -218,14 +228,13 @@ __global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_
     __syncthreads();
     const SeqCopies<T, TM, FWD> cps(ld_in, a.H, a.gstride, valid);
     auto a_at = [&](int slot) { return (T *)(smem + slot * C::STAGE); };
-    auto w_at = [&](int slot) { return a_at(slot) + C::A_ELEMS; };
-    // Stage st's copies in two parts: what the previous step does not write (W_h's blocks;
-    // x_t's slab and W_x's blocks), and the slab of its output that the entry reads.
+    auto w_at = [&](int st) { return RES ? wres + st * C::W_ELEMS : a_at(st % C::S) + C::A_ELEMS; };
+    // Entry st's copies in two parts: its weights (W_h's 4 gate blocks, or W_x's of x's slab
+    // k), which no step writes, and its slab (h_t's or dz_{t+1}'s, or slab k of x_t).
     auto issue_w = [&](int st) {
-        T *As = a_at(st % C::S), *Ws = w_at(st % C::S);
-        if (FWD && st >= cnt) {  // slab k of x_t and W_x's 4 gate blocks of it
+        T *Ws = w_at(st);
+        if (FWD && st >= cnt) {
             const int k = (st - cnt) * SQ_BS;
-            tile_copy(As, C::LD, (const T *)a.x + (long)n0 * a.E + k, a.E, TM, valid);
 #pragma unroll
             for (int g = 0; g < 4; g++)
                 tile_copy(Ws + g * SQ_BS * C::LD, C::LD, (const T *)a.wx + ((long)g * a.H + pc.ob * SQ_BS) * a.E + k, a.E, SQ_BS, SQ_BS);
@@ -234,21 +243,20 @@ __global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_
         cps.issue_w(Ws, w + (long)s_blk[st] * SQ_BS * SQ_BS);
     };
     auto issue_a = [&](int st) {
-        if (!FWD || st < cnt) cps.issue_a(a_at(st % C::S), in + (long)n0 * ld_in + s_idx[st] * SQ_BS);
+        T *As = a_at(st % C::S);
+        if (FWD && st >= cnt) tile_copy(As, C::LD, (const T *)a.x + (long)n0 * a.E + (st - cnt) * SQ_BS, a.E, TM, valid);
+        else cps.issue_a(As, in + (long)n0 * ld_in + s_idx[st] * SQ_BS);
     };
     auto issue = [&](int st) {
-        issue_w(st);
+        if (!RES) issue_w(st);
         issue_a(st);
     };
     float acc[SQ_BS] = {};
-    // The first stages' weights are on their way while the previous step finishes; nothing
-    // it writes is read before pdl_wait. Only then may the next step's CTAs start (a trigger
-    // before the wait lets every later step's CTAs fill the SMs and wait there).
-#pragma unroll
-    for (int st = 0; st < C::S - 1; st++)
+    // The first stages' weights (RES: all of them, once) are on their way while the previous
+    // step finishes; they join the first stage's group.
+    for (int st = 0; st < (RES ? total * load_w : C::S - 1); st++)
         if (st < total) issue_w(st);
-    pdl_wait();
-    pdl_trigger();
+    sync.wait(pc.ob, s_idx, cnt, at.ty);
 #pragma unroll
     for (int st = 0; st < C::S - 1; st++) {
         if (st < total) issue_a(st);
@@ -261,7 +269,7 @@ __global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_
         cp_commit();
         const int slot = st % C::S;
         tile_product<SQ_BS, SQ_BS, false, !FWD>(acc, a_at(slot) + (FWD ? 0 : grp * TM * C::LD), C::LD,
-                                                w_at(slot) + grp * SQ_BS * C::LD, C::LD, lt);
+                                                w_at(st) + grp * SQ_BS * C::LD, C::LD, lt);
     }
     cp_wait<0>();
     __syncthreads();
@@ -279,12 +287,81 @@ __global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_
         for (int i = tid; i < TM * SQ_BS; i += C::NT)
             red[i] = ((red[i] + red[TM * SQ_BS + i]) + red[2 * TM * SQ_BS + i]) + red[3 * TM * SQ_BS + i];
     __syncthreads();
-    if (!pieces_done(red, (FWD ? 4 : 1) * TM * SQ_BS, pc, a.part, a.count, &s_last)) return;
+    if (!pieces_done(red, (FWD ? 4 : 1) * TM * SQ_BS, pc, at, a.part, a.count, &s_last)) return;
     __syncthreads();
     static_assert(TM * SQ_BS / C::NT == SQ_PER, "epilogue rows per thread");
     const int col = pc.ob * SQ_BS + tid % SQ_BS;
     if (FWD) cell_fwd(a, red, TM, n0, col);
-    else cell_bwd(a, red, n0, col);
+    else cell_bwd(a, red, n0, col, at.ty);
+    sync.done(pc.ob, at.ty);
+}
+
+// The step kernels' order: a kernel boundary, programmatic (PDL). Nothing the previous step
+// writes is read before pdl_wait; only then may the next step's CTAs start (a trigger before
+// the wait lets every later step's CTAs fill the SMs and wait there).
+struct PdlSync {
+    __device__ void wait(int, const int *, int, int) const {
+        pdl_wait();
+        pdl_trigger();
+    }
+    __device__ void done(int, int) const {}
+};
+
+template <typename T, int TM, bool FWD>
+__global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_step_kernel(SeqStep a) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    seq_tile<T, TM, FWD, false>(a, tile_here(), smem, PdlSync());
+}
+
+// The persistent form's order: per-list flags. flags[list][row tile] counts the steps whose
+// epilogue that list has finished. A tile of step s (0-based in the window's order) waits
+// for step s-1 of the lists its entries read (their h or dz slabs) and of its own list (whose
+// partial tiles, counter, and in bwd dc, the step before still uses), so steps overlap:
+// a list starts step s as soon as its inputs are ready, not when the whole step is.
+struct FlagSync {
+    int *flags;
+    int step, ntiles;
+    __device__ static int load_acquire(const int *p) {
+        int v;
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+        return v;
+    }
+    __device__ void wait(int own, const int *idx, int cnt, int ty) const {
+        for (int i = threadIdx.x; i <= cnt; i += blockDim.x) {
+            const int *f = flags + (long)(i < cnt ? idx[i] : own) * ntiles + ty;
+            while (load_acquire(f) < step) {}
+        }
+        __syncthreads();
+    }
+    __device__ void done(int own, int ty) const {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(flags + (long)own * ntiles + ty), "r"(step + 1) : "memory");
+        }
+    }
+};
+
+// The persistent form: the window's steps in order, each CTA taking its tiles of each step,
+// one CTA per SM with its tiles' weights resident after the ring (loaded by the first step
+// that has a product: bwd's first, t = T-1, has none). Launched cooperatively, so every CTA
+// is resident and no flag waits on a CTA that has not started; a CTA finishes step s before
+// it starts s+1, and step s waits only on step s-1.
+template <typename T, int TM, bool FWD>
+__global__ void __launch_bounds__(Sq<T, TM, FWD, true>::NT, 1) seq_window_kernel(SeqStep w, SeqWork k) {
+    using C = Sq<T, TM, FWD, true>;
+    extern __shared__ __align__(16) unsigned char smem[];
+    T *wres = (T *)(smem + C::SMEM);
+    const int ntiles = (w.B + TM - 1) / TM, nsteps = FWD ? k.T : k.T + 1, load_step = FWD ? 0 : 1;
+    for (int s = 0; s < nsteps; s++) {
+        const SeqStep a = seq_at(w, FWD ? s : k.T - 1 - s, FWD, k.T, sizeof(T), ntiles);
+        for (int i = k.ptr[blockIdx.x]; i < k.ptr[blockIdx.x + 1]; i++) {
+            const int item = k.items[i], ty = item % ntiles;  // a piece's row tiles come in order, ty = 0 first
+            seq_tile<T, TM, FWD, true>(a, {item / ntiles, ty, ntiles}, smem, FlagSync{k.flags, s, ntiles},
+                                       wres + (long)k.roff[i] * C::W_ELEMS, s == load_step && ty == 0);
+            __syncthreads();  // the next tile's copies reuse the shared memory
+        }
+    }
 }
 
 // Rows per CTA: the batch in one row tile where it can. The backward at 128 rows holds 4 dz
@@ -307,20 +384,81 @@ static void launch(const SeqStep &a, int npieces, cudaStream_t stream) {
         CUDA_CHECK(cudaFuncSetAttribute(seq_step_kernel<T, TM, FWD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
         ready = true;
     }
-    launch_pdl(a.B > 64, seq_step_kernel<T, TM, FWD>, dim3(npieces, cdiv(a.B, TM)), dim3(C::NT), C::SMEM, stream, a);
+    launch_attr(attr_pdl(a.B > 64), seq_step_kernel<T, TM, FWD>, dim3(npieces, cdiv(a.B, TM)), dim3(C::NT), C::SMEM, stream, a);
+}
+
+// The most dynamic shared memory the persistent kernel for T, TM, FWD may have: what a CTA
+// may opt in to, less the kernel's static shared memory.
+template <typename T, int TM, bool FWD>
+static size_t window_most() {
+    int dev, optin;
+    cudaFuncAttributes fa;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    CUDA_CHECK(cudaFuncGetAttributes(&fa, seq_window_kernel<T, TM, FWD>));
+    return (size_t)optin - fa.sharedSizeBytes;
+}
+
+// The persistent kernel for T, TM, FWD, allowed all of that.
+template <typename T, int TM, bool FWD>
+static void (*window_kernel())(SeqStep, SeqWork) {
+    static thread_local bool ready;
+    if (!ready) {
+        CUDA_CHECK(cudaFuncSetAttribute(seq_window_kernel<T, TM, FWD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)window_most<T, TM, FWD>()));
+        ready = true;
+    }
+    return seq_window_kernel<T, TM, FWD>;
+}
+
+template <typename T, int TM, bool FWD>
+static void launch_window(const SeqStep &w, const SeqWork &k, cudaStream_t stream) {
+    using C = Sq<T, TM, FWD, true>;
+    size_t smem = C::SMEM + (size_t)k.wres * C::W_BYTES;
+    launch_attr(attr_cooperative(), window_kernel<T, TM, FWD>(), dim3(k.ctas), dim3(C::NT), smem, stream, w, k);
+}
+
+// f(std::integral_constant<int, TM>) for the rows per CTA that B takes.
+template <typename F>
+static auto with_tm(int B, F f) {
+    switch (seq_tm(B)) {
+    case 32: return f(std::integral_constant<int, 32>());
+    case 64: return f(std::integral_constant<int, 64>());
+    default: return f(std::integral_constant<int, 128>());
+    }
 }
 
 template <bool BF, bool FWD>
 void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream) {
     typedef typename std::conditional<BF, bf16, float>::type T;
-    switch (seq_tm(a.B)) {
-    case 32: launch<T, 32, FWD>(a, npieces, stream); break;
-    case 64: launch<T, 64, FWD>(a, npieces, stream); break;
-    default: launch<T, 128, FWD>(a, npieces, stream); break;
-    }
+    with_tm(a.B, [&](auto tm) { launch<T, decltype(tm)::value, FWD>(a, npieces, stream); });
+}
+
+template <bool BF, bool FWD>
+void seq_window_launch(const SeqStep &w, const SeqWork &k, cudaStream_t stream) {
+    typedef typename std::conditional<BF, bf16, float>::type T;
+    with_tm(w.B, [&](auto tm) { launch_window<T, decltype(tm)::value, FWD>(w, k, stream); });
+}
+
+template <typename T, int TM, bool FWD>
+static SeqShape window_shape() {
+    using C = Sq<T, TM, FWD, true>;
+    return SeqShape{C::SMEM, C::W_BYTES, window_most<T, TM, FWD>()};
+}
+
+SeqShape seq_window_shape(bool bf, bool fwd, int B) {
+    return with_tm(B, [&](auto tm) {
+        constexpr int TM = decltype(tm)::value;
+        return bf ? (fwd ? window_shape<bf16, TM, true>() : window_shape<bf16, TM, false>())
+                  : (fwd ? window_shape<float, TM, true>() : window_shape<float, TM, false>());
+    });
 }
 
 template void seq_step_launch<false, false>(const SeqStep &, int, cudaStream_t);
 template void seq_step_launch<false, true>(const SeqStep &, int, cudaStream_t);
 template void seq_step_launch<true, false>(const SeqStep &, int, cudaStream_t);
 template void seq_step_launch<true, true>(const SeqStep &, int, cudaStream_t);
+template void seq_window_launch<false, false>(const SeqStep &, const SeqWork &, cudaStream_t);
+template void seq_window_launch<false, true>(const SeqStep &, const SeqWork &, cudaStream_t);
+template void seq_window_launch<true, false>(const SeqStep &, const SeqWork &, cudaStream_t);
+template void seq_window_launch<true, true>(const SeqStep &, const SeqWork &, cudaStream_t);

@@ -35,8 +35,57 @@ typedef struct {
     real *dbpart;           // bwd EPI_CELL: [gridDim.y, 4H] sums of dz_t over each tile's rows (for dbias)
 } SeqStep;
 
+template <typename P>
+__host__ __device__ inline P *seq_adv(P *p, long n) { return p ? p + n : p; }
+
+// Step t's arguments from the window's: `w` holds step 0's (fwd), or in bwd those of step 0
+// with in = dz_0 and dh = dh_0. The backward runs t = T-1 (no product: nothing comes back
+// from t = T) down to t = -1, the carried state's dh_0 += dz_0 W_h. esize: bytes of an
+// element of in and x (the kernels' type).
+__host__ __device__ inline SeqStep seq_at(SeqStep w, int t, bool fwd, int T, int esize, int ntiles) {
+    const long BH = (long)w.B * w.H, BG = 4 * BH;
+    if (fwd) {
+        w.in = (const char *)w.in + t * BH * esize;
+        w.x = seq_adv((const char *)w.x, (long)t * w.B * w.E * esize);
+    } else {
+        w.in = t == T - 1 ? NULL : (const char *)w.in + (t + 1) * BG * esize;
+        w.dh += (t + 1) * BH;
+        if (t < 0) {
+            w.epi = EPI_SUM;
+            return w;
+        }
+    }
+    w.z = seq_adv(w.z, t * BG), w.act = seq_adv(w.act, t * BG);
+    w.dz = seq_adv(w.dz, t * BG), w.dzb = seq_adv(w.dzb, t * BG);
+    w.c0 += t * BH, w.c1 += t * BH;
+    w.h1 = seq_adv(w.h1, t * BH), w.hb1 = seq_adv(w.hb1, t * BH);
+    w.dbpart = seq_adv(w.dbpart, (long)t * ntiles * 4 * w.H);
+    return w;
+}
+
+// The persistent form (no layer norm: the cell is always fused): one launch runs the whole
+// window, every CTA resident, each walking its share of every step's tiles; a tile waits on
+// per-list flags for the h (fwd) or dz (bwd) slabs it reads (lstm_seq.cu FlagSync).
+// Each CTA (one per SM) keeps its tiles' weights in shared memory for the whole window.
+typedef struct {
+    const int *ptr, *items;  // CTA b's tiles: items[ptr[b] .. ptr[b+1]), each piece * ntiles + row tile
+    const int *roff;         // item i's weights: from entry roff[i] of its CTA's resident ones
+    int *flags;              // [list][row tile] steps finished, 0 at launch
+    int T, ctas, wres;       // wres: the most entries a CTA keeps resident
+} SeqWork;
+
+// The persistent kernel's shared memory: `base` bytes, then `entry` bytes per resident
+// entry, `most` bytes in all.
+typedef struct {
+    size_t base, entry, most;
+} SeqShape;
+
 // Launches one step on `stream`: BF selects bf16 tensor cores, FWD the direction.
 template <bool BF, bool FWD>
 void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream);
+// Launches the whole window in the persistent form (w as seq_at takes it).
+template <bool BF, bool FWD>
+void seq_window_launch(const SeqStep &w, const SeqWork &k, cudaStream_t stream);
+SeqShape seq_window_shape(bool bf, bool fwd, int B);
 // Rows per CTA for a batch of B rows (32, 64 or 128), both directions.
 int seq_tm(int B);

@@ -22,10 +22,60 @@ static int piece_len(const BsMat *w, int B) {
     return (long)count_pieces(w->row_ptr, w->nbc, half) * tiles(B) <= 2L * g_cuda.nsm ? half : SQ_PIECE;
 }
 
+// A piece's list entries (weights it keeps resident): its own and, for rank 0 of a fused
+// input, x's slabs.
+static int piece_entries(const MmPiece *p, int xslabs) { return p->end - p->beg + (p->rank ? 0 : xslabs); }
+
+typedef struct { int cost, piece; } Unit;
+static int costliest_first(const void *a, const void *b) {
+    const Unit *x = (const Unit *)a, *y = (const Unit *)b;
+    return x->cost != y->cost ? y->cost - x->cost : x->piece - y->piece;
+}
+
+// The persistent form's share-out: each piece, with its row tiles, to one of one CTA per SM,
+// costliest first (its entries plus about two for the epilogue) to the least loaded CTA
+// whose shared memory still holds the piece's weights. Returns 0 where they do not all fit
+// (H = 8192 ba_8's 35 MB of bf16 W_h against 132 x 227 KB): the engine then runs a kernel
+// per step, streaming the weights.
+static int plan_window(Seq *s, int fwd, const MmPiece *pc, int np) {
+    const int nt = tiles(s->a.B), G = np < g_cuda.nsm ? np : g_cuda.nsm, xslabs = fwd && s->a.x ? s->a.E / SQ_BS : 0;
+    const SeqShape sh = seq_window_shape(s->bf, fwd, s->a.B);
+    const long room = ((long)sh.most - (long)sh.base) / (long)sh.entry;  // entries a CTA can hold
+    Unit *u = (Unit *)xmalloc(sizeof(Unit) * (size_t)np);
+    for (int i = 0; i < np; i++) u[i] = (Unit){(piece_entries(&pc[i], xslabs) + 2) * nt, i};
+    qsort(u, (size_t)np, sizeof *u, costliest_first);
+    long *load = (long *)xcalloc((size_t)G, sizeof(long));
+    int *held = (int *)xcalloc((size_t)G, sizeof(int)), *cta = (int *)xmalloc(sizeof(int) * (size_t)np);
+    int *off = (int *)xmalloc(sizeof(int) * (size_t)np), *ptr = (int *)xcalloc((size_t)G + 1, sizeof(int));
+    int ok = G > 0, wres = 0;
+    for (int i = 0; i < np && ok; i++) {
+        int e = piece_entries(&pc[u[i].piece], xslabs), b = -1;
+        for (int g = 0; g < G; g++)
+            if (held[g] + e <= room && (b < 0 || load[g] < load[b])) b = g;
+        if (b < 0) ok = 0;
+        else cta[i] = b, off[i] = held[b], held[b] += e, load[b] += u[i].cost, ptr[b + 1] += nt;
+        if (ok && held[b] > wres) wres = held[b];
+    }
+    if (ok) {
+        int n = np * nt, *items = (int *)xmalloc(sizeof(int) * (size_t)n), *roff = (int *)xmalloc(sizeof(int) * (size_t)n);
+        for (int g = 0; g < G; g++) ptr[g + 1] += ptr[g];
+        int *fill = (int *)xmalloc(sizeof(int) * (size_t)G);
+        memcpy(fill, ptr, sizeof(int) * (size_t)G);
+        for (int i = 0; i < np; i++)
+            for (int ty = 0; ty < nt; ty++, fill[cta[i]]++) items[fill[cta[i]]] = u[i].piece * nt + ty, roff[fill[cta[i]]] = off[i];
+        s->work[fwd] = (SeqWork){upload_ints(ptr, G + 1), upload_ints(items, n), upload_ints(roff, n),
+                                 s->flags + (size_t)fwd * s->nlists * nt, 0, G, wres};
+        free(items); free(roff); free(fill);
+    }
+    free(u); free(load); free(held); free(cta); free(off); free(ptr);
+    return ok;
+}
+
 // The mask's lists from gate 0 of the stacked W_h: rows (fwd) or columns (bwd) of the mask,
 // entries (slab index, gate-0 block), cut into pieces of at most `most`. Gate g's copy of
-// block k is k + g * gstride.
-static void upload_lists(Seq *s, const BsMat *w, int fwd, int most) {
+// block k is k + g * gstride. Returns whether the persistent form's share-out was made (if
+// `persist` asks for it).
+static int upload_lists(Seq *s, const BsMat *w, int fwd, int most, int persist) {
     int nr = s->nlists, n0 = w->row_ptr[nr];
     int *ptr = (int *)xcalloc((size_t)nr + 1, sizeof(int)), *idx = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
     int *blk = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
@@ -39,10 +89,13 @@ static void upload_lists(Seq *s, const BsMat *w, int fwd, int most) {
             ptr[j + 1] = q;
         }
     }
-    s->pieces[fwd] = (MmPiece *)upload_pieces(ptr, nr, most, &s->npieces[fwd]);
+    MmPiece *pc = cut_pieces(ptr, nr, most, &s->npieces[fwd]);
+    s->pieces[fwd] = pieces_to_device(pc, s->npieces[fwd]);
     s->idx[fwd] = upload_ints(idx, n0);
     s->blk[fwd] = upload_ints(blk, n0);
-    free(ptr); free(idx); free(blk);
+    int planned = persist && plan_window(s, fwd, pc, s->npieces[fwd]);
+    free(ptr); free(idx); free(blk); free(pc);
+    return planned;
 }
 
 // The engine takes block 32 and W_h stacked from one square mask (4 gates), with offsets
@@ -90,9 +143,10 @@ void *seq_create_cuda(SeqArgs *a) {
     if (s->dense) {
         seq_dense_alloc(s);
     } else {
+        int persist = !a->ln_gain && a->persistent;  // layer norm's whole-row statistics need a kernel between steps
+        if (persist) s->flags = (int *)cu_alloc(2 * sizeof(int) * (size_t)s->nlists * tiles(a->B));
         int len = piece_len(a->wh, a->B);  // one length for both directions
-        upload_lists(s, a->wh, 0, len);
-        upload_lists(s, a->wh, 1, len);
+        for (int d = 0; d < 2; d++) s->persist[d] = upload_lists(s, a->wh, d, len, persist);
         int gy = tiles(a->B), most = s->npieces[0] > s->npieces[1] ? s->npieces[0] : s->npieces[1];
         // a partial tile per piece and row tile: 4 gates x 32 columns x (tiles x rows < B + 128)
         CUDA_CHECK(cudaMalloc(&s->part, sizeof(float) * (size_t)most * (a->B + 128) * 4 * SQ_BS));
@@ -119,7 +173,11 @@ void seq_free_cuda(void *p) {
         CUDA_CHECK(cudaFree(s->pieces[d]));
         CUDA_CHECK(cudaFree(s->idx[d]));
         CUDA_CHECK(cudaFree(s->blk[d]));
+        CUDA_CHECK(cudaFree((void *)s->work[d].ptr));
+        CUDA_CHECK(cudaFree((void *)s->work[d].items));
+        CUDA_CHECK(cudaFree((void *)s->work[d].roff));
     }
+    CUDA_CHECK(cudaFree(s->flags));
     CUDA_CHECK(cudaFree(s->part));
     CUDA_CHECK(cudaFree(s->count));
     CUDA_CHECK(cudaFree(s->hb));
@@ -136,7 +194,10 @@ void seq_free_cuda(void *p) {
     free(s);
 }
 
-static SeqStep step_base(const Seq *s, const void *w, int fwd) {
+// The window's arguments as seq_at takes them (step 0's, lstm_seq.cuh).
+static SeqStep window_base(const Seq *s, const void *w, const void *wx, int fwd) {
+    const SeqArgs &a = s->a;
+    size_t BH = (size_t)a.B * a.H;
     SeqStep st = {};
     st.pieces = s->pieces[fwd];
     st.idx = s->idx[fwd];
@@ -145,11 +206,46 @@ static SeqStep step_base(const Seq *s, const void *w, int fwd) {
     st.w = w;
     st.part = s->part;
     st.count = s->count;
-    st.B = s->a.B;
-    st.H = s->a.H;
-    st.bias = s->a.bias;
-    st.epi = s->a.ln_gain ? EPI_SUM : EPI_CELL;
+    st.B = a.B;
+    st.H = a.H;
+    st.bias = a.bias;
+    st.epi = a.ln_gain ? EPI_SUM : EPI_CELL;
+    st.act = a.act;
+    st.c0 = a.c;
+    st.c1 = a.c + BH;
+    if (fwd) {
+        if (a.x) {
+            st.x = s->bf ? (const void *)s->xb : (const void *)a.x;
+            st.wx = wx;
+            st.E = a.E;
+        }
+        st.in = seq_h_operand(s, 0);
+        st.z = a.z;
+        st.h1 = a.h + BH;
+        st.hb1 = s->bf ? s->hb + BH : NULL;
+    } else {
+        st.in = seq_dz_operand(s, 0);
+        st.dh = a.dh;
+        st.dc = a.dc;
+        st.dz = a.dz;
+        st.dzb = s->bf ? s->dzb : NULL;
+        st.dbpart = s->dbpart;
+    }
     return st;
+}
+
+// Step t of direction fwd (seq_at with this engine's element size and row tiles).
+static SeqStep step_at(const Seq *s, const SeqStep &base, int t, int fwd, int T) {
+    return seq_at(base, t, fwd, T, s->bf ? (int)sizeof(bf16) : (int)sizeof(float), tiles(s->a.B));
+}
+
+// The persistent form of direction fwd over T steps: its flags reset, then one launch.
+template <bool BF, bool FWD>
+static void record_window(const Seq *s, const SeqStep &base, int T) {
+    SeqWork k = s->work[FWD];
+    k.T = T;
+    CUDA_CHECK(cudaMemsetAsync(k.flags, 0, sizeof(int) * (size_t)s->nlists * tiles(s->a.B), s->stream));
+    seq_window_launch<BF, FWD>(base, k, s->stream);
 }
 
 // Forward, as model_step.c's loop: z_t += W_h h_t, then the cell (fused, or lstm_fwd after
@@ -157,23 +253,13 @@ static SeqStep step_base(const Seq *s, const void *w, int fwd) {
 template <bool BF>
 static void record_fwd(const Seq *s, const void *w, const void *wx, int T) {
     const SeqArgs &a = s->a;
-    size_t BH = (size_t)a.B * a.H, BG = 4 * BH, BE = (size_t)a.B * a.E;
+    size_t BH = (size_t)a.B * a.H, BE = (size_t)a.B * a.E;
     if (BF) to_bf16(s->hb, a.h, BH, s->stream);
     if (BF && a.x) to_bf16(s->xb, a.x, T * BE, s->stream);
+    const SeqStep base = window_base(s, w, wx, 1);
+    if (s->persist[1]) return record_window<BF, true>(s, base, T);
     for (int t = 0; t < T; t++) {
-        SeqStep st = step_base(s, w, 1);
-        if (a.x) {
-            st.x = BF ? (const void *)(s->xb + t * BE) : (const void *)(a.x + t * BE);
-            st.wx = wx;
-            st.E = a.E;
-        }
-        st.in = seq_h_operand(s, t);
-        st.z = a.z + t * BG;
-        st.act = a.act + t * BG;
-        st.c0 = a.c + t * BH;
-        st.c1 = a.c + (t + 1) * BH;
-        st.h1 = a.h + (t + 1) * BH;
-        st.hb1 = BF ? s->hb + (t + 1) * BH : NULL;
+        SeqStep st = step_at(s, base, t, 1, T);
         seq_step_launch<BF, true>(st, s->npieces[1], s->stream);
         if (!a.ln_gain) continue;
         lstm_fwd_on(s->stream, st.h1, st.c1, st.act, a.lnstat + t * (size_t)a.B * 8, st.z, st.c0, a.bias, a.ln_gain, a.B,
@@ -182,34 +268,22 @@ static void record_fwd(const Seq *s, const void *w, const void *wx, int T) {
 }
 
 // Backward: at step t, dh_{t+1} gets dz_{t+1} W_h (none at the last step), then the cell's
-// gradient gives dz_t; finally the carried h's gradient dh_0 = dz_0 W_h.
+// gradient gives dz_t; finally (t = -1) the carried h's gradient dh_0 = dz_0 W_h.
 template <bool BF>
 static void record_bwd(const Seq *s, const void *w, int T) {
     const SeqArgs &a = s->a;
     size_t BH = (size_t)a.B * a.H, BG = 4 * BH;
     CUDA_CHECK(cudaMemsetAsync(a.dh, 0, BH * sizeof(real), s->stream));
     CUDA_CHECK(cudaMemsetAsync(a.dc, 0, BH * sizeof(real), s->stream));
-    for (int t = T - 1; t >= 0; t--) {
-        SeqStep st = step_base(s, w, 0);
-        st.in = t == T - 1 ? NULL : seq_dz_operand(s, t + 1);
-        st.dh = a.dh + (t + 1) * BH;
-        st.dc = a.dc;
-        st.act = a.act + t * BG;
-        st.c0 = a.c + t * BH;
-        st.c1 = a.c + (t + 1) * BH;
-        st.dz = a.dz + t * BG;
-        st.dzb = BF ? s->dzb + t * BG : NULL;
-        st.dbpart = s->dbpart ? s->dbpart + t * (size_t)tiles(a.B) * 4 * a.H : NULL;
-        if (!a.ln_gain || st.in) seq_step_launch<BF, false>(st, s->npieces[0], s->stream);
-        if (!a.ln_gain) continue;
+    const SeqStep base = window_base(s, w, NULL, 0);
+    if (s->persist[0]) return record_window<BF, false>(s, base, T);
+    for (int t = T - 1; t >= -1; t--) {
+        SeqStep st = step_at(s, base, t, 0, T);
+        if (t < 0 || !a.ln_gain || st.in) seq_step_launch<BF, false>(st, s->npieces[0], s->stream);
+        if (t < 0 || !a.ln_gain) continue;
         lstm_bwd_on(s->stream, st.dz, a.dc, a.dbias, a.dln_gain, st.dh, a.dc, st.act, st.c1, st.c0,
                     a.z + t * BG, a.lnstat + t * (size_t)a.B * 8, a.ln_gain, a.B, a.H, st.dzb);
     }
-    SeqStep st = step_base(s, w, 0);
-    st.epi = EPI_SUM;
-    st.in = seq_dz_operand(s, 0);
-    st.dh = a.dh;
-    seq_step_launch<BF, false>(st, s->npieces[0], s->stream);
 }
 
 // Replays direction d's graph for T steps, capturing it first if T or the weights changed.
@@ -257,6 +331,17 @@ void seq_bwd_cuda(void *p, int T) {
     if (s->dense) return seq_dense_bwd_weight<BF>(s, T);  // dW_h and dbias its own way
     if (!a.ln_gain) colsum_acc(a.dbias, s->dbpart, T * tiles(a.B), 4 * a.H);
     bsmm_bwd_weight_typed(a.dwh, seq_dz_operand(s, 0), seq_h_operand(s, 0), a.wh, N, BF);
+}
+
+const char *seq_path_cuda(void *p) {
+    const Seq *s = (const Seq *)p;
+    if (s->dense) return "engine for dense W_h (a cuBLAS product and the cell per step; whole window per launch graph)";
+    static const char *forms[2][2] = {
+        {"fused engine (a kernel per time step; whole window per launch graph)",
+         "fused engine (forward: a kernel per time step; backward: one persistent launch, weights resident)"},
+        {"fused engine (forward: one persistent launch, weights resident; backward: a kernel per time step)",
+         "persistent engine (one launch per direction, weights resident in shared memory, steps ordered by per-list flags)"}};
+    return forms[s->persist[1]][s->persist[0]];
 }
 
 template void *seq_create_cuda<false>(SeqArgs *);

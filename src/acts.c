@@ -1,4 +1,5 @@
 // acts.c: activation buffers of a training window and the carried (truncated-BPTT) state.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mlstm.h"
@@ -14,7 +15,7 @@ static void *seq_for(const Model *m, Acts *a, int l) {
     SeqArgs s = {a->B, a->T, m->H, &L->wh, P + L->off_wh, P + L->off_b, m->ln ? P + L->off_g : NULL,
                  G + L->off_wh, G + L->off_b, m->ln ? G + L->off_g : NULL,
                  NULL, a->act[l], a->lnstat[l], a->h[l], a->c[l], NULL, a->dh[l], a->dc[l],
-                 input_fused(m, l) ? a->x0 : NULL, P + L->off_wx, L->in};
+                 input_fused(m, l) ? a->x0 : NULL, P + L->off_wx, L->in, !strcmp(m->cfg.engine, "persistent")};
     void *seq = m->be->seq_create(&s);
     a->z[l] = s.z;
     a->dz[l] = s.dz;
@@ -32,15 +33,16 @@ int input_fused(const Model *m, int l) {
 // The mlstm runs per-step ops: its internal steps need whole-row layer norms between products.
 int engine_wanted(const Config *cfg) {
     if (strcmp(cfg->cell, "lstm")) return 0;
-    return !strcmp(cfg->engine, "on") || (!strcmp(cfg->engine, "auto") && !strcmp(cfg->precision, "bf16"));
+    return !strcmp(cfg->engine, "on") || !strcmp(cfg->engine, "persistent") ||
+           (!strcmp(cfg->engine, "auto") && !strcmp(cfg->precision, "bf16"));
 }
 
 const char *acts_path(const Model *m, const Acts *a) {
     if (!a->seq[0]) return "per-step ops";
-    if (bsmat_is_dense(&m->layer[0].wh))  // the CUDA engine's dense path (lstm_seq_dense.cu)
-        return "engine for dense W_h (a cuBLAS product and the cell per step; whole window per launch graph)";
-    return input_fused(m, 0) ? "fused engine (whole window per launch graph; layer 0's input projection inside its steps)"
-                             : "fused engine (whole window per launch graph)";
+    static _Thread_local char path[256];
+    snprintf(path, sizeof path, "%s%s", m->be->seq_path(a->seq[0]),
+             input_fused(m, 0) && !bsmat_is_dense(&m->layer[0].wh) ? "; layer 0's input projection inside its steps" : "");
+    return path;
 }
 
 Acts *acts_create(const Model *m, int B, int T) {

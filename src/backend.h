@@ -33,6 +33,7 @@ typedef struct {
     // projection inside its forward steps (model.h input_fused); x NULL: z holds it already.
     const real *x, *wx_vals;
     int E;
+    int persistent;  // 1: one persistent launch per direction where it applies, not a kernel per time step
 } SeqArgs;
 
 typedef struct Backend {
@@ -98,6 +99,7 @@ typedef struct Backend {
     void (*seq_fwd)(void *s, int T);
     void (*seq_bwd)(void *s, int T);
     void (*seq_free)(void *s);
+    const char *(*seq_path)(void *s);  // how the engine runs the window, in words (the training log)
     // ---- the mlstm's steps (src/mlstm_step.c) ----
     // y[N,C] = (x - mean) * rstd * gain + bias over each row's C values; stat[N,2] = (mean, rstd).
     void (*layernorm_fwd)(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C);

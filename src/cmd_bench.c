@@ -199,6 +199,15 @@ typedef struct {
     const char *sparsity, *prec, *engine;
 } TrainRow;
 
+// The recurrent path a row ran, in a word: steps (per-step ops), dense (the engine's cuBLAS
+// path), graph (the engine's kernel per time step), persistent (one launch per direction),
+// mixed (one direction each).
+static const char *path_label(const Model *m, const Acts *a) {
+    const char *p = acts_path(m, a);
+    return !a->seq[0] ? "steps" : strstr(p, "dense") ? "dense" : strstr(p, "persistent engine") ? "persistent"
+         : strstr(p, "persistent") ? "mixed" : "graph";
+}
+
 // One training-throughput row: median step of a 1-layer model; peak memory is what the
 // model, its buffers and the engine hold on the device after the steps.
 static void train_row(const TrainRow *row) {
@@ -244,7 +253,7 @@ static void train_row(const TrainRow *row) {
     const Layer *L = &m->layer[0];
     MaskStats ms = mask_stats(&L->mask_h);
     printf("| %5d | %-8s | %5.1f%% | %5.1fM | %s | %3d | %-6s | %8.1f | %8.1f | %8.1f | %9.0f | %6.1f |\n", H, row->sparsity,
-           100 * ms.density, bsmat_nvals(&L->wh) / 1e6, row->prec, B, a->seq[0] ? "engine" : "steps", fwd[STEPS / 2],
+           100 * ms.density, bsmat_nvals(&L->wh) / 1e6, row->prec, B, path_label(m, a), fwd[STEPS / 2],
            step[STEPS / 2] - fwd[STEPS / 2], step[STEPS / 2], B * T / (step[STEPS / 2] * 1e-3), mem);
     fflush(stdout);
     if (!a->seq[0] && B == 128) time_ops(m, a, H, row->sparsity, row->prec);
@@ -270,6 +279,7 @@ static void bench_train(int only) {
         {2048, 128, "dense", "bf16", "steps"}, {2048, 32, "dense", "bf16", "auto"}, {2048, 64, "dense", "bf16", "auto"},
         {2048, 128, "dense", "bf16", "auto"}, {8192, 128, "ba_8", "bf16", "steps"}, {8192, 32, "ba_8", "bf16", "auto"},
         {8192, 64, "ba_8", "bf16", "auto"}, {8192, 128, "ba_8", "bf16", "auto"}, {4096, 128, "ba_4", "bf16", "auto"},
+        {4096, 128, "ba_4", "bf16", "persistent"},
         {18432, 128, "ba_8", "bf16", "auto"}, {2048, 128, "dense", "fp32", "steps"}, {2048, 128, "dense", "fp32", "on"},
         {8192, 128, "ba_8", "fp32", "steps"}, {8192, 128, "ba_8", "fp32", "on"},
     };

@@ -22,7 +22,7 @@ typedef struct {
     char input_sparsity[64];     // mask of W_x above layer 0 ("" = same as sparsity)
     long mask_seed;
     int layer_norm;              // 0/1 (true/false in files)
-    char engine[16];             // auto | on | steps: the recurrent engine (model.h engine_wanted)
+    char engine[16];             // auto | on | persistent | steps: the recurrent engine (model.h engine_wanted)
     char cell[16];               // lstm | mlstm (the paper's deep-update cell, src/mlstm_step.c)
     int depth;                   // mlstm internal steps (>= 2), each with its own mask
     char init[16];               // uniform | identity (I on the diagonal blocks of recurrent matrices)

@@ -1,5 +1,5 @@
 // test_gpu_engine.c: the CUDA recurrent engine (Backend seq_*: a layer's window in one graph of
-// fused step kernels) against the CPU reference and against the GPU's own per-step ops, on
+// fused step kernels, or in one persistent launch per direction) against the CPU reference and against the GPU's own per-step ops, on
 // shapes that reach every path of its kernels: hub lists cut into pieces, 1-2 row tiles of
 // 32/64/128 rows with odd B, layer norm on and off, 1-2 layers, the input projection fused
 // (E a multiple of 32) or not, windows of another length, and the dense masks' cuBLAS path.
@@ -77,35 +77,46 @@ static double eng_worst(const EngRun *x, const EngRun *ref, int T, const char **
     return worst;
 }
 
-static void check_engine(const char *prec, double loss_tol, double tol) {
+// engine: "on" (a kernel per step) or "persistent" (one launch per direction where it applies).
+static void check_engine(const char *prec, const char *engine, double loss_tol, double tol) {
     const Backend *cpu = backend_cpu(), *gpu = backend_cuda(prec);
     for (size_t i = 0; i < sizeof eshapes / sizeof eshapes[0]; i++) {
         const EngShape *s = &eshapes[i];
         Batch b = batch_make(s->B, s->T, s->H, 40 + i);
-        EngRun rc = eng_run(s, cpu, "on", &b), re = eng_run(s, gpu, "on", &b), rs = eng_run(s, gpu, "steps", &b);
+        EngRun rc = eng_run(s, cpu, "on", &b), re = eng_run(s, gpu, engine, &b), rs = eng_run(s, gpu, "steps", &b);
         const char *w1 = "", *w2 = "";
         double e_cpu = eng_worst(&re, &rc, s->T, &w1), e_steps = eng_worst(&re, &rs, s->T, &w2);
         int took = re.a->seq[0] != NULL && rs.a->seq[0] == NULL && rc.a->seq[0] == NULL;
-        printf("  %s %-10s H=%4d B=%3d T=%d ln=%d L=%d E=%d: loss %.7f (cpu %.7f, steps %.7f); worst rel L2 vs cpu %.2g (%s), "
-               "vs steps %.2g (%s)\n", prec, s->sparsity, s->H, s->B, s->T, s->ln, s->L, s->E, re.loss, rc.loss, rs.loss,
+        const char *path = took ? acts_path(re.m, re.a) : "";
+        // the persistent form only where asked, and there in both directions for bf16 without
+        // layer norm (these shapes' weights fit in shared memory; in fp32 some do)
+        int both = strstr(path, "persistent engine") != NULL, any = strstr(path, "persistent") != NULL;
+        int asked = !strcmp(engine, "persistent"), want = asked && !s->ln && strcmp(s->sparsity, "dense") && !strcmp(prec, "bf16");
+        printf("  %s\n", path);
+        printf("  %s %-5s %-10s H=%4d B=%3d T=%d ln=%d L=%d E=%d: loss %.7f (cpu %.7f, steps %.7f); worst rel L2 vs cpu %.2g (%s), "
+               "vs steps %.2g (%s)\n", prec, engine, s->sparsity, s->H, s->B, s->T, s->ln, s->L, s->E, re.loss, rc.loss, rs.loss,
                e_cpu, w1, e_steps, w2);
         eng_free(&rc); eng_free(&re); eng_free(&rs);
         batch_free(&b);
         CHECK_MSG(took, "%s %s: the engine did not take a block-32 layer (or took one it should not)", prec, s->sparsity);
+        CHECK_MSG(asked ? both || !want : !any, "%s %s engine=%s: ran \"%s\"", prec, s->sparsity, engine, path);
         CHECK_MSG(fabs(re.loss - rc.loss) < loss_tol * rc.loss, "%s %s: loss %.9g, cpu %.9g", prec, s->sparsity, re.loss, rc.loss);
         CHECK_MSG(e_cpu < tol, "%s %s: %s off the CPU by rel L2 %.3g (tol %g)", prec, s->sparsity, w1, e_cpu, tol);
         CHECK_MSG(e_steps < tol, "%s %s: %s off the per-step ops by %.3g (tol %g)", prec, s->sparsity, w2, e_steps, tol);
     }
 }
 
-TEST(gpu_engine_fp32_matches_cpu) { check_engine("fp32", 1e-5, 1e-4); }
-TEST(gpu_engine_bf16_matches_cpu) { check_engine("bf16", 1e-2, 1e-2); }
+TEST(gpu_engine_fp32_matches_cpu) { check_engine("fp32", "on", 1e-5, 1e-4); }
+TEST(gpu_engine_bf16_matches_cpu) { check_engine("bf16", "on", 1e-2, 1e-2); }
+TEST(gpu_engine_persistent_fp32_matches_cpu) { check_engine("fp32", "persistent", 1e-5, 1e-4); }
+TEST(gpu_engine_persistent_bf16_matches_cpu) { check_engine("bf16", "persistent", 1e-2, 1e-2); }
 
-// A window of another length recaptures the graph; going back to the first length too.
-TEST(gpu_engine_window_lengths) {
-    const Backend *gpu = backend_cuda("fp32");
+// A window of another length recaptures the graph; going back to the first length too. The
+// persistent form (bf16: its weights fit) takes the length as an argument of the same kernel.
+// The reference is the CPU (a second GPU model would take over the bf16 weight shadow).
+static void check_lengths(const char *prec, const char *engine, double tol) {
     const EngShape *s = &eshapes[0];
-    Model *me = eng_model(s, gpu, "on"), *ms = eng_model(s, gpu, "steps");
+    Model *me = eng_model(s, backend_cuda(prec), engine), *ms = eng_model(s, backend_cpu(), "steps");
     Acts *ae = acts_create(me, s->B, s->T), *as = acts_create(ms, s->B, s->T);
     int lens[3] = {s->T, 3, s->T};
     for (int k = 0; k < 3; k++) {
@@ -114,22 +125,29 @@ TEST(gpu_engine_window_lengths) {
         const char *what = "";
         double e = eng_worst(&re, &rs, lens[k], &what);
         batch_free(&b);
-        CHECK_MSG(e < 1e-4, "window of %d steps: %s off the per-step ops by %.3g", lens[k], what, e);
+        CHECK_MSG(e < tol, "%s %s, window of %d steps: %s off the CPU by %.3g", prec, engine, lens[k], what, e);
     }
     acts_free(me, ae); acts_free(ms, as);
     model_free(me); model_free(ms);
 }
 
+TEST(gpu_engine_window_lengths) {
+    check_lengths("fp32", "on", 1e-4);
+    check_lengths("bf16", "persistent", 1e-2);
+}
+
 // Two runs of the same window give the same bits (no atomics in any sum), on the step kernels
-// and on the dense path's cuBLAS products.
+// and on the dense path's cuBLAS products; the persistent form too, whichever CTA finishes a
+// cut list last.
 TEST(gpu_engine_deterministic) {
     const char *precs[] = {"fp32", "bf16"};
     const EngShape *last = &eshapes[sizeof eshapes / sizeof eshapes[0] - 1];
-    for (int p = 0; p < 4; p++) {
-        const Backend *gpu = backend_cuda(precs[p % 2]);
-        const EngShape *s = p < 2 ? &eshapes[0] : last;
+    for (int p = 0; p < 5; p++) {
+        const char *prec = p == 4 ? "bf16" : precs[p % 2];
+        const Backend *gpu = backend_cuda(prec);
+        const EngShape *s = p < 2 || p == 4 ? &eshapes[0] : last;
         Batch b = batch_make(s->B, s->T, s->H, 9);
-        EngRun r = eng_run(s, gpu, "on", &b);
+        EngRun r = eng_run(s, gpu, p == 4 ? "persistent" : "on", &b);
         real *g1 = h_from(gpu, r.m->grads, r.m->nparams);
         double l2 = fwd_bwd(r.m, r.a, &b);
         real *g2 = h_from(gpu, r.m->grads, r.m->nparams);
@@ -137,6 +155,6 @@ TEST(gpu_engine_deterministic) {
         free(g1); free(g2);
         eng_free(&r);
         batch_free(&b);
-        CHECK_MSG(same, "%s %s: two identical windows gave different loss or gradient bits", precs[p % 2], s->sparsity);
+        CHECK_MSG(same, "%s %s: two identical windows gave different loss or gradient bits", prec, s->sparsity);
     }
 }
