@@ -1,5 +1,6 @@
-// lstm_seq.cuh: the recurrent engine's step kernels (lstm_seq.cu) and what the host side
-// (lstm_seq_host.cu) passes them. One launch runs one time step of a whole layer: for each
+// lstm_seq.cuh: the recurrent engine's kernels (lstm_seq.cu: a launch per time step;
+// lstm_seq_window.cu: a persistent launch per window) and what the host side
+// (lstm_seq_host.cu) passes them. A step of a whole layer is a set of tiles: for each
 // hidden block j (32 units) and TM rows, the four gates' block rows of W_h share one mask,
 // so one CTA reads each activation slab once for all four gate blocks and then applies the
 // cell in its epilogue: z, c and h never round-trip through a separate kernel.
@@ -65,7 +66,7 @@ __host__ __device__ inline SeqStep seq_at(SeqStep w, int t, bool fwd, int T, int
 
 // The persistent form (no layer norm: the cell is always fused): one launch runs the whole
 // window, every CTA resident, each walking its share of every step's tiles; a tile waits on
-// per-list flags for the h (fwd) or dz (bwd) slabs it reads (lstm_seq.cu FlagSync).
+// per-list flags for the h (fwd) or dz (bwd) slabs it reads (lstm_seq_window.cu FlagSync).
 // Each CTA (one per SM) keeps its tiles' weights in shared memory for the whole window.
 typedef struct {
     const int *ptr, *items;  // CTA b's tiles: items[ptr[b] .. ptr[b+1]), each piece * ntiles + row tile

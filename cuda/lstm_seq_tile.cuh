@@ -1,0 +1,310 @@
+// lstm_seq_tile.cuh: one tile of one time step of the recurrent engine, the body both of its
+// kernels run: the step kernel (lstm_seq.cu, a launch per step) and the persistent kernel
+// (lstm_seq_window.cu, a launch per window). CPU twin: the per-step loop of src/model_step.c
+// (bsmm_fwd + lstm_fwd, lstm_bwd + bsmm_bwd_data).
+//   fwd  tile (piece of hidden block j's row list, TM rows): z[:, g, j] = sum over the list of
+//        h_t slab x W[g, j, c]^T for the 4 gates g (and x_t W_x^T where the input is fused, else
+//        z_t holds it); then the cell for the 32 units of j
+//   bwd  tile (piece of hidden block j's column list, TM rows): dh[:, j] = dh_up + sum over the
+//        list of dz_{t+1}[:, g, r] x W[g, r, j] over the 4 gates; then the cell's gradient
+// A CTA is 4 groups of TM threads, one per gate, over a cp.async ring of list entries (one
+// 32-wide slab and 4 blocks per stage). Fixed summation order: the same bits every run.
+#pragma once
+#include <type_traits>
+#include "bsmm_tile.cuh"
+#include "lstm_seq.cuh"
+
+// RES: the persistent form's layout, where the CTA's weights stay resident after its ring
+// (seq_window_kernel), so a stage holds only slabs and the ring is as deep as fits in the
+// epilogue's space.
+template <typename T, int TM, bool FWD, bool RES = false>
+struct Sq {
+    static constexpr int NT = 4 * TM;            // threads: a group of TM per gate
+    static constexpr int LD = sm_ld<T>(SQ_BS);
+    static constexpr int NA = FWD ? 1 : 4;       // slabs per stage: fwd's 4 gates share h's slab
+    static constexpr int A_ELEMS = NA * TM * LD, W_ELEMS = 4 * SQ_BS * LD;
+    static constexpr size_t W_BYTES = (size_t)W_ELEMS * sizeof(T);  // a list entry's 4 gate blocks
+    static constexpr size_t STAGE = (size_t)A_ELEMS * sizeof(T) + (RES ? 0 : W_BYTES);
+    static constexpr size_t RED = (size_t)4 * TM * SQ_BS * sizeof(float);  // a tile per group
+    static constexpr int S = RES ? (RED / STAGE > 2 ? (int)(RED / STAGE) : 2) : 3 * STAGE <= 200 * 1024 ? 3 : 2;  // ring depth
+    static constexpr size_t RING = S * STAGE;
+    static constexpr size_t SMEM = (RING > RED ? RING : RED) + 2 * SQ_PIECE * sizeof(int);  // RES: the weights follow
+    // CTAs per SM: 1024 threads' worth, fewer where shared memory (227 KB, 1 KB reserved per
+    // CTA) holds fewer; the register budget follows, so a CTA alone on its SM may use 128.
+    static constexpr int BY_SMEM = RES ? 1 : (int)(227 * 1024 / (SMEM + 1024)), MINB = BY_SMEM < 1024 / NT ? BY_SMEM : 1024 / NT;
+    static_assert(STAGE % 16 == 0, "ring layout");
+};
+
+// Streams of the window that no later step reads soon (z_t in, act_t out and, in bf16 mode,
+// fp32 h out in fwd; act_t in, in bwd) go through L2 as evict-first (__ldcs/__stcs), so W_h
+// and the slabs the next step reads stay in L2 (H = 8192 ba_8: 21.8 -> 21.5 ms per step).
+
+// Copies rows [0, valid) of a [rows x 32] tile (row stride lds) into shared memory (row
+// stride ldd) with all threads; rows past `valid` are zero-filled.
+template <typename T>
+__device__ inline void tile_copy(T *dst, int ldd, const T *src, long lds, int rows, int valid) {
+    constexpr int E = 16 / sizeof(T), CPR = SQ_BS / E;
+    for (int i = threadIdx.x; i < rows * CPR; i += blockDim.x) {
+        int r = i / CPR, c = i % CPR * E;
+        bool ok = r < valid;
+        cp_async16(dst + r * ldd + c, ok ? src + r * lds + c : src, ok);
+    }
+}
+
+// One thread's share of a list entry's copies, worked out once per CTA (as bsmm.cu's kernel
+// does): the 16-byte chunks of the slab(s) and of the 4 gate blocks it moves, so an entry
+// costs each thread an add and a cp.async per chunk rather than tile_copy's index loops.
+template <typename T, int TM, bool FWD>
+struct SeqCopies {
+    using C = Sq<T, TM, FWD>;
+    static constexpr int E = 16 / sizeof(T), CPR = SQ_BS / E;
+    static constexpr int A_CH = C::NA * TM * CPR / C::NT, W_CH = 4 * SQ_BS * CPR / C::NT;
+    static_assert(A_CH * C::NT == C::NA * TM * CPR && W_CH * C::NT == 4 * SQ_BS * CPR, "copies per thread");
+    int a_src[A_CH], w_src[W_CH];  // element offsets, within int range (engine_takes checks)
+    int a_dst[A_CH], w_dst[W_CH];
+    bool a_ok[A_CH];
+
+    // ld_in: the slabs' row stride; gates lie H (bwd's dz) and gstride blocks (W) apart.
+    __device__ SeqCopies(long ld_in, long H, long gstride, int valid) {
+#pragma unroll
+        for (int k = 0; k < A_CH; k++) {
+            int i = threadIdx.x + k * C::NT, g = i / (TM * CPR), r = i / CPR % TM, c = i % CPR * E;
+            a_src[k] = (int)((FWD ? 0 : g * H) + r * ld_in + c);
+            a_dst[k] = (g * TM + r) * C::LD + c;
+            a_ok[k] = r < valid;
+        }
+#pragma unroll
+        for (int k = 0; k < W_CH; k++) {
+            int i = threadIdx.x + k * C::NT, g = i / (SQ_BS * CPR), r = i / CPR % SQ_BS, c = i % CPR * E;
+            w_src[k] = (int)(g * gstride * SQ_BS * SQ_BS + r * SQ_BS + c);
+            w_dst[k] = (g * SQ_BS + r) * C::LD + c;
+        }
+    }
+    // An entry's slab, which starts at `slab` (row n0, its block column), into stage As
+    // (rows past `valid` zero-filled); its 4 gate blocks, gate 0's at `blk`, into Ws.
+    __device__ void issue_a(T *As, const T *slab) const {
+#pragma unroll
+        for (int k = 0; k < A_CH; k++) cp_async16(As + a_dst[k], a_ok[k] ? slab + a_src[k] : slab, a_ok[k]);
+    }
+    __device__ void issue_w(T *Ws, const T *blk) const {
+#pragma unroll
+        for (int k = 0; k < W_CH; k++) cp_async16(Ws + w_dst[k], blk + w_src[k], true);
+    }
+};
+
+// The epilogues: each thread owns unit u = tid % 32 of the CTA's block in PER rows, 8 apart
+// in the tile (PER = TM * 32 / threads = 8). All loads are issued before any arithmetic, so
+// the thread waits for memory once rather than once per element. What an earlier step wrote
+// (c in fwd; dh and dc in bwd) is read from L2 (__ldcg): in the persistent form that step ran
+// in the same launch, maybe on another SM, and this SM's L1 may hold an older line.
+constexpr int SQ_PER = 8;
+
+// fwd: red holds W_h h_t for the 4 gates; z_t (the input projection) is added in, then the
+// cell as lstm_fwd computes it (EPI_SUM: only z_t += W_h h_t, the cell comes after the layer norm).
+__device__ inline void cell_fwd(const SeqStep &a, const float *red, int TM, int n0, int col) {
+    const int u = threadIdx.x % SQ_BS, r0 = threadIdx.x / SQ_BS, rstep = blockDim.x / SQ_BS;
+    const long G = 4L * a.H;
+    float z[SQ_PER][4], cp[SQ_PER], bias[4];
+#pragma unroll
+    for (int g = 0; g < 4; g++) bias[g] = a.bias[g * (long)a.H + col];
+#pragma unroll
+    for (int q = 0; q < SQ_PER; q++) {
+        int n = n0 + r0 + q * rstep;
+        bool ok = n < a.B;
+#pragma unroll
+        for (int g = 0; g < 4; g++) z[q][g] = ok && !a.x ? __ldcs(a.z + n * G + g * (long)a.H + col) : 0.f;
+        cp[q] = ok && a.epi == EPI_CELL ? __ldcg(a.c0 + (long)n * a.H + col) : 0.f;
+    }
+#pragma unroll
+    for (int q = 0; q < SQ_PER; q++) {
+        int m = r0 + q * rstep, n = n0 + m;
+        if (n >= a.B) continue;
+        float pre[4];
+#pragma unroll
+        for (int g = 0; g < 4; g++) pre[g] = red[(g * TM + m) * SQ_BS + u] + z[q][g];
+        real *zr = a.z + n * G, *ar = a.act + n * G;
+        if (a.epi == EPI_SUM) {
+#pragma unroll
+            for (int g = 0; g < 4; g++) zr[g * (long)a.H + col] = pre[g];
+            continue;
+        }
+        float i = sigm(pre[0] + bias[0]), f = sigm(pre[1] + bias[1]), g = tnh(pre[2] + bias[2]), o = sigm(pre[3] + bias[3]);
+        __stcs(ar + col, i);
+        __stcs(ar + a.H + col, f);
+        __stcs(ar + 2L * a.H + col, g);
+        __stcs(ar + 3L * a.H + col, o);
+        long e = (long)n * a.H + col;
+        float cn = f * cp[q] + i * g, h = o * tnh(cn);
+        a.c1[e] = cn;
+        if (a.hb1) {  // bf16 mode: the next step reads the bf16 copy
+            __stcs(a.h1 + e, h);
+            a.hb1[e] = __float2bfloat16_rn(h);
+        } else {
+            a.h1[e] = h;
+        }
+    }
+}
+
+// The tile's column sums of dz_t (dbias's share of this step): each thread's PER rows in
+// order, then the thread rows in order through shared memory (red, free again once every
+// thread has read it), one fixed order.
+__device__ inline void bias_part(const SeqStep &a, const float (&dbs)[4], float *red, int col, int ty) {
+    const int u = threadIdx.x % SQ_BS, r0 = threadIdx.x / SQ_BS, rows = blockDim.x / SQ_BS;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < 4; k++) red[(r0 * 4 + k) * SQ_BS + u] = dbs[k];
+    __syncthreads();
+    if (r0 >= 4) return;
+    float s = 0.f;  // thread rows 0-3 take gates 0-3 of unit u
+    for (int r = 0; r < rows; r++) s += red[(r * 4 + r0) * SQ_BS + u];
+    a.dbpart[(long)ty * 4 * a.H + r0 * (long)a.H + col] = s;
+}
+
+// bwd: red holds dz_{t+1} W_h; dh_{t+1} = upstream + that, then the cell's gradient as
+// lstm_bwd computes it (EPI_SUM: only dh += dz W_h).
+__device__ inline void cell_bwd(const SeqStep &a, float *red, int n0, int col, int ty) {
+    const int u = threadIdx.x % SQ_BS, r0 = threadIdx.x / SQ_BS, rstep = blockDim.x / SQ_BS;
+    const long G = 4L * a.H;
+    const bool cell = a.epi == EPI_CELL;
+    float dh[SQ_PER], dc[SQ_PER], c1[SQ_PER], c0[SQ_PER], act[SQ_PER][4], dbs[4] = {};
+#pragma unroll
+    for (int q = 0; q < SQ_PER; q++) {
+        int n = n0 + r0 + q * rstep;
+        bool ok = n < a.B, okc = ok && cell;
+        long e = (long)n * a.H + col;
+        dh[q] = ok ? __ldcg(a.dh + e) : 0.f;
+        dc[q] = okc ? __ldcg(a.dc + e) : 0.f;
+        c1[q] = okc ? a.c1[e] : 0.f;
+        c0[q] = okc ? a.c0[e] : 0.f;
+#pragma unroll
+        for (int g = 0; g < 4; g++) act[q][g] = okc ? __ldcs(a.act + n * G + g * (long)a.H + col) : 0.f;
+    }
+#pragma unroll
+    for (int q = 0; q < SQ_PER; q++) {
+        int m = r0 + q * rstep, n = n0 + m;
+        if (n >= a.B) continue;
+        long e = (long)n * a.H + col;
+        float d = dh[q] + red[m * SQ_BS + u];
+        a.dh[e] = d;
+        if (!cell) continue;
+        float i = act[q][0], f = act[q][1], g = act[q][2], o = act[q][3], tc = tnh(c1[q]);
+        float dct = dc[q] + d * o * (1 - tc * tc);
+        float dz[4] = {dct * g * i * (1 - i), dct * c0[q] * f * (1 - f), dct * i * (1 - g * g), d * tc * o * (1 - o)};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            long i = n * G + k * (long)a.H + col;
+            if (a.dzb) a.dzb[i] = __float2bfloat16_rn(dz[k]);  // bf16 mode: every reader takes the twin
+            else a.dz[i] = dz[k];
+        }
+        a.dc[e] = dct * f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) dbs[k] += dz[k];
+    }
+    if (cell && a.dbpart) bias_part(a, dbs, red, col, ty);
+}
+
+// One tile of one step: piece at.piece of the lists, row tile at.ty. sync.wait(...) comes
+// after the first stages' weights are on their way and before anything the previous step
+// wrote is read; sync.done(...) after the epilogue of a finished list. RES: the tile's
+// weights lie at wres, entry after entry, loaded there first where load_w.
+template <typename T, int TM, bool FWD, bool RES, typename Sync>
+__device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const Sync &sync, T *wres = NULL,
+                         bool load_w = false) {
+    using C = Sq<T, TM, FWD, RES>;
+    __shared__ int s_last;
+    int *s_idx = (int *)(smem + (C::RING > C::RED ? C::RING : C::RED)), *s_blk = s_idx + SQ_PIECE;
+    const int tid = threadIdx.x, grp = tid / TM, lt = tid % TM;
+    MmPiece pc = a.pieces[at.piece];
+    if (!a.in) {  // no product: one CTA per list runs the epilogue alone
+        if (pc.rank) return;
+        pc.nparts = 1;
+        pc.end = pc.beg;
+    }
+    const int n0 = at.ty * TM, valid = min(TM, a.B - n0), cnt = pc.end - pc.beg;
+    const int total = cnt + (FWD && a.x && !pc.rank ? a.E / SQ_BS : 0);  // list entries, then x's slabs
+    const T *in = (const T *)a.in, *w = (const T *)a.w;
+    const long ld_in = FWD ? a.H : 4L * a.H;
+    for (int i = tid; i < cnt; i += C::NT) {
+        s_idx[i] = a.idx[pc.beg + i];
+        s_blk[i] = a.blk[pc.beg + i];
+    }
+    __syncthreads();
+    const SeqCopies<T, TM, FWD> cps(ld_in, a.H, a.gstride, valid);
+    auto a_at = [&](int slot) { return (T *)(smem + slot * C::STAGE); };
+    auto w_at = [&](int st) { return RES ? wres + st * C::W_ELEMS : a_at(st % C::S) + C::A_ELEMS; };
+    // Entry st's copies in two parts: its weights (W_h's 4 gate blocks, or W_x's of x's slab
+    // k), which no step writes, and its slab (h_t's or dz_{t+1}'s, or slab k of x_t).
+    auto issue_w = [&](int st) {
+        T *Ws = w_at(st);
+        if (FWD && st >= cnt) {
+            const int k = (st - cnt) * SQ_BS;
+#pragma unroll
+            for (int g = 0; g < 4; g++)
+                tile_copy(Ws + g * SQ_BS * C::LD, C::LD, (const T *)a.wx + ((long)g * a.H + pc.ob * SQ_BS) * a.E + k, a.E, SQ_BS, SQ_BS);
+            return;
+        }
+        cps.issue_w(Ws, w + (long)s_blk[st] * SQ_BS * SQ_BS);
+    };
+    auto issue_a = [&](int st) {
+        T *As = a_at(st % C::S);
+        if (FWD && st >= cnt) tile_copy(As, C::LD, (const T *)a.x + (long)n0 * a.E + (st - cnt) * SQ_BS, a.E, TM, valid);
+        else cps.issue_a(As, in + (long)n0 * ld_in + s_idx[st] * SQ_BS);
+    };
+    auto issue = [&](int st) {
+        if (!RES) issue_w(st);
+        issue_a(st);
+    };
+    float acc[SQ_BS] = {};
+    // The first stages' weights (RES: all of them, once) are on their way while the previous
+    // step finishes; they join the first stage's group.
+    for (int st = 0; st < (RES ? total * load_w : C::S - 1); st++)
+        if (st < total) issue_w(st);
+    sync.wait(pc.ob, s_idx, cnt, at.ty);
+#pragma unroll
+    for (int st = 0; st < C::S - 1; st++) {
+        if (st < total) issue_a(st);
+        cp_commit();
+    }
+    for (int st = 0; st < total; st++) {
+        cp_wait<C::S - 2>();
+        __syncthreads();
+        if (st + C::S - 1 < total) issue(st + C::S - 1);
+        cp_commit();
+        const int slot = st % C::S;
+        tile_product<SQ_BS, SQ_BS, false, !FWD>(acc, a_at(slot) + (FWD ? 0 : grp * TM * C::LD), C::LD,
+                                                w_at(st) + grp * SQ_BS * C::LD, C::LD, lt);
+    }
+    cp_wait<0>();
+    __syncthreads();
+
+    // Each group's tile to shared memory: fwd keeps the 4 gates apart, bwd sums them in order.
+    float *red = (float *)smem;
+#pragma unroll
+    for (int e = 0; e < SQ_BS; e++) {
+        int row, col;
+        acc_coord<T, SQ_BS, !FWD>(e, lt, row, col);
+        red[(grp * TM + row) * SQ_BS + col] = acc[e];
+    }
+    __syncthreads();
+    if (!FWD)
+        for (int i = tid; i < TM * SQ_BS; i += C::NT)
+            red[i] = ((red[i] + red[TM * SQ_BS + i]) + red[2 * TM * SQ_BS + i]) + red[3 * TM * SQ_BS + i];
+    __syncthreads();
+    if (!pieces_done(red, (FWD ? 4 : 1) * TM * SQ_BS, pc, at, a.part, a.count, &s_last)) return;
+    __syncthreads();
+    static_assert(TM * SQ_BS / C::NT == SQ_PER, "epilogue rows per thread");
+    const int col = pc.ob * SQ_BS + tid % SQ_BS;
+    if (FWD) cell_fwd(a, red, TM, n0, col);
+    else cell_bwd(a, red, n0, col, at.ty);
+    sync.done(pc.ob, at.ty);
+}
+
+// f(std::integral_constant<int, TM>) for the rows per CTA that B takes.
+template <typename F>
+static inline auto with_tm(int B, F f) {
+    switch (seq_tm(B)) {
+    case 32: return f(std::integral_constant<int, 32>());
+    case 64: return f(std::integral_constant<int, 64>());
+    default: return f(std::integral_constant<int, 128>());
+    }
+}
