@@ -42,8 +42,9 @@ static void print_model(const Ckpt *c, const Config *cfg) {
         if (i % per == per - 1 && n == per * cfg->num_layers) print_reach(i / per, &masks[i / per * per + (mlstm ? 2 : 0)], mlstm ? per - 2 : 1);
     }
     // The CUDA backend's engine takes block 32 (lstm_seq_host.cu); the CPU always runs per step.
-    printf("recurrent path on cuda: %s\n", cfg->block_size == 32 && engine_wanted(cfg)
-               ? "fused engine (a window per CUDA graph of fused step kernels)" : "per-step ops");
+    printf("recurrent path on cuda: %s\n", cfg->block_size != 32 || !engine_wanted(cfg) ? "per-step ops"
+           : strcmp(cfg->engine, "persistent") ? "fused engine (a window per CUDA graph of fused step kernels)"
+           : "persistent engine where the weights fit in shared memory and layer norm is off, else fused step kernels");
     for (int i = 0; i < n; i++) mask_free(&masks[i]);
     const CkptSection *p = ckpt_find(c, "params", 1);
     printf("parameters: %llu stored (fp32), %.0f for the same shapes dense\n",
