@@ -140,22 +140,7 @@ __global__ void __launch_bounds__(MM_THREADS) bsmm_mm_kernel(MmArgs p) {
         red[(g * TM + row) * BS + col] = acc[e];
     }
     __syncthreads();
-    for (int i = tid; i < TM * BS; i += MM_THREADS) {
-        float s = 0;
-#pragma unroll
-        for (int gg = 0; gg < C::KG; gg++) s += red[gg * TM * BS + i];
-        red[i] = s;  // only this thread reads element i of every group
-    }
-    __syncthreads();  // pieces_done reads red in another thread order
-    if (!pieces_done(red, TM * BS, pc, tile_here(), p.part, p.count, &s_last)) return;
-    __syncthreads();
-    // Write along rows (coalesced).
-    for (int i = tid; i < TM * BS; i += MM_THREADS) {
-        int m = i / BS, c = i % BS, n = n0 + m;
-        if (n >= p.N) continue;
-        real *o = p.out + (long)n * p.ld_out + (long)pc.ob * BS + c;
-        *o = p.acc ? *o + red[i] : red[i];
-    }
+    tile_finish<BS, C::KG>(red, TM, pc, p.part, p.count, &s_last, p.out, p.ld_out, n0, p.N, p.acc);
 }
 
 // ---- bwd_weight: M = the group's blocks' columns stacked (256 rows), N = BS, K = N rows ----

@@ -126,20 +126,7 @@ __global__ void __launch_bounds__(ST_WARPS * 32) bsmm_stream_kernel(const __grid
             for (int c = 0; c < 4; c++)
                 red[(wp * ST_ROWS + mt * 16 + g + c / 2 * 8) * 32 + nt * 8 + 2 * t + c % 2] = acc[mt][nt][c];
     __syncthreads();
-    for (int i = tid; i < ST_ROWS * 32; i += blockDim.x) {
-        float s = red[i];
-#pragma unroll
-        for (int w = 1; w < ST_WARPS; w++) s += red[w * ST_ROWS * 32 + i];
-        red[i] = s;  // only this thread reads element i of every warp's tile
-    }
-    __syncthreads();
-    if (!pieces_done(red, ST_ROWS * 32, pc, tile_here(), p.part, p.count, &s_last)) return;
-    __syncthreads();
-    const int rows = min(ST_ROWS, p.N - n0);
-    for (int i = tid; i < rows * 32; i += blockDim.x) {
-        real *o = p.out + (long)(n0 + i / 32) * p.ld_out + (long)pc.ob * 32 + i % 32;
-        *o = p.acc ? *o + red[i] : red[i];
-    }
+    tile_finish<32, ST_WARPS>(red, ST_ROWS, pc, p.part, p.count, &s_last, p.out, p.ld_out, n0, p.N, p.acc);
 }
 
 // The driver's tensor-map encoder, looked up once (the program links only the runtime).

@@ -214,3 +214,27 @@ __device__ inline bool pieces_done(float *red, int R, const MmPiece &pc, TileAt 
     }
     return true;
 }
+
+// The end of a block-sparse product's CTA (bsmm.cu's and bsmm_stream.cu's kernels): red holds
+// G partial tiles of rows x BS (one per thread group or warp, written before a barrier); they
+// are summed in group order, a cut list is finished by its last piece (pieces_done), and the
+// tile's rows below N go to out (=|+=) along rows, coalesced.
+template <int BS, int G>
+__device__ inline void tile_finish(float *red, int rows, const MmPiece &pc, float *part, int *count, int *s_last, real *out,
+                                   long ld_out, int n0, int N, int acc) {
+    const int R = rows * BS;
+    for (int i = threadIdx.x; i < R; i += blockDim.x) {
+        float s = red[i];
+#pragma unroll
+        for (int g = 1; g < G; g++) s += red[g * R + i];
+        red[i] = s;  // only this thread reads element i of every group
+    }
+    __syncthreads();  // pieces_done reads red in another thread order
+    if (!pieces_done(red, R, pc, tile_here(), part, count, s_last)) return;
+    __syncthreads();
+    const int valid = min(rows, N - n0);
+    for (int i = threadIdx.x; i < valid * BS; i += blockDim.x) {
+        real *o = out + (long)(n0 + i / BS) * ld_out + (long)pc.ob * BS + i % BS;
+        *o = acc ? *o + red[i] : red[i];
+    }
+}
