@@ -133,12 +133,7 @@ __global__ void __launch_bounds__(MM_THREADS) bsmm_mm_kernel(MmArgs p) {
     // Sum the groups' partial tiles in group order.
     __syncthreads();
     float *red = (float *)smem;
-#pragma unroll
-    for (int e = 0; e < BS; e++) {
-        int row, col;
-        acc_coord<T, BS, !FWD>(e, lt, row, col);
-        red[(g * TM + row) * BS + col] = acc[e];
-    }
+    acc_store<T, BS, !FWD>(red, acc, g, TM, lt);
     __syncthreads();
     tile_finish<BS, C::KG>(red, TM, pc, p.part, p.count, &s_last, p.out, p.ld_out, n0, p.N, p.acc);
 }

@@ -181,6 +181,17 @@ struct TileAt {
 };
 __device__ inline TileAt tile_here() { return {(int)blockIdx.x, (int)blockIdx.y, (int)gridDim.y}; }
 
+// Group g's accumulators into its TM x BS tile of red ([group][row][column]).
+template <typename T, int BS, bool BK>
+__device__ inline void acc_store(float *red, const float (&acc)[BS], int g, int TM, int lt) {
+#pragma unroll
+    for (int e = 0; e < BS; e++) {
+        int row, col;
+        acc_coord<T, BS, BK>(e, lt, row, col);
+        red[(g * TM + row) * BS + col] = acc[e];
+    }
+}
+
 // A list cut into several pieces (MmPiece) is finished by the CTA that completes last: each
 // piece publishes its partial tile (R floats of shared `red`, complete before the call), and
 // the last adds all of them in piece order into red, so the result does not depend on which

@@ -279,12 +279,7 @@ __device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const
 
     // Each group's tile to shared memory: fwd keeps the 4 gates apart, bwd sums them in order.
     float *red = (float *)smem;
-#pragma unroll
-    for (int e = 0; e < SQ_BS; e++) {
-        int row, col;
-        acc_coord<T, SQ_BS, !FWD>(e, lt, row, col);
-        red[(grp * TM + row) * SQ_BS + col] = acc[e];
-    }
+    acc_store<T, SQ_BS, !FWD>(red, acc, grp, TM, lt);
     __syncthreads();
     if (!FWD)
         for (int i = tid; i < TM * SQ_BS; i += C::NT)
