@@ -1,6 +1,6 @@
 // test_gpu_engine.c: the CUDA recurrent engine (Backend seq_*: a layer's window in one graph of
-// fused step kernels, or in one persistent launch per direction) against the CPU reference and against the GPU's own per-step ops, on
-// shapes that reach every path of its kernels: hub lists cut into pieces, 1-2 row tiles of
+// fused step kernels, or in one persistent launch per direction) against the CPU reference
+// and against the GPU's own per-step ops, on shapes that reach every path of its kernels: hub lists cut into pieces, 1-2 row tiles of
 // 32/64/128 rows with odd B, layer norm on and off, 1-2 layers, the input projection fused
 // (E a multiple of 32) or not, windows of another length, and the dense masks' cuBLAS path.
 #include "gpu_train.h"
@@ -140,14 +140,17 @@ TEST(gpu_engine_window_lengths) {
 // and on the dense path's cuBLAS products; the persistent form too, whichever CTA finishes a
 // cut list last.
 TEST(gpu_engine_deterministic) {
-    const char *precs[] = {"fp32", "bf16"};
-    const EngShape *last = &eshapes[sizeof eshapes / sizeof eshapes[0] - 1];
-    for (int p = 0; p < 5; p++) {
-        const char *prec = p == 4 ? "bf16" : precs[p % 2];
+    const EngShape *hubs = &eshapes[0], *dense = &eshapes[sizeof eshapes / sizeof eshapes[0] - 1];
+    static const struct {
+        const char *prec, *engine;
+        int dense;
+    } runs[] = {{"fp32", "on", 0}, {"bf16", "on", 0}, {"fp32", "on", 1}, {"bf16", "on", 1}, {"bf16", "persistent", 0}};
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        const char *prec = runs[k].prec;
         const Backend *gpu = backend_cuda(prec);
-        const EngShape *s = p < 2 || p == 4 ? &eshapes[0] : last;
+        const EngShape *s = runs[k].dense ? dense : hubs;
         Batch b = batch_make(s->B, s->T, s->H, 9);
-        EngRun r = eng_run(s, gpu, p == 4 ? "persistent" : "on", &b);
+        EngRun r = eng_run(s, gpu, runs[k].engine, &b);
         real *g1 = h_from(gpu, r.m->grads, r.m->nparams);
         double l2 = fwd_bwd(r.m, r.a, &b);
         real *g2 = h_from(gpu, r.m->grads, r.m->nparams);
@@ -155,6 +158,7 @@ TEST(gpu_engine_deterministic) {
         free(g1); free(g2);
         eng_free(&r);
         batch_free(&b);
-        CHECK_MSG(same, "%s %s: two identical windows gave different loss or gradient bits", prec, s->sparsity);
+        CHECK_MSG(same, "%s %s engine=%s: two identical windows gave different loss or gradient bits", prec, s->sparsity,
+                  runs[k].engine);
     }
 }
