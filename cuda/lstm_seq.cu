@@ -1,6 +1,7 @@
 // lstm_seq.cu: the recurrent engine's step kernel (lstm_seq.cuh): one launch runs one time
 // step of a layer, a CTA per tile (lstm_seq_tile.cuh); a window's launches replay as a CUDA
 // graph (lstm_seq_host.cu).
+#include <string.h>
 #include "lstm_seq_tile.cuh"
 
 // The step kernels' order: a kernel boundary, programmatic (PDL). Nothing the previous step
@@ -14,10 +15,10 @@ struct PdlSync {
     __device__ void done(int, int) const {}
 };
 
-template <typename T, int TM, bool FWD>
-__global__ void __launch_bounds__(Sq<T, TM, FWD>::NT, Sq<T, TM, FWD>::MINB) seq_step_kernel(SeqStep a) {
+template <typename T, int TM, bool FWD, int RING>
+__global__ void __launch_bounds__(Sq<T, TM, FWD, RING>::NT, Sq<T, TM, FWD, RING>::MINB) seq_step_kernel(SeqStep a) {
     extern __shared__ __align__(16) unsigned char smem[];
-    seq_tile<T, TM, FWD, false>(a, tile_here(), smem, PdlSync());
+    seq_tile<T, TM, FWD, RING>(a, tile_here(), smem, PdlSync());
 }
 
 // Rows per CTA: the batch in one row tile where it can. The backward at 128 rows holds 4 dz
@@ -32,21 +33,40 @@ int seq_tm(int B) { return B <= 32 ? 32 : B <= 64 ? 64 : 128; }
 // ms, 8192 ba_8 18.4-18.5 -> 18.1-18.2; B = 64 no change; B = 32 slower (8192: 8.2 -> 8.9,
 // 2048: 6.5 -> 7.5), where a step's small CTAs, placed early on whichever SMs are free,
 // likely crowd some SMs and leave others idle.
-template <typename T, int TM, bool FWD>
-static void launch(const SeqStep &a, int npieces, cudaStream_t stream) {
-    using C = Sq<T, TM, FWD>;
+template <typename T, int TM, bool FWD, int RING>
+static void launch(const SeqStep &a, dim3 grid, cudaStream_t stream) {
+    using C = Sq<T, TM, FWD, RING>;
     static thread_local bool ready;  // the attribute is per device: one per rank thread
     if (!ready) {
-        CUDA_CHECK(cudaFuncSetAttribute(seq_step_kernel<T, TM, FWD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
+        CUDA_CHECK(cudaFuncSetAttribute(seq_step_kernel<T, TM, FWD, RING>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
         ready = true;
     }
-    launch_attr(attr_pdl(a.B > 64), seq_step_kernel<T, TM, FWD>, dim3(npieces, cdiv(a.B, TM)), dim3(C::NT), C::SMEM, stream, a);
+    launch_attr(attr_pdl(a.B > 64), seq_step_kernel<T, TM, FWD, RING>, grid, dim3(C::NT), C::SMEM, stream, a);
+}
+
+// The forward's ring (Sq): deep where it still runs two CTAs per SM, or where the shallow
+// ring's grid fits in one round; else shallow. SWLSTM_SEQ_RING=shallow|deep overrides it, so
+// the tests run either ring on any shape.
+template <typename T, int TM>
+static bool deep_ring(long ctas) {
+    const char *e = getenv("SWLSTM_SEQ_RING");
+    if (e && *e) {
+        if (strcmp(e, "shallow") && strcmp(e, "deep")) die("SWLSTM_SEQ_RING=%s: expected shallow or deep", e);
+        return !strcmp(e, "deep");
+    }
+    return Sq<T, TM, true, RING_DEEP>::MINB >= 2 || ctas <= (long)Sq<T, TM, true>::MINB * g_cuda.nsm;
 }
 
 template <bool BF, bool FWD>
 void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream) {
     typedef typename std::conditional<BF, bf16, float>::type T;
-    with_tm(a.B, [&](auto tm) { launch<T, decltype(tm)::value, FWD>(a, npieces, stream); });
+    with_tm(a.B, [&](auto tm) {
+        constexpr int TM = decltype(tm)::value;
+        const dim3 grid(npieces, cdiv(a.B, TM));
+        if constexpr (FWD)
+            if (deep_ring<T, TM>((long)grid.x * grid.y)) return launch<T, TM, FWD, RING_DEEP>(a, grid, stream);
+        launch<T, TM, FWD, RING_SHALLOW>(a, grid, stream);
+    });
 }
 
 template void seq_step_launch<false, false>(const SeqStep &, int, cudaStream_t);

@@ -14,11 +14,19 @@
 #include "bsmm_tile.cuh"
 #include "lstm_seq.cuh"
 
-// RES: the persistent form's layout, where the CTA's weights stay resident after its ring
-// (seq_window_kernel), so a stage holds only slabs and the ring is as deep as fits in the
-// epilogue's space.
-template <typename T, int TM, bool FWD, bool RES = false>
+// The ring's shapes. SHALLOW: 3 stages of one list entry, a barrier per entry, as many CTAs
+// per SM as fit (two of 512 threads at 128 rows). DEEP (forward only): 6 stages, a barrier
+// per 2 entries, so each CTA keeps 4 entries in flight with half the barriers, at half the
+// CTAs per SM (one at 128 rows; H100, fwd ms per window: 4096 ba_4 B = 128 3.9 -> 3.0,
+// 8192 ba_8 B = 64 5.6 -> 4.8, B = 32 4.3 -> 3.9, but 8192 ba_8 B = 128 6.4 -> 6.7, whose
+// 366 CTAs then take three rounds instead of two: seq_ring picks). RESIDENT: the persistent
+// form's layout, where the CTA's weights stay resident after its ring (seq_window_kernel), so
+// a stage holds only slabs and the ring is as deep as fits in the epilogue's space.
+enum SeqRing { RING_SHALLOW, RING_DEEP, RING_RESIDENT };
+
+template <typename T, int TM, bool FWD, int RING = RING_SHALLOW>
 struct Sq {
+    static constexpr bool RES = RING == RING_RESIDENT;
     static constexpr int NT = 4 * TM;            // threads: a group of TM per gate
     static constexpr int LD = sm_ld<T>(SQ_BS);
     static constexpr int NA = FWD ? 1 : 4;       // slabs per stage: fwd's 4 gates share h's slab
@@ -26,9 +34,11 @@ struct Sq {
     static constexpr size_t W_BYTES = (size_t)W_ELEMS * sizeof(T);  // a list entry's 4 gate blocks
     static constexpr size_t STAGE = (size_t)A_ELEMS * sizeof(T) + (RES ? 0 : W_BYTES);
     static constexpr size_t RED = (size_t)4 * TM * SQ_BS * sizeof(float);  // a tile per group
-    static constexpr int S = RES ? (RED / STAGE > 2 ? (int)(RED / STAGE) : 2) : 3 * STAGE <= 200 * 1024 ? 3 : 2;  // ring depth
-    static constexpr size_t RING = S * STAGE;
-    static constexpr size_t SMEM = (RING > RED ? RING : RED) + 2 * SQ_PIECE * sizeof(int);  // RES: the weights follow
+    static constexpr int E = RING == RING_DEEP ? 2 : 1;  // entries per barrier
+    static constexpr int S = RES ? (RED / STAGE > 2 ? (int)(RED / STAGE) : 2) : RING == RING_DEEP ? 6
+                           : 3 * STAGE <= 200 * 1024 ? 3 : 2;  // ring depth, in entries
+    static constexpr size_t RBYTES = S * STAGE;
+    static constexpr size_t SMEM = (RBYTES > RED ? RBYTES : RED) + 2 * SQ_PIECE * sizeof(int);  // RES: the weights follow
     // CTAs per SM: 1024 threads' worth, fewer where shared memory (227 KB, 1 KB reserved per
     // CTA) holds fewer; the register budget follows, so a CTA alone on its SM may use 128.
     static constexpr int BY_SMEM = RES ? 1 : (int)(227 * 1024 / (SMEM + 1024)), MINB = BY_SMEM < 1024 / NT ? BY_SMEM : 1024 / NT;
@@ -207,12 +217,13 @@ __device__ inline void cell_bwd(const SeqStep &a, float *red, int n0, int col, i
 // after the first stages' weights are on their way and before anything the previous step
 // wrote is read; sync.done(...) after the epilogue of a finished list. RES: the tile's
 // weights lie at wres, entry after entry, loaded there first where load_w.
-template <typename T, int TM, bool FWD, bool RES, typename Sync>
+template <typename T, int TM, bool FWD, int RING, typename Sync>
 __device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const Sync &sync, T *wres = NULL,
                          bool load_w = false) {
-    using C = Sq<T, TM, FWD, RES>;
+    using C = Sq<T, TM, FWD, RING>;
+    constexpr bool RES = C::RES;
     __shared__ int s_last;
-    int *s_idx = (int *)(smem + (C::RING > C::RED ? C::RING : C::RED)), *s_blk = s_idx + SQ_PIECE;
+    int *s_idx = (int *)(smem + (C::RBYTES > C::RED ? C::RBYTES : C::RED)), *s_blk = s_idx + SQ_PIECE;
     const int tid = threadIdx.x, grp = tid / TM, lt = tid % TM;
     MmPiece pc = a.pieces[at.piece];
     if (!a.in) {  // no product: one CTA per list runs the epilogue alone
@@ -257,22 +268,28 @@ __device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const
     float acc[SQ_BS] = {};
     // The first stages' weights (RES: all of them, once) are on their way while the previous
     // step finishes; they join the first stage's group.
-    for (int st = 0; st < (RES ? total * load_w : C::S - 1); st++)
+    constexpr int E = C::E, AHEAD = C::S - E;  // entries per barrier, entries in flight beyond them
+    for (int st = 0; st < (RES ? total * load_w : AHEAD); st++)
         if (st < total) issue_w(st);
     sync.wait(pc.ob, s_idx, cnt, at.ty);
 #pragma unroll
-    for (int st = 0; st < C::S - 1; st++) {
+    for (int st = 0; st < AHEAD; st++) {
         if (st < total) issue_a(st);
         cp_commit();
     }
-    for (int st = 0; st < total; st++) {
-        cp_wait<C::S - 2>();
+    for (int st = 0; st < total; st += E) {
+        cp_wait<AHEAD - E>();
         __syncthreads();
-        if (st + C::S - 1 < total) issue(st + C::S - 1);
-        cp_commit();
-        const int slot = st % C::S;
-        tile_product<SQ_BS, SQ_BS, false, !FWD>(acc, a_at(slot) + (FWD ? 0 : grp * TM * C::LD), C::LD,
-                                                w_at(st) + grp * SQ_BS * C::LD, C::LD, lt);
+#pragma unroll
+        for (int e = 0; e < E; e++) {
+            if (st + AHEAD + e < total) issue(st + AHEAD + e);
+            cp_commit();
+        }
+#pragma unroll
+        for (int e = 0; e < E; e++)
+            if (st + e < total)
+                tile_product<SQ_BS, SQ_BS, false, !FWD>(acc, a_at((st + e) % C::S) + (FWD ? 0 : grp * TM * C::LD), C::LD,
+                                                        w_at(st + e) + grp * SQ_BS * C::LD, C::LD, lt);
     }
     cp_wait<0>();
     __syncthreads();

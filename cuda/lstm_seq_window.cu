@@ -39,8 +39,8 @@ struct FlagSync {
 // is resident and no flag waits on a CTA that has not started; a CTA finishes step s before
 // it starts s+1, and step s waits only on step s-1.
 template <typename T, int TM, bool FWD>
-__global__ void __launch_bounds__(Sq<T, TM, FWD, true>::NT, 1) seq_window_kernel(SeqStep w, SeqWork k) {
-    using C = Sq<T, TM, FWD, true>;
+__global__ void __launch_bounds__(Sq<T, TM, FWD, RING_RESIDENT>::NT, 1) seq_window_kernel(SeqStep w, SeqWork k) {
+    using C = Sq<T, TM, FWD, RING_RESIDENT>;
     extern __shared__ __align__(16) unsigned char smem[];
     T *wres = (T *)(smem + C::SMEM);
     const int ntiles = (w.B + TM - 1) / TM, nsteps = FWD ? k.T : k.T + 1, load_step = FWD ? 0 : 1;
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(Sq<T, TM, FWD, true>::NT, 1) seq_window_kernel
         const SeqStep a = seq_at(w, FWD ? s : k.T - 1 - s, FWD, k.T, sizeof(T), ntiles);
         for (int i = k.ptr[blockIdx.x]; i < k.ptr[blockIdx.x + 1]; i++) {
             const int item = k.items[i], ty = item % ntiles;  // a piece's row tiles come in order, ty = 0 first
-            seq_tile<T, TM, FWD, true>(a, {item / ntiles, ty, ntiles}, smem, FlagSync{k.flags, s, ntiles},
+            seq_tile<T, TM, FWD, RING_RESIDENT>(a, {item / ntiles, ty, ntiles}, smem, FlagSync{k.flags, s, ntiles},
                                        wres + (long)k.roff[i] * C::W_ELEMS, s == load_step && ty == 0);
             __syncthreads();  // the next tile's copies reuse the shared memory
         }
@@ -81,7 +81,7 @@ static void (*window_kernel())(SeqStep, SeqWork) {
 
 template <typename T, int TM, bool FWD>
 static void launch_window(const SeqStep &w, const SeqWork &k, cudaStream_t stream) {
-    using C = Sq<T, TM, FWD, true>;
+    using C = Sq<T, TM, FWD, RING_RESIDENT>;
     size_t smem = C::SMEM + (size_t)k.wres * C::W_BYTES;
     launch_attr(attr_cooperative(), window_kernel<T, TM, FWD>(), dim3(k.ctas), dim3(C::NT), smem, stream, w, k);
 }
@@ -94,7 +94,7 @@ void seq_window_launch(const SeqStep &w, const SeqWork &k, cudaStream_t stream) 
 
 template <typename T, int TM, bool FWD>
 static SeqShape window_shape() {
-    using C = Sq<T, TM, FWD, true>;
+    using C = Sq<T, TM, FWD, RING_RESIDENT>;
     return SeqShape{C::SMEM, C::W_BYTES, window_most<T, TM, FWD>()};
 }
 

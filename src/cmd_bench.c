@@ -266,8 +266,8 @@ static void train_row(const TrainRow *row) {
 }
 
 // The engine at B = 32, 64, 128 beside the per-step path at 128, for the shapes the targets
-// name; `only` keeps the rows of one H (0: all).
-static void bench_train(int only) {
+// name; `only` keeps the rows of one H (0: all), `dtype` those of one precision (NULL: all).
+static void bench_train(int only, const char *dtype) {
     char dev[256];
     size_t l2;
     cb_device(dev, sizeof dev, &l2);
@@ -284,7 +284,7 @@ static void bench_train(int only) {
         {8192, 128, "ba_8", "fp32", "steps"}, {8192, 128, "ba_8", "fp32", "on"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        if (!only || rows[i].H == only) train_row(&rows[i]);
+        if ((!only || rows[i].H == only) && (!dtype || !strcmp(rows[i].prec, dtype))) train_row(&rows[i]);
     if (!n_op_rows) return;
     printf("\nthe per-step path's ops, us per call (medians of back-to-back calls); a window of T = 128 steps "
            "runs each per-step op 128 times and bwd-weight once (N = T*B)\n\n"
@@ -306,7 +306,7 @@ static void bench_usage(void) {
            "            blocks 8 and 16 run 0.1)\n"
            "  --train   training throughput: dense H=2048, small-world H=4096/8192/18432, the recurrent\n"
            "            engine at B = 32/64/128 beside the per-step ops, fp32 and bf16\n"
-           "  --hidden H  with --train: only the rows of this hidden size\n"
+           "  --hidden H, --dtype D  with --train: only the rows of this hidden size, this precision\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n");
 }
 
@@ -330,7 +330,7 @@ int cmd_bench(int argc, char **argv) {
             else die("bench --dtype %s: expected fp32 or bf16", v);
         } else die("bench: unknown option '%s' (see swlstm bench --help)", o);
     }
-    if (train) bench_train(only);
+    if (train) bench_train(only, f.dtype);
     else bench_kernels(&f);
     return 0;
 }

@@ -117,7 +117,7 @@ TEST(gpu_bsmm_long_lists_match_cpu) {
         for (int mi = 0; mi < 2; mi++)
             for (int ni = 0; ni < 3; ni++) {
                 Case c = case_make_nb(gpu, 32, masks_long[mi], 70, Ns_long[ni], &s);
-                for (int op = FWD; op <= BWD_DATA; op++) {
+                for (int op = FWD; op <= BWD_WEIGHT; op++) {
                     double e = run_op(gpu, &c, op, ni % 2);
                     if (!(e < tol_for(precs[p]))) {
                         case_free(gpu, &c);

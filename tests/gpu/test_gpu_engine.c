@@ -2,7 +2,8 @@
 // fused step kernels, or in one persistent launch per direction) against the CPU reference
 // and against the GPU's own per-step ops, on shapes that reach every path of its kernels: hub lists cut into pieces, 1-2 row tiles of
 // 32/64/128 rows with odd B, layer norm on and off, 1-2 layers, the input projection fused
-// (E a multiple of 32) or not, windows of another length, and the dense masks' cuBLAS path.
+// (E a multiple of 32) or not, windows of another length, the dense masks' cuBLAS path, and
+// both rings of the forward step kernel.
 #include "gpu_train.h"
 
 typedef struct {
@@ -110,6 +111,17 @@ TEST(gpu_engine_fp32_matches_cpu) { check_engine("fp32", "on", 1e-5, 1e-4); }
 TEST(gpu_engine_bf16_matches_cpu) { check_engine("bf16", "on", 1e-2, 1e-2); }
 TEST(gpu_engine_persistent_fp32_matches_cpu) { check_engine("fp32", "persistent", 1e-5, 1e-4); }
 TEST(gpu_engine_persistent_bf16_matches_cpu) { check_engine("bf16", "persistent", 1e-2, 1e-2); }
+
+// Each of the forward step kernel's rings (lstm_seq.cu deep_ring) on every shape, whichever
+// these shapes' grids would pick.
+static void check_ring(const char *ring) {
+    setenv("SWLSTM_SEQ_RING", ring, 1);
+    check_engine("fp32", "on", 1e-5, 1e-4);
+    check_engine("bf16", "on", 1e-2, 1e-2);
+    unsetenv("SWLSTM_SEQ_RING");
+}
+TEST(gpu_engine_shallow_ring_matches_cpu) { check_ring("shallow"); }
+TEST(gpu_engine_deep_ring_matches_cpu) { check_ring("deep"); }
 
 // A window of another length recaptures the graph; going back to the first length too. The
 // persistent form (bf16: its weights fit) takes the length as an argument of the same kernel.
