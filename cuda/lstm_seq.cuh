@@ -33,6 +33,7 @@ typedef struct {
     // c0 = c_t, c1 = c_{t+1}, dz = dz_t, or in bf16 mode dzb = dz_t in bf16 instead
     real *z, *act, *c0, *c1, *h1, *dh, *dc, *dz;
     bf16 *hb1, *dzb;
+    bf16 *actb;             // bf16 mode, cell fused: act_t instead, a unit's 4 gates side by side ([B][H][4])
     real *dbpart;           // bwd EPI_CELL: [gridDim.y, 4H] sums of dz_t over each tile's rows (for dbias)
 } SeqStep;
 
@@ -56,7 +57,7 @@ __host__ __device__ inline SeqStep seq_at(SeqStep w, int t, bool fwd, int T, int
             return w;
         }
     }
-    w.z = seq_adv(w.z, t * BG), w.act = seq_adv(w.act, t * BG);
+    w.z = seq_adv(w.z, t * BG), w.act = seq_adv(w.act, t * BG), w.actb = seq_adv(w.actb, t * BG);
     w.dz = seq_adv(w.dz, t * BG), w.dzb = seq_adv(w.dzb, t * BG);
     w.c0 += t * BH, w.c1 += t * BH;
     w.h1 = seq_adv(w.h1, t * BH), w.hb1 = seq_adv(w.hb1, t * BH);

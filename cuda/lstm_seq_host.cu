@@ -106,11 +106,11 @@ static int engine_takes(const SeqArgs *a) {
     return fits && w->bs == SQ_BS && w->ngates == 4 && w->nbr == 4 * w->nbc && (!a->x || a->E % SQ_BS == 0);
 }
 
-// The layer's fp32 z or dz [T*B, 4H]: device memory where something writes it, else only
-// address space (mmap'd without access): a key under which its bf16 twin serves every
+// The layer's fp32 z, act or dz [T*B, 4H]: device memory where something writes it, else
+// only address space (mmap'd without access): a key under which its bf16 twin serves every
 // reader, and a fault, not stale values, for any access. In bf16 mode without layer norm
-// the steps write dz only in bf16, and z is never filled where the input is fused: 9 GiB
-// of the 21 at H = 18432.
+// the steps write dz and act only in bf16 (act packed for the step kernels alone), and z is
+// never filled where the input is fused: 14 GiB of the 21 at H = 18432.
 static real *fp32_or_key(size_t bytes, int key) {
     if (!key) return (real *)cu_alloc(bytes);
     void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -123,7 +123,7 @@ static void free_fp32_or_key(real *p, size_t bytes, int key) {
     else CUDA_CHECK(cudaFree(p));
 }
 
-// Values in the layer's z or dz over the window: [T*B, 4H].
+// Values in the layer's z, act or dz over the window: [T*B, 4H].
 static size_t zcount(const SeqArgs *a) { return (size_t)a->T * a->B * 4 * a->H; }
 static size_t zbytes(const SeqArgs *a) { return sizeof(real) * zcount(a); }
 
@@ -136,6 +136,8 @@ void *seq_create_cuda(SeqArgs *a) {
     s->dz_key = BF && !a->ln_gain && !s->dense;
     a->z = fp32_or_key(zbytes(a), s->z_key);
     a->dz = fp32_or_key(zbytes(a), s->dz_key);
+    a->act = fp32_or_key(zbytes(a), s->dz_key);  // the fused cell keeps act in bf16 where it writes dz so
+    if (s->dz_key) CUDA_CHECK(cudaMalloc(&s->actb, sizeof(bf16) * zcount(a)));
     s->a = *a;
     s->bf = BF;
     s->nlists = a->wh->nbc;
@@ -182,6 +184,7 @@ void seq_free_cuda(void *p) {
     CUDA_CHECK(cudaFree(s->count));
     CUDA_CHECK(cudaFree(s->hb));
     CUDA_CHECK(cudaFree(s->dzb));
+    CUDA_CHECK(cudaFree(s->actb));
     CUDA_CHECK(cudaFree(s->dbpart));
     CUDA_CHECK(cudaFree(s->xb));
     CUDA_CHECK(cudaFree(s->wd));
@@ -191,6 +194,7 @@ void seq_free_cuda(void *p) {
     twin_forget(s->a.dz);
     free_fp32_or_key(s->a.z, zbytes(&s->a), s->z_key);
     free_fp32_or_key(s->a.dz, zbytes(&s->a), s->dz_key);
+    free_fp32_or_key(s->a.act, zbytes(&s->a), s->dz_key);
     free(s);
 }
 
@@ -211,6 +215,7 @@ static SeqStep window_base(const Seq *s, const void *w, const void *wx, int fwd)
     st.bias = a.bias;
     st.epi = a.ln_gain ? EPI_SUM : EPI_CELL;
     st.act = a.act;
+    st.actb = s->actb;
     st.c0 = a.c;
     st.c1 = a.c + BH;
     if (fwd) {

@@ -20,10 +20,11 @@ typedef struct {
     int *count;
     bf16 *hb, *dzb;       // bf16 mode: h [(T+1)B, H] and dz [TB, 4H] as the kernels read them (dz at the first bwd)
     bf16 *xb;             // bf16 mode with the input fused: x [TB, E]
+    bf16 *actb;           // dz_key: the gate activations [T][B][H][4] (SeqStep actb), a.act a key
     float *dbpart;        // without layer norm: [T][row tiles][4H] column sums of dz, summed into dbias
     cudaStream_t stream;
     Graph g[2];
-    int z_key, dz_key;    // a.z / a.dz are address space only (fp32_or_key)
+    int z_key, dz_key;    // a.z / a.dz (and a.act) are address space only (fp32_or_key)
     int persist[2];       // direction d ([0] bwd, [1] fwd) in one persistent launch (seq_window_launch), else a kernel per step
     SeqWork work[2];      // persist: each direction's tiles shared out over its CTAs
     int *flags;           // persist: each direction's per-list flags (SeqWork)

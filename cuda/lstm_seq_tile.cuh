@@ -109,6 +109,16 @@ struct SeqCopies {
 // in the same launch, maybe on another SM, and this SM's L1 may hold an older line.
 constexpr int SQ_PER = 8;
 
+// A unit's 4 gate activations as bf16, side by side (SeqStep actb).
+__device__ inline uint2 bf16x4(float i, float f, float g, float o) {
+    __nv_bfloat162 lo = __floats2bfloat162_rn(i, f), hi = __floats2bfloat162_rn(g, o);
+    return make_uint2(*(uint32_t *)&lo, *(uint32_t *)&hi);
+}
+__device__ inline float4 bf16x4_unpack(uint32_t lo, uint32_t hi) {
+    return make_float4(__uint_as_float(lo << 16), __uint_as_float(lo & 0xffff0000u), __uint_as_float(hi << 16),
+                       __uint_as_float(hi & 0xffff0000u));
+}
+
 // fwd: red holds W_h h_t for the 4 gates; z_t (the input projection) is added in, then the
 // cell as lstm_fwd computes it (EPI_SUM: only z_t += W_h h_t, the cell comes after the layer norm).
 __device__ inline void cell_fwd(const SeqStep &a, const float *red, int TM, int n0, int col) {
@@ -139,11 +149,15 @@ __device__ inline void cell_fwd(const SeqStep &a, const float *red, int TM, int 
             continue;
         }
         float i = sigm(pre[0] + bias[0]), f = sigm(pre[1] + bias[1]), g = tnh(pre[2] + bias[2]), o = sigm(pre[3] + bias[3]);
-        __stcs(ar + col, i);
-        __stcs(ar + a.H + col, f);
-        __stcs(ar + 2L * a.H + col, g);
-        __stcs(ar + 3L * a.H + col, o);
         long e = (long)n * a.H + col;
+        if (a.actb) {
+            __stcs((uint2 *)a.actb + e, bf16x4(i, f, g, o));
+        } else {
+            __stcs(ar + col, i);
+            __stcs(ar + a.H + col, f);
+            __stcs(ar + 2L * a.H + col, g);
+            __stcs(ar + 3L * a.H + col, o);
+        }
         float cn = f * cp[q] + i * g, h = o * tnh(cn);
         a.c1[e] = cn;
         if (a.hb1) {  // bf16 mode: the next step reads the bf16 copy
@@ -176,7 +190,8 @@ __device__ inline void cell_bwd(const SeqStep &a, float *red, int n0, int col, i
     const int u = threadIdx.x % SQ_BS, r0 = threadIdx.x / SQ_BS, rstep = blockDim.x / SQ_BS;
     const long G = 4L * a.H;
     const bool cell = a.epi == EPI_CELL;
-    float dh[SQ_PER], dc[SQ_PER], c1[SQ_PER], c0[SQ_PER], act[SQ_PER][4], dbs[4] = {};
+    float dh[SQ_PER], dc[SQ_PER], c1[SQ_PER], c0[SQ_PER], dbs[4] = {};
+    uint32_t act[SQ_PER][4];  // the gates' bits as loaded (actb: two bf16 pairs), unpacked in the arithmetic
 #pragma unroll
     for (int q = 0; q < SQ_PER; q++) {
         int n = n0 + r0 + q * rstep;
@@ -186,8 +201,13 @@ __device__ inline void cell_bwd(const SeqStep &a, float *red, int n0, int col, i
         dc[q] = okc ? __ldcg(a.dc + e) : 0.f;
         c1[q] = okc ? a.c1[e] : 0.f;
         c0[q] = okc ? a.c0[e] : 0.f;
+        if (a.actb) {
+            uint2 v = okc ? __ldcs((const uint2 *)a.actb + e) : make_uint2(0, 0);
+            act[q][0] = v.x, act[q][1] = v.y;
+        } else {
 #pragma unroll
-        for (int g = 0; g < 4; g++) act[q][g] = okc ? __ldcs(a.act + n * G + g * (long)a.H + col) : 0.f;
+            for (int g = 0; g < 4; g++) act[q][g] = okc ? __float_as_uint(__ldcs(a.act + n * G + g * (long)a.H + col)) : 0;
+        }
     }
 #pragma unroll
     for (int q = 0; q < SQ_PER; q++) {
@@ -197,7 +217,10 @@ __device__ inline void cell_bwd(const SeqStep &a, float *red, int n0, int col, i
         float d = dh[q] + red[m * SQ_BS + u];
         a.dh[e] = d;
         if (!cell) continue;
-        float i = act[q][0], f = act[q][1], g = act[q][2], o = act[q][3], tc = tnh(c1[q]);
+        float4 v = a.actb ? bf16x4_unpack(act[q][0], act[q][1])
+                          : make_float4(__uint_as_float(act[q][0]), __uint_as_float(act[q][1]), __uint_as_float(act[q][2]),
+                                        __uint_as_float(act[q][3]));
+        float i = v.x, f = v.y, g = v.z, o = v.w, tc = tnh(c1[q]);
         float dct = dc[q] + d * o * (1 - tc * tc);
         float dz[4] = {dct * g * i * (1 - i), dct * c0[q] * f * (1 - f), dct * i * (1 - g * g), d * tc * o * (1 - o)};
 #pragma unroll

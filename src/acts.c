@@ -7,17 +7,18 @@
 static real *ralloc(const Backend *be, size_t n) { return be->alloc(n * sizeof(real)); }
 
 // The backend's engine for layer l over these buffers (NULL: per-step ops); it sets the
-// layer's z and dz.
+// layer's z, act and dz.
 static void *seq_for(const Model *m, Acts *a, int l) {
     if (!m->be->seq_create || !engine_wanted(&m->cfg)) return NULL;
     const Layer *L = &m->layer[l];
     real *P = m->params, *G = m->grads;
     SeqArgs s = {a->B, a->T, m->H, &L->wh, P + L->off_wh, P + L->off_b, m->ln ? P + L->off_g : NULL,
                  G + L->off_wh, G + L->off_b, m->ln ? G + L->off_g : NULL,
-                 NULL, a->act[l], a->lnstat[l], a->h[l], a->c[l], NULL, a->dh[l], a->dc[l],
+                 NULL, NULL, a->lnstat[l], a->h[l], a->c[l], NULL, a->dh[l], a->dc[l],
                  input_fused(m, l) ? a->x0 : NULL, P + L->off_wx, L->in, !strcmp(m->cfg.engine, "persistent")};
     void *seq = m->be->seq_create(&s);
     a->z[l] = s.z;
+    a->act[l] = s.act;
     a->dz[l] = s.dz;
     return seq;
 }
@@ -56,14 +57,13 @@ Acts *acts_create(const Model *m, int B, int T) {
     a->x0 = ralloc(be, N * m->E);
     a->dx0 = ralloc(be, N * m->E);
     for (int l = 0; l < m->L; l++) {
-        a->act[l] = ralloc(be, N * G);
         a->lnstat[l] = m->ln ? ralloc(be, N * 8) : NULL;
         a->h[l] = ralloc(be, (N + B) * H);
         a->c[l] = ralloc(be, (N + B) * H);
         a->dh[l] = ralloc(be, (N + B) * H);
         a->dc[l] = ralloc(be, (size_t)B * H);
         a->seq[l] = seq_for(m, a, l);
-        if (!a->seq[l]) a->z[l] = ralloc(be, N * G), a->dz[l] = ralloc(be, N * G);
+        if (!a->seq[l]) a->z[l] = ralloc(be, N * G), a->act[l] = ralloc(be, N * G), a->dz[l] = ralloc(be, N * G);
         a->ml[l] = m->mlstm ? mlstm_acts_create(m, l, B, T, 1) : NULL;
     }
     a->logits = ralloc(be, N * SW_VOCAB);
@@ -77,8 +77,7 @@ void acts_free(const Model *m, Acts *a) {
     const Backend *be = m->be;
     be->free(a->tok); be->free(a->tgt); be->free(a->x0); be->free(a->dx0);
     for (int l = 0; l < m->L; l++) {
-        if (!a->seq[l]) be->free(a->z[l]), be->free(a->dz[l]);
-        be->free(a->act[l]);
+        if (!a->seq[l]) be->free(a->z[l]), be->free(a->act[l]), be->free(a->dz[l]);
         if (a->lnstat[l]) be->free(a->lnstat[l]);
         be->free(a->h[l]); be->free(a->c[l]); be->free(a->dh[l]); be->free(a->dc[l]);
         if (a->seq[l]) be->seq_free(a->seq[l]);

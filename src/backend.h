@@ -89,9 +89,9 @@ typedef struct Backend {
 
     // ---- the recurrent engine: a layer's whole window in a few launches ----
     // seq_create returns a handle, or NULL where this backend or shape runs step by step (the
-    // model then calls lstm_fwd/bsmm_fwd per step: the reference). With a handle, a->z and
-    // a->dz come back set: the engine owns them (seq_free frees them), as it alone knows
-    // whether anything writes them in fp32. seq_fwd runs T steps as
+    // model then calls lstm_fwd/bsmm_fwd per step: the reference). With a handle, a->z,
+    // a->act and a->dz come back set: the engine owns them (seq_free frees them), as it alone
+    // knows whether anything writes them in fp32. seq_fwd runs T steps as
     // that loop does (z holds the input projection on entry). seq_bwd runs them backward,
     // accumulates dwh, dbias, dln_gain, and leaves the carried state's gradients in dh
     // block 0 and dc. NULL entries: the backend has no engine.
