@@ -32,10 +32,10 @@ int input_fused(const Model *m, int l) {
 }
 
 // The mlstm runs per-step ops: its internal steps need whole-row layer norms between products.
+// auto takes the engine in both precisions: it is the faster path in every shape measured
+// (fp32 too since its dense path: H100, dense 2048 64.3 -> 40.1 ms a step, 8192 ba_8 86.1 -> 78.7).
 int engine_wanted(const Config *cfg) {
-    if (strcmp(cfg->cell, "lstm")) return 0;
-    return !strcmp(cfg->engine, "on") || !strcmp(cfg->engine, "persistent") ||
-           (!strcmp(cfg->engine, "auto") && !strcmp(cfg->precision, "bf16"));
+    return !strcmp(cfg->cell, "lstm") && strcmp(cfg->engine, "steps");
 }
 
 const char *acts_path(const Model *m, const Acts *a) {

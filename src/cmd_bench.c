@@ -280,8 +280,8 @@ static void bench_train(int only, const char *dtype) {
         {2048, 128, "dense", "bf16", "auto"}, {8192, 128, "ba_8", "bf16", "steps"}, {8192, 32, "ba_8", "bf16", "auto"},
         {8192, 64, "ba_8", "bf16", "auto"}, {8192, 128, "ba_8", "bf16", "auto"}, {4096, 128, "ba_4", "bf16", "auto"},
         {4096, 128, "ba_4", "bf16", "persistent"},
-        {18432, 128, "ba_8", "bf16", "auto"}, {2048, 128, "dense", "fp32", "steps"}, {2048, 128, "dense", "fp32", "on"},
-        {8192, 128, "ba_8", "fp32", "steps"}, {8192, 128, "ba_8", "fp32", "on"},
+        {18432, 128, "ba_8", "bf16", "auto"}, {2048, 128, "dense", "fp32", "steps"}, {2048, 128, "dense", "fp32", "auto"},
+        {8192, 128, "ba_8", "fp32", "steps"}, {8192, 128, "ba_8", "fp32", "auto"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         if ((!only || rows[i].H == only) && (!dtype || !strcmp(rows[i].prec, dtype))) train_row(&rows[i]);

@@ -14,7 +14,7 @@ typedef struct {
     double ema;
 } Shape;
 
-// Block 32 runs the CUDA recurrent engine (in bf16); 8 and 16 the per-step ops.
+// Block 32 runs the CUDA recurrent engine; 8 and 16 the per-step ops.
 static const Shape shapes[] = {{"ba_2", 16, 0, 2, NULL, NULL, 0, 0}, {"random_0.3", 32, 1, 2, NULL, NULL, 0, 0},
                                {"ws_4_0.2", 8, 1, 1, NULL, NULL, 0, 0}, {"dense", 16, 0, 1, NULL, NULL, 0, 0},
                                {"ba_2", 32, 0, 2, NULL, NULL, 0, 0}, {"dense", 32, 0, 1, NULL, NULL, 0, 0}};
