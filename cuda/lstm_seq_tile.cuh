@@ -19,9 +19,10 @@
 // per 2 entries, so each CTA keeps 4 entries in flight with half the barriers, at half the
 // CTAs per SM (one at 128 rows; H100, fwd ms per window: 4096 ba_4 B = 128 3.9 -> 3.0,
 // 8192 ba_8 B = 64 5.6 -> 4.8, B = 32 4.3 -> 3.9, but 8192 ba_8 B = 128 6.4 -> 6.7, whose
-// 366 CTAs then take three rounds instead of two: seq_ring picks). RESIDENT: the persistent
-// form's layout, where the CTA's weights stay resident after its ring (seq_window_kernel), so
-// a stage holds only slabs and the ring is as deep as fits in the epilogue's space.
+// 366 CTAs then take three rounds instead of two: deep_ring in lstm_seq.cu picks).
+// RESIDENT: the persistent form's layout, where the CTA's weights stay resident after its
+// ring (seq_window_kernel), so a stage holds only slabs and the ring is as deep as fits in
+// the epilogue's space.
 enum SeqRing { RING_SHALLOW, RING_DEEP, RING_RESIDENT };
 
 template <typename T, int TM, bool FWD, int RING = RING_SHALLOW>

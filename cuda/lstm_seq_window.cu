@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(Sq<T, TM, FWD, RING_RESIDENT>::NT, 1) seq_wind
         for (int i = k.ptr[blockIdx.x]; i < k.ptr[blockIdx.x + 1]; i++) {
             const int item = k.items[i], ty = item % ntiles;  // a piece's row tiles come in order, ty = 0 first
             seq_tile<T, TM, FWD, RING_RESIDENT>(a, {item / ntiles, ty, ntiles}, smem, FlagSync{k.flags, s, ntiles},
-                                       wres + (long)k.roff[i] * C::W_ELEMS, s == load_step && ty == 0);
+                                                wres + (long)k.roff[i] * C::W_ELEMS, s == load_step && ty == 0);
             __syncthreads();  // the next tile's copies reuse the shared memory
         }
     }
