@@ -136,7 +136,7 @@ void *seq_create_cuda(SeqArgs *a) {
     s->dz_key = BF && !a->ln_gain && !s->dense;
     a->z = fp32_or_key(zbytes(a), s->z_key);
     a->dz = fp32_or_key(zbytes(a), s->dz_key);
-    a->act = fp32_or_key(zbytes(a), s->dz_key);  // the fused cell keeps act in bf16 where it writes dz so
+    a->act = fp32_or_key(zbytes(a), s->dz_key);  // wherever dz is bf16 only, so is act (actb)
     if (s->dz_key) CUDA_CHECK(cudaMalloc(&s->actb, sizeof(bf16) * zcount(a)));
     s->a = *a;
     s->bf = BF;
