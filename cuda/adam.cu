@@ -20,7 +20,7 @@ void adam_cuda(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a) {
     bf16 *shadow = NULL;
     if (g_cuda.shadow && p >= g_cuda.params && p + n <= g_cuda.params + g_cuda.nparams)
         shadow = g_cuda.shadow + (p - g_cuda.params);
-    adam_kernel<<<grid_for(n, 256), 256>>>(p, g, m, v, shadow, n, a, bc1, bc2);
+    adam_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(p, g, m, v, shadow, n, a, bc1, bc2);
     LAUNCH_CHECK();
     if (!shadow) shadow_refresh(p, n);  // a range that straddles the params edge
 }
@@ -32,7 +32,7 @@ __global__ void axpy_kernel(real *y, const real *x, real alpha, size_t n) {
 
 void axpy_cuda(real *y, const real *x, real alpha, size_t n) {
     if (!n) return;
-    axpy_kernel<<<grid_for(n, 256), 256>>>(y, x, alpha, n);
+    axpy_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(y, x, alpha, n);
     LAUNCH_CHECK();
 }
 
@@ -43,6 +43,6 @@ __global__ void ema_kernel(real *avg, const real *p, real decay, size_t n) {
 
 void ema_cuda(real *avg, const real *p, real decay, size_t n) {
     if (!n) return;
-    ema_kernel<<<grid_for(n, 256), 256>>>(avg, p, decay, n);
+    ema_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(avg, p, decay, n);
     LAUNCH_CHECK();
 }

@@ -29,6 +29,7 @@ void *cuda_scratch(int slot, size_t bytes) {
         CUDA_CHECK(cudaMalloc(&g_cuda.scratch[slot], bytes));
         CUDA_CHECK(cudaMemset(g_cuda.scratch[slot], 0, bytes));
         g_cuda.scratch_bytes[slot] = bytes;
+        g_cuda.gen++;
     }
     return g_cuda.scratch[slot];
 }
@@ -45,6 +46,7 @@ static void cu_free(void *p) {
     if (!p) return;
     if (p == g_cuda.params) register_params_cuda(NULL, 0, 0);  // a later buffer may reuse the address
     CUDA_CHECK(cudaFree(p));
+    g_cuda.gen++;  // and a recorded graph may hold it
 }
 static void cu_to_device(void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
@@ -219,6 +221,7 @@ static void cuda_init(void) {
      .lstm_fwd = lstm_fwd_cuda, .lstm_bwd = lstm_bwd_cuda,                                      \
      .seq_create = seq_create_cuda<BF>, .seq_fwd = seq_fwd_cuda<BF>, .seq_bwd = seq_bwd_cuda<BF>,  \
      .seq_free = seq_free_cuda, .seq_path = seq_path_cuda,                                      \
+     .replay = replay_cuda, .replay_forget = replay_forget_cuda,                                \
      .layernorm_fwd = layernorm_fwd_cuda, .layernorm_bwd = layernorm_bwd_cuda,                  \
      .mul_fwd = mul_fwd_cuda, .mul_bwd = mul_bwd_cuda, .relu_fwd = relu_fwd_cuda,               \
      .relu_bwd = relu_bwd_cuda, .softmax_xent = softmax_xent_cuda,                              \

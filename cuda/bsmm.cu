@@ -253,7 +253,7 @@ static void launch_mm(MmArgs a, int npieces, int nob) {
     int gy = cdiv(a.N, TM);
     a.part = (float *)cuda_scratch(SCRATCH_PART, sizeof(float) * (size_t)npieces * gy * TM * BS);
     a.count = (int *)cuda_scratch(SCRATCH_COUNT, sizeof(int) * (size_t)nob * gy);
-    bsmm_mm_kernel<T, BS, TM, FWD><<<dim3(npieces, gy), MM_THREADS, C::SMEM>>>(a);
+    bsmm_mm_kernel<T, BS, TM, FWD><<<dim3(npieces, gy), MM_THREADS, C::SMEM, g_cuda.stream>>>(a);
     LAUNCH_CHECK();
 }
 
@@ -314,7 +314,7 @@ template <typename T, int BS, int NG>
 static void launch_bwd_weight_ng(const BwArgs &a, int ngroups) {
     static thread_local bool ready;  // the attribute is per device: one per rank thread
     if (!ready) allow_smem(bsmm_bwd_weight_kernel<T, BS, NG>, Bw<T, BS, NG>::SMEM), ready = true;
-    bsmm_bwd_weight_kernel<T, BS, NG><<<ngroups, Bw<T, BS, NG>::NT, Bw<T, BS, NG>::SMEM>>>(a);
+    bsmm_bwd_weight_kernel<T, BS, NG><<<ngroups, Bw<T, BS, NG>::NT, Bw<T, BS, NG>::SMEM, g_cuda.stream>>>(a);
     LAUNCH_CHECK();
 }
 

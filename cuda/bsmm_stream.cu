@@ -170,5 +170,5 @@ void bsmm_stream_fwd(real *y, const real *x, const BsMat *w, const bf16 *wb, int
                 (int *)cuda_scratch(SCRATCH_COUNT, sizeof(int) * (size_t)w->nbr * gy), N, w->rows, acc};
     // Programmatically dependent on the kernel before: this one's CTAs are placed while that
     // one's last ones finish (pdl_wait holds them until its results are visible).
-    launch_attr(attr_pdl(true), bsmm_stream_kernel, dim3(d->fwd_npieces, gy), dim3(ST_WARPS * 32), ST_SMEM, 0, x_boxes(x, N, w->cols), a);
+    launch_attr(attr_pdl(true), bsmm_stream_kernel, dim3(d->fwd_npieces, gy), dim3(ST_WARPS * 32), ST_SMEM, g_cuda.stream, x_boxes(x, N, w->cols), a);
 }

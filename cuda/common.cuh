@@ -69,6 +69,12 @@ typedef struct {
     bf16 *shadow;            // bf16 copy of params, NULL until a bf16 backend registers them
     void *scratch[SCRATCH_N];  // grown on demand (zero-filled when allocated), see cuda_scratch
     size_t scratch_bytes[SCRATCH_N];
+    // The stream every op launches on: 0 (the legacy default stream, which every blocking
+    // stream waits for) except while replay.cu records a window's ops into a graph.
+    cudaStream_t stream;
+    // Bumped whenever a buffer that a recorded graph may have baked in moves (scratch grown,
+    // a twin or the weight shadow changed): replay.cu records such a graph again.
+    unsigned long gen;
 } CudaState;
 // Per thread: `gpus = N` trains one rank per thread, each on its own device.
 extern thread_local CudaState g_cuda;
@@ -95,7 +101,7 @@ void shadow_refresh(const real *p, size_t n);
 // converted copy in scratch (tests and benches pass their own weight buffers; kernels
 // also need 16-byte alignment).
 const bf16 *weights_bf16(const real *vals, size_t n);
-void to_bf16(bf16 *dst, const real *src, size_t n, cudaStream_t stream = 0);
+void to_bf16(bf16 *dst, const real *src, size_t n, cudaStream_t stream = g_cuda.stream);
 // bf16 activations for x[n] (twins.cu): the registered bf16 twin of the buffer holding x (the
 // engine's copies of h and dz, current after its last window), else a copy in scratch `slot`.
 const bf16 *acts_bf16(const real *x, size_t n, int slot);
@@ -113,7 +119,7 @@ inline const void *act_operand(const real *x, size_t n, int slot) {
 }
 
 // Column sums of a row-major [N, R] matrix: out[r] += sum_n in[n][r], n in order.
-void colsum_acc(real *out, const real *in, int N, int R, cudaStream_t stream = 0);
+void colsum_acc(real *out, const real *in, int N, int R, cudaStream_t stream = g_cuda.stream);
 // Scratch that colsum_acc needs for N rows (allocate before a stream capture).
 void colsum_reserve(int N, int R);
 
@@ -161,6 +167,8 @@ template <bool BF>
 void seq_bwd_cuda(void *s, int T);
 void seq_free_cuda(void *s);
 const char *seq_path_cuda(void *s);
+void replay_cuda(const void *owner, int key, int T, void (*body)(void *), void *ctx);
+void replay_forget_cuda(const void *owner);
 void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C);
 void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
                         const real *gain, int N, int C);

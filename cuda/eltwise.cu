@@ -30,24 +30,24 @@ __global__ void relu_bwd_kernel(real *dx, const real *dy, const real *y, size_t 
 
 void mul_fwd_cuda(real *y, const real *a, const real *b, size_t n) {
     if (!n) return;
-    mul_fwd_kernel<<<grid_for(n, 256), 256>>>(y, a, b, n);
+    mul_fwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(y, a, b, n);
     LAUNCH_CHECK();
 }
 
 void mul_bwd_cuda(real *da, real *db, const real *dy, const real *a, const real *b, size_t n) {
     if (!n) return;
-    mul_bwd_kernel<<<grid_for(n, 256), 256>>>(da, db, dy, a, b, n);
+    mul_bwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(da, db, dy, a, b, n);
     LAUNCH_CHECK();
 }
 
 void relu_fwd_cuda(real *y, const real *x, const real *add, size_t n) {
     if (!n) return;
-    relu_fwd_kernel<<<grid_for(n, 256), 256>>>(y, x, add, n);
+    relu_fwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(y, x, add, n);
     LAUNCH_CHECK();
 }
 
 void relu_bwd_cuda(real *dx, const real *dy, const real *y, size_t n) {
     if (!n) return;
-    relu_bwd_kernel<<<grid_for(n, 256), 256>>>(dx, dy, y, n);
+    relu_bwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(dx, dy, y, n);
     LAUNCH_CHECK();
 }

@@ -10,7 +10,7 @@ __global__ void embed_fwd_kernel(real *out, const real *table, const int *tok, l
 
 void embed_fwd_cuda(real *out, const real *table, const int *tok, int N, int E) {
     if (N <= 0) return;
-    embed_fwd_kernel<<<grid_for((size_t)N * E, 256), 256>>>(out, table, tok, N, E);
+    embed_fwd_kernel<<<grid_for((size_t)N * E, 256), 256, 0, g_cuda.stream>>>(out, table, tok, N, E);
     LAUNCH_CHECK();
 }
 
@@ -56,8 +56,8 @@ void embed_bwd_cuda(real *dtable, const real *dout, const int *tok, int N, int E
     const int slices = cdiv(N, SW_EMBED_SLICE);
     const long n = (long)SW_VOCAB * E;
     real *part = (real *)cuda_scratch(SCRATCH_EMBED, sizeof(real) * (size_t)slices * n);
-    embed_bwd_kernel<<<dim3(SW_VOCAB, cdiv(E, 128), slices), 128>>>(part, dout, tok, N, E);
+    embed_bwd_kernel<<<dim3(SW_VOCAB, cdiv(E, 128), slices), 128, 0, g_cuda.stream>>>(part, dout, tok, N, E);
     LAUNCH_CHECK();
-    embed_sum_kernel<<<grid_for((size_t)n, 256), 256>>>(dtable, part, slices, n);
+    embed_sum_kernel<<<grid_for((size_t)n, 256), 256, 0, g_cuda.stream>>>(dtable, part, slices, n);
     LAUNCH_CHECK();
 }

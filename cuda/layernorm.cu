@@ -24,7 +24,7 @@ __global__ void layernorm_fwd_kernel(real *y, real *stat, const real *x, const r
 
 void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C) {
     if (N <= 0) return;
-    layernorm_fwd_kernel<<<N, ROW_THREADS>>>(y, stat, x, gain, bias, C);
+    layernorm_fwd_kernel<<<N, ROW_THREADS, 0, g_cuda.stream>>>(y, stat, x, gain, bias, C);
     LAUNCH_CHECK();
 }
 
@@ -59,8 +59,8 @@ void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, cons
                         const real *gain, int N, int C) {
     if (N <= 0) return;
     colsum_acc(dbias, dy, N, C);
-    layernorm_gain_grad_kernel<<<cdiv(C, 128), 128>>>(dgain, dy, x, stat, N, C);
+    layernorm_gain_grad_kernel<<<cdiv(C, 128), 128, 0, g_cuda.stream>>>(dgain, dy, x, stat, N, C);
     LAUNCH_CHECK();
-    layernorm_bwd_kernel<<<N, ROW_THREADS>>>(dx, dy, x, stat, gain, C);
+    layernorm_bwd_kernel<<<N, ROW_THREADS, 0, g_cuda.stream>>>(dx, dy, x, stat, gain, C);
     LAUNCH_CHECK();
 }

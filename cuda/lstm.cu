@@ -59,7 +59,7 @@ void lstm_fwd_on(cudaStream_t s, real *h, real *c, real *act, real *lnstat, cons
 
 void lstm_fwd_cuda(real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
                    const real *bias, const real *ln_gain, int B, int H) {
-    lstm_fwd_on(0, h, c, act, lnstat, z, c_prev, bias, ln_gain, B, H);
+    lstm_fwd_on(g_cuda.stream, h, c, act, lnstat, z, c_prev, bias, ln_gain, B, H);
 }
 
 // One thread per (b, j): the gradient at the four gates' pre-activations (into dz) and
@@ -139,5 +139,5 @@ void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln
 void lstm_bwd_cuda(real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh, const real *dc,
                    const real *act, const real *c, const real *c_prev, const real *z, const real *lnstat,
                    const real *ln_gain, int B, int H) {
-    lstm_bwd_on(0, dz, dc_prev, dbias, dln_gain, dh, dc, act, c, c_prev, z, lnstat, ln_gain, B, H);
+    lstm_bwd_on(g_cuda.stream, dz, dc_prev, dbias, dln_gain, dh, dc, act, c, c_prev, z, lnstat, ln_gain, B, H);
 }

@@ -25,7 +25,7 @@ template <bool BF>
 void matmul_fwd_cuda(real *y, const real *x, const real *W, const real *bias, int N, int C, int R, int acc) {
     if (N <= 0) return;
     if (bias) {
-        bias_rows_kernel<<<grid_for((size_t)N * R, 256), 256>>>(y, bias, N, R, acc);
+        bias_rows_kernel<<<grid_for((size_t)N * R, 256), 256, 0, g_cuda.stream>>>(y, bias, N, R, acc);
         LAUNCH_CHECK();
     }
     // y^T[R,N] = W[R,C] x^T[C,N]; W^T is W's column-major view (ld C), x^T is x's (ld C).

@@ -26,9 +26,9 @@ __global__ void sum_parts_kernel(double *out, const double *part, int n) {
 double sumsq_cuda(const real *x, size_t n) {
     if (!n) return 0;
     double *part = (double *)cuda_scratch(SCRATCH_SUMSQ, (SUMSQ_BLOCKS + 1) * sizeof(double)), r;
-    sumsq_part_kernel<<<SUMSQ_BLOCKS, 256>>>(part, x, n);
+    sumsq_part_kernel<<<SUMSQ_BLOCKS, 256, 0, g_cuda.stream>>>(part, x, n);
     LAUNCH_CHECK();
-    sum_parts_kernel<<<1, 256>>>(part + SUMSQ_BLOCKS, part, SUMSQ_BLOCKS);
+    sum_parts_kernel<<<1, 256, 0, g_cuda.stream>>>(part + SUMSQ_BLOCKS, part, SUMSQ_BLOCKS);
     LAUNCH_CHECK();
     CUDA_CHECK(cudaMemcpy(&r, part + SUMSQ_BLOCKS, sizeof r, cudaMemcpyDeviceToHost));
     return r;

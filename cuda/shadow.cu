@@ -39,6 +39,7 @@ const bf16 *weights_bf16(const real *vals, size_t n) {
 void register_params_cuda(real *params, size_t n, int want_shadow) {
     if (g_cuda.shadow) CUDA_CHECK(cudaFree(g_cuda.shadow));
     g_cuda.shadow = NULL;
+    g_cuda.gen++;
     g_cuda.params = params;
     g_cuda.nparams = n;
     if (!want_shadow || !n) return;

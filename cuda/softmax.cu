@@ -31,6 +31,6 @@ __global__ void softmax_xent_kernel(real *loss, real *dlogits, const real *logit
 
 void softmax_xent_cuda(real *loss, real *dlogits, const real *logits, const int *target, int N, int V, real dscale) {
     if (N <= 0) return;
-    softmax_xent_kernel<<<cdiv(N, 8), 256>>>(loss, dlogits, logits, target, N, V, dscale);
+    softmax_xent_kernel<<<cdiv(N, 8), 256, 0, g_cuda.stream>>>(loss, dlogits, logits, target, N, V, dscale);
     LAUNCH_CHECK();
 }

@@ -16,7 +16,7 @@ static thread_local Twin twins[TWINS_MAX];  // per rank thread, like g_cuda
 
 // Replaces any twin of f (one entry per buffer, so no stale entry can shadow the new one).
 void twin_register(const real *f, const bf16 *b, size_t n) {
-    twin_forget(f);
+    twin_forget(f);  // (which moves g_cuda.gen: ops recorded before read other memory now)
     for (int i = 0; i < TWINS_MAX; i++)
         if (!twins[i].f) {
             twins[i] = (Twin){f, b, n};
@@ -26,6 +26,7 @@ void twin_register(const real *f, const bf16 *b, size_t n) {
 }
 
 void twin_forget(const real *f) {
+    g_cuda.gen++;
     for (int i = 0; i < TWINS_MAX; i++)
         if (twins[i].f == f) twins[i] = (Twin){NULL, NULL, 0};
 }

@@ -39,6 +39,7 @@ int engine_wanted(const Config *cfg) {
 }
 
 const char *acts_path(const Model *m, const Acts *a) {
+    if (m->mlstm && mlstm_replays(m)) return "per-step ops, each window's steps replayed as one launch per direction";
     if (!a->seq[0]) return "per-step ops";
     static _Thread_local char path[256];
     snprintf(path, sizeof path, "%s%s", m->be->seq_path(a->seq[0]),

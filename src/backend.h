@@ -100,6 +100,13 @@ typedef struct Backend {
     void (*seq_bwd)(void *s, int T);
     void (*seq_free)(void *s);
     const char *(*seq_path)(void *s);  // how the engine runs the window, in words (the training log)
+    // ---- a window's ops in one launch (the mlstm's steps) ----
+    // replay runs body(ctx), whose ops must be the same on the same buffers at every call with
+    // the same (owner, key, T): the backend may record them once and replay the record (the
+    // CUDA backend: a graph; replay.cu says when it records). replay_forget(owner) drops the
+    // records before owner's buffers are freed. NULL: the model calls body itself.
+    void (*replay)(const void *owner, int key, int T, void (*body)(void *ctx), void *ctx);
+    void (*replay_forget)(const void *owner);
     // ---- the mlstm's steps (src/mlstm_step.c) ----
     // y[N,C] = (x - mean) * rstd * gain + bias over each row's C values; stat[N,2] = (mean, rstd).
     void (*layernorm_fwd)(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C);

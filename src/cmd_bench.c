@@ -27,6 +27,7 @@ int cmd_bench(int argc, char **argv) {
 #include "backend.h"
 #include "bsmat.h"
 #include "mask.h"
+#include "mlstm.h"
 #include "model.h"
 
 #define KDIM 12288
@@ -197,14 +198,15 @@ static void time_ops(Model *m, Acts *a, int H, const char *sparsity, const char 
 typedef struct {
     int H, B;
     const char *sparsity, *prec, *engine;
+    int depth;  // > 0: the mlstm cell with this many internal steps
 } TrainRow;
 
 // The recurrent path a row ran, in a word: steps (per-step ops), dense (the engine's cuBLAS
 // path), graph (the engine's kernel per time step), persistent (one launch per direction),
-// mixed (one direction each).
+// mixed (one direction each); for the mlstm, steps or replay (its steps as one launch).
 static const char *path_label(const Model *m, const Acts *a) {
     const char *p = acts_path(m, a);
-    return !a->seq[0] ? "steps" : strstr(p, "dense") ? "dense" : strstr(p, "persistent engine") ? "persistent"
+    return m->mlstm ? (mlstm_replays(m) ? "replay" : "steps") : !a->seq[0] ? "steps" : strstr(p, "dense") ? "dense" : strstr(p, "persistent engine") ? "persistent"
          : strstr(p, "persistent") ? "mixed" : "graph";
 }
 
@@ -224,6 +226,11 @@ static void train_row(const TrainRow *row) {
     snprintf(cfg.device, sizeof cfg.device, "cuda");
     snprintf(cfg.precision, sizeof cfg.precision, "%s", row->prec);
     snprintf(cfg.engine, sizeof cfg.engine, "%s", row->engine);
+    if (row->depth) {  // as configs/mlstm_*.cfg
+        snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
+        snprintf(cfg.init, sizeof cfg.init, "identity");
+        cfg.depth = row->depth;
+    }
     const Backend *be = backend_cuda(row->prec);
     double mem0 = cb_mem_used_gib();
     Model *m = model_create(&cfg, be);
@@ -252,8 +259,8 @@ static void train_row(const TrainRow *row) {
     qsort(step, STEPS, sizeof(double), cmp_double);
     const Layer *L = &m->layer[0];
     MaskStats ms = mask_stats(&L->mask_h);
-    printf("| %5d | %-8s | %5.1f%% | %5.1fM | %s | %3d | %-6s | %8.1f | %8.1f | %8.1f | %9.0f | %6.1f |\n", H, row->sparsity,
-           100 * ms.density, bsmat_nvals(&L->wh) / 1e6, row->prec, B, path_label(m, a), fwd[STEPS / 2],
+    printf("| %5d | %-8s | %5.1f%% | %5.1fM | %s | %3d | %-6s%s | %8.1f | %8.1f | %8.1f | %9.0f | %6.1f |\n", H, row->sparsity,
+           100 * ms.density, bsmat_nvals(&L->wh) / 1e6, row->prec, B, path_label(m, a), m->mlstm ? " (mlstm)" : "", fwd[STEPS / 2],
            step[STEPS / 2] - fwd[STEPS / 2], step[STEPS / 2], B * T / (step[STEPS / 2] * 1e-3), mem);
     fflush(stdout);
     if (!a->seq[0] && B == 128) time_ops(m, a, H, row->sparsity, row->prec);
@@ -266,8 +273,9 @@ static void train_row(const TrainRow *row) {
 }
 
 // The engine at B = 32, 64, 128 beside the per-step path at 128, for the shapes the targets
-// name; `only` keeps the rows of one H (0: all), `dtype` those of one precision (NULL: all).
-static void bench_train(int only, const char *dtype) {
+// name; `only` keeps the rows of one H (0: all), `dtype` those of one precision, `cell` those
+// of one cell (NULL: all).
+static void bench_train(int only, const char *dtype, const char *cell) {
     char dev[256];
     size_t l2;
     cb_device(dev, sizeof dev, &l2);
@@ -276,15 +284,19 @@ static void bench_train(int only, const char *dtype) {
     printf("| H | W_h mask | density | W_h weights | dtype | B | path | fwd ms | bwd+adam ms | step ms | chars/s | peak GiB |\n"
            "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     static const TrainRow rows[] = {
-        {2048, 128, "dense", "bf16", "steps"}, {2048, 32, "dense", "bf16", "auto"}, {2048, 64, "dense", "bf16", "auto"},
-        {2048, 128, "dense", "bf16", "auto"}, {8192, 128, "ba_8", "bf16", "steps"}, {8192, 32, "ba_8", "bf16", "auto"},
-        {8192, 64, "ba_8", "bf16", "auto"}, {8192, 128, "ba_8", "bf16", "auto"}, {4096, 128, "ba_4", "bf16", "auto"},
-        {4096, 128, "ba_4", "bf16", "persistent"},
-        {18432, 128, "ba_8", "bf16", "auto"}, {2048, 128, "dense", "fp32", "steps"}, {2048, 128, "dense", "fp32", "auto"},
-        {8192, 128, "ba_8", "fp32", "steps"}, {8192, 128, "ba_8", "fp32", "auto"},
+        {2048, 128, "dense", "bf16", "steps", 0}, {2048, 32, "dense", "bf16", "auto", 0}, {2048, 64, "dense", "bf16", "auto", 0},
+        {2048, 128, "dense", "bf16", "auto", 0}, {8192, 128, "ba_8", "bf16", "steps", 0}, {8192, 32, "ba_8", "bf16", "auto", 0},
+        {8192, 64, "ba_8", "bf16", "auto", 0}, {8192, 128, "ba_8", "bf16", "auto", 0}, {4096, 128, "ba_4", "bf16", "auto", 0},
+        {4096, 128, "ba_4", "bf16", "persistent", 0},
+        {18432, 128, "ba_8", "bf16", "auto", 0}, {2048, 128, "dense", "fp32", "steps", 0}, {2048, 128, "dense", "fp32", "auto", 0},
+        {8192, 128, "ba_8", "fp32", "steps", 0}, {8192, 128, "ba_8", "fp32", "auto", 0},
+        {2048, 128, "dense", "bf16", "steps", 4}, {2048, 128, "dense", "bf16", "auto", 4},
+        {8192, 128, "ba_7", "bf16", "steps", 4}, {8192, 128, "ba_7", "bf16", "auto", 4},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        if ((!only || rows[i].H == only) && (!dtype || !strcmp(rows[i].prec, dtype))) train_row(&rows[i]);
+        if ((!only || rows[i].H == only) && (!dtype || !strcmp(rows[i].prec, dtype)) &&
+            (!cell || !strcmp(cell, rows[i].depth ? "mlstm" : "lstm")))
+            train_row(&rows[i]);
     if (!n_op_rows) return;
     printf("\nthe per-step path's ops, us per call (medians of back-to-back calls); a window of T = 128 steps "
            "runs each per-step op 128 times and bwd-weight once (N = T*B)\n\n"
@@ -305,19 +317,26 @@ static void bench_usage(void) {
            "            keep only the matching rows (block 32 runs densities 1 0.5 0.25 0.1 0.05 0.02;\n"
            "            blocks 8 and 16 run 0.1)\n"
            "  --train   training throughput: dense H=2048, small-world H=4096/8192/18432, the recurrent\n"
-           "            engine at B = 32/64/128 beside the per-step ops, fp32 and bf16\n"
-           "  --hidden H, --dtype D  with --train: only the rows of this hidden size, this precision\n"
+           "            engine at B = 32/64/128 beside the per-step ops, fp32 and bf16; the mlstm (depth 4)\n"
+           "            dense H=2048 and ba_7 H=8192, per-step ops issued one by one and replayed\n"
+           "  --hidden H, --dtype D, --cell C  with --train: only the rows of this hidden size, this\n"
+           "            precision, this cell (lstm or mlstm)\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n");
 }
 
 int cmd_bench(int argc, char **argv) {
     if (wants_probe(argc, argv)) return bench_probe(argc, argv);
     int train = 0, only = 0;
+    const char *cell = NULL;
     KFilter f = {0, 0, NULL};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--train")) train = 1;
         else if (!strcmp(o, "--hidden") && v) only = (int)parse_long("bench --hidden", argv[++i], 32, 1 << 20);
+        else if (!strcmp(o, "--cell") && v) {
+            cell = argv[++i];
+            if (strcmp(cell, "lstm") && strcmp(cell, "mlstm")) die("bench --cell %s: expected lstm or mlstm", cell);
+        }
         else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             bench_usage();
             return 0;
@@ -330,7 +349,7 @@ int cmd_bench(int argc, char **argv) {
             else die("bench --dtype %s: expected fp32 or bf16", v);
         } else die("bench: unknown option '%s' (see swlstm bench --help)", o);
     }
-    if (train) bench_train(only, f.dtype);
+    if (train) bench_train(only, f.dtype, cell);
     else bench_kernels(&f);
     return 0;
 }

@@ -43,7 +43,7 @@ static const Key keys[] = {
     KEY(sparsity, T_STR, R_ANY, "dense", "mask of W_h: dense, random_<d>, ba_<m>, ws_<k>_<p>", NULL),
     KEY(input_sparsity, T_STR, R_ANY, "", "mask of W_x above layer 0 (\"\" = same as sparsity)", NULL),
     KEY(mask_seed, T_LONG, R_NONNEG, "1", "seed of the sparsity masks", NULL),
-    KEY(engine, T_CHOICE, R_ANY, "auto", "recurrent path: auto and on = the fused engine wherever it takes the layer (CUDA, block 32; the faster path in both precisions), persistent = the engine as one persistent launch per direction where the weights fit in shared memory (no layer norm; slower than on in every measured shape, docs/PERF.md), steps = per-step ops", "auto, on, persistent, steps"),
+    KEY(engine, T_CHOICE, R_ANY, "auto", "recurrent path: auto and on = the fused engine wherever it takes the layer (CUDA, block 32; the faster path in both precisions), persistent = the engine as one persistent launch per direction where the weights fit in shared memory (no layer norm; slower than on in every measured shape, docs/PERF.md), steps = per-step ops; the mlstm runs per-step ops, which CUDA replays as one launch per window and direction except with steps", "auto, on, persistent, steps"),
     KEY(layer_norm, T_BOOL, R_ANY, "false", "layer-normalise the gate pre-activations (mlstm always does)", NULL),
     KEY(cell, T_CHOICE, R_ANY, "lstm", "recurrent cell: lstm, or mlstm (multiplicative, depth internal steps, layer norm)", "lstm, mlstm"),
     KEY(depth, T_INT, R_POS, "4", "mlstm internal steps per time step (>= 2), each with its own mask", NULL),

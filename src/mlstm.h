@@ -16,5 +16,8 @@ void mlstm_acts_free(const Model *m, MlstmActs *ml);
 void mlstm_layer_forward(Model *m, Acts *a, int l, const real *x, int T);
 // Its backward (model_backward's layer step), same conventions as the LSTM layer.
 void mlstm_layer_backward(Model *m, Acts *a, int l, int T);
+// Whether the backend replays each window's time steps as one launch per direction
+// (backend.h replay; `engine = steps` turns it off).
+int mlstm_replays(const Model *m);
 // One inference step of layer l on rows [0, n) (infer_step), input x [n, in].
 void mlstm_infer_layer(Model *m, Infer *s, int l, const real *x, int n);

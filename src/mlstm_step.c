@@ -3,6 +3,7 @@
 // one product each, the internal steps and gates run step by step, and weight gradients are
 // summed over the window in one call per matrix.
 #include <stdlib.h>
+#include <string.h>
 #include "mlstm.h"
 
 #define P(off) (m->params + (off))
@@ -50,6 +51,7 @@ MlstmActs *mlstm_acts_create(const Model *m, int l, int B, int T, int for_traini
 
 void mlstm_acts_free(const Model *m, MlstmActs *ml) {
     if (!ml) return;
+    if (m->be->replay_forget) m->be->replay_forget(ml);
     real *all[] = {ml->xpre, ml->xn, ml->xstat, ml->s0, ml->dx, ml->du, ml->dxin};
     for (int i = 0; i < 7; i++)
         if (all[i]) m->be->free(all[i]);
@@ -92,14 +94,36 @@ static void cell_step(Model *m, const Layer *L, MlstmActs *ml, size_t r0, int B,
     be->lstm_fwd(h, c, act, lnstat, z, c_prev, P(L->off_b), P(L->off_g), B, (int)H);
 }
 
-void mlstm_layer_forward(Model *m, Acts *a, int l, const real *x, int T) {
-    const Layer *L = &m->layer[l];
-    MlstmActs *ml = a->ml[l];
+int mlstm_replays(const Model *m) { return m->be->replay && strcmp(m->cfg.engine, "steps"); }
+
+// A window's time steps in one direction, the body the backend may replay as one launch.
+typedef struct {
+    Model *m;
+    Acts *a;
+    int l, T;
+} Steps;
+
+static void run_steps(Model *m, Acts *a, int l, int T, int bwd, void (*body)(void *)) {
+    Steps s = {m, a, l, T};
+    if (mlstm_replays(m)) m->be->replay(a->ml[l], bwd, T, body, &s);
+    else body(&s);
+}
+
+static void fwd_steps(void *p) {
+    const Steps *s = p;
+    Model *m = s->m;
+    Acts *a = s->a;
+    const int l = s->l;
     size_t B = (size_t)a->B, H = (size_t)m->H;
-    inputs_fwd(m, L, ml, x, (size_t)T * B);
-    for (size_t t = 0; t < (size_t)T; t++)
-        cell_step(m, L, ml, t * B, (int)B, a->h[l] + t * B * H, a->c[l] + t * B * H, a->h[l] + (t + 1) * B * H,
-                  a->c[l] + (t + 1) * B * H, a->z[l] + t * B * 4 * H, a->act[l] + t * B * 4 * H, a->lnstat[l] + t * B * 8);
+    for (size_t t = 0; t < (size_t)s->T; t++)
+        cell_step(m, &m->layer[l], a->ml[l], t * B, (int)B, a->h[l] + t * B * H, a->c[l] + t * B * H,
+                  a->h[l] + (t + 1) * B * H, a->c[l] + (t + 1) * B * H, a->z[l] + t * B * 4 * H, a->act[l] + t * B * 4 * H,
+                  a->lnstat[l] + t * B * 8);
+}
+
+void mlstm_layer_forward(Model *m, Acts *a, int l, const real *x, int T) {
+    inputs_fwd(m, &m->layer[l], a->ml[l], x, (size_t)T * a->B);
+    run_steps(m, a, l, T, 0, fwd_steps);
 }
 
 // Step t backward through the internal steps, from ml->du (the gradient at the gates' input):
@@ -132,14 +156,16 @@ static void inputs_bwd(Model *m, const Layer *L, MlstmActs *ml, const real *x, r
     be->axpy(dx, ml->dxin, 1, N * in);
 }
 
-void mlstm_layer_backward(Model *m, Acts *a, int l, int T) {
+static void bwd_steps(void *p) {
+    const Steps *s = p;
+    Model *m = s->m;
+    Acts *a = s->a;
     const Backend *be = m->be;
+    const int l = s->l;
     const Layer *L = &m->layer[l];
     MlstmActs *ml = a->ml[l];
-    size_t B = (size_t)a->B, H = (size_t)m->H, G = 4 * H, N = (size_t)T * B;
-    be->zero(a->dh[l], B * H * sizeof(real));
-    be->zero(a->dc[l], B * H * sizeof(real));
-    for (size_t t = (size_t)T; t-- > 0;) {
+    size_t B = (size_t)a->B, H = (size_t)m->H, G = 4 * H;
+    for (size_t t = (size_t)s->T; t-- > 0;) {
         real *dz = a->dz[l] + t * B * G;
         be->lstm_bwd(dz, a->dc[l], GR(L->off_b), GR(L->off_g), a->dh[l] + (t + 1) * B * H, a->dc[l],
                      a->act[l] + t * B * G, a->c[l] + (t + 1) * B * H, a->c[l] + t * B * H, a->z[l] + t * B * G,
@@ -147,6 +173,16 @@ void mlstm_layer_backward(Model *m, Acts *a, int l, int T) {
         be->bsmm_bwd_data(ml->du, dz, &L->wh, P(L->off_wh), (int)B, 0);
         internal_bwd(m, L, ml, t * B, (int)B, a->dh[l] + t * B * H);
     }
+}
+
+void mlstm_layer_backward(Model *m, Acts *a, int l, int T) {
+    const Backend *be = m->be;
+    const Layer *L = &m->layer[l];
+    MlstmActs *ml = a->ml[l];
+    size_t B = (size_t)a->B, H = (size_t)m->H, N = (size_t)T * B;
+    be->zero(a->dh[l], B * H * sizeof(real));
+    be->zero(a->dc[l], B * H * sizeof(real));
+    run_steps(m, a, l, T, 1, bwd_steps);
     be->bsmm_bwd_weight(GR(L->off_wh), a->dz[l], ml->u[m->D - 1], &L->wh, (int)N);
     for (int j = 0; j < m->D; j++)
         be->bsmm_bwd_weight(GR(L->off_ws[j]), ml->ds[j], j ? ml->u[j - 1] : a->h[l], &L->ws[j], (int)N);

@@ -1,6 +1,8 @@
 // test_gpu_mlstm.c: the mlstm cell on the GPU against the CPU reference: its ops (layer norm,
 // mul, relu, ema), the whole model's loss and gradients (fp32 and bf16; dense, ba, ws, random
-// masks; depths 2-4; blocks 8/16/32; EMA on), 30 training steps, and step-by-step inference.
+// masks; depths 2-4; blocks 8/16/32; EMA on), 30 training steps, the replayed window against the
+// ops issued one by one, and step-by-step inference.
+#include "../../src/mlstm.h"
 #include "gpu_train.h"
 
 // The device result within tol (rel L2) of the CPU's; the message names the case.
@@ -86,6 +88,46 @@ TEST(gpu_mlstm_fp32_matches_cpu) { check_grads(mshapes, NM, "fp32", 1e-5, 1e-4, 
 TEST(gpu_mlstm_bf16_matches_cpu) { check_grads(mshapes, NM, "bf16", 1e-2, 1e-2, 0x1p-8); }
 TEST(gpu_mlstm_train_fp32_tracks_cpu) { check_curve(&mshapes[0], 30, "fp32", 1e-3); }
 TEST(gpu_mlstm_train_bf16_tracks_cpu) { check_curve(&mshapes[0], 30, "bf16", 3e-2); }
+
+// The same bits from the window's ops issued one by one (engine = steps) and from their
+// replay (backend.h replay): each window's first call runs the ops, the second records them,
+// later ones replay the record; a window of another T has its own record.
+static int same_on_device(const Backend *be, const real *x, const real *y, size_t n) {
+    real *hx = xmalloc(n * sizeof(real)), *hy = xmalloc(n * sizeof(real));
+    be->to_host(hx, x, n * sizeof(real));
+    be->to_host(hy, y, n * sizeof(real));
+    int same = !memcmp(hx, hy, n * sizeof(real));
+    free(hx);
+    free(hy);
+    return same;
+}
+
+TEST(gpu_mlstm_replay_gives_the_ops_bits) {
+    const char *precs[] = {"fp32", "bf16"};
+    const int shs[] = {0, 2}, Ts[] = {5, 5, 5, 3, 5};
+    for (int p = 0; p < 2; p++)
+        for (int k = 0; k < 2; k++) {
+            const Shape *sh = &mshapes[shs[k]];
+            Model *ms = make_model(sh, backend_cuda(precs[p])), *mr = make_model(sh, backend_cuda(precs[p]));
+            snprintf(ms->cfg.engine, sizeof ms->cfg.engine, "steps");
+            CHECK(!mlstm_replays(ms) && mlstm_replays(mr));
+            Acts *as = acts_create(ms, 7, 5), *ar = acts_create(mr, 7, 5);
+            for (int call = 0; call < 5; call++) {
+                Batch b = batch_make(7, Ts[call], ms->H, 200 + call);
+                double ls = fwd_bwd(ms, as, &b), lr = fwd_bwd(mr, ar, &b);
+                CHECK_MSG(ls == lr, "%s %s call %d (T = %d): loss %.9g replayed, %.9g op by op", precs[p], sh->sparsity, call,
+                          b.T, lr, ls);
+                CHECK_MSG(same_on_device(mr->be, mr->grads, ms->grads, ms->nparams), "%s %s call %d (T = %d): gradients differ",
+                          precs[p], sh->sparsity, call, b.T);
+                for (int l = 0; l < ms->L; l++)
+                    CHECK_MSG(same_on_device(mr->be, ar->dh[l], as->dh[l], (size_t)b.B * ms->H),
+                              "%s %s call %d: carried h's gradient of layer %d differs", precs[p], sh->sparsity, call, l);
+                batch_free(&b);
+            }
+            acts_free(ms, as); acts_free(mr, ar);
+            model_free(ms); model_free(mr);
+        }
+}
 
 // Inference (sampling, features): 20 steps of 3 streams, then 1 stream, give the CPU's logits.
 TEST(gpu_mlstm_infer_matches_cpu) {
