@@ -3,7 +3,7 @@
 #include "reduce.cuh"
 
 #define LN_EPS 1e-5f
-#define ROW_THREADS 256
+#define ROW_THREADS 1024  // one CTA a row, and B = 128 rows a step: as many threads as fit
 
 // Row n = blockIdx.x: mean, then the variance summed around it (as the CPU does), then y.
 __global__ void layernorm_fwd_kernel(real *y, real *stat, const real *x, const real *gain, const real *bias, int C) {
@@ -11,10 +11,13 @@ __global__ void layernorm_fwd_kernel(real *y, real *stat, const real *x, const r
     const real *xr = x + (long)blockIdx.x * C;
     real *yr = y + (long)blockIdx.x * C;
     float s = 0, ss = 0;
+#pragma unroll 4
     for (int j = threadIdx.x; j < C; j += blockDim.x) s += xr[j];
     float mean = block_sum(s, buf) / C;
+#pragma unroll 4
     for (int j = threadIdx.x; j < C; j += blockDim.x) ss += (xr[j] - mean) * (xr[j] - mean);
     float rstd = 1 / sqrtf(block_sum(ss, buf) / C + LN_EPS);
+#pragma unroll 4
     for (int j = threadIdx.x; j < C; j += blockDim.x) yr[j] = (xr[j] - mean) * rstd * gain[j] + bias[j];
     if (threadIdx.x == 0) {
         stat[2 * blockIdx.x] = mean;
@@ -28,13 +31,11 @@ void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, co
     LAUNCH_CHECK();
 }
 
-// dgain[j] += sum_n dy[n][j] * xhat[n][j], n in order; one thread per column.
+// dgain[j] += sum_n dy[n][j] * xhat[n][j], in col_sum's order.
 __global__ void layernorm_gain_grad_kernel(real *dgain, const real *dy, const real *x, const real *stat, int N, int C) {
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= C) return;
-    float s = 0;
-    for (int n = 0; n < N; n++) s += dy[(long)n * C + j] * (x[(long)n * C + j] - stat[2 * n]) * stat[2 * n + 1];
-    dgain[j] += s;
+    const int j = blockIdx.x * 32 + threadIdx.x;
+    float s = col_sum([&](long n, int c) { return dy[n * C + c] * (x[n * C + c] - stat[2 * n]) * stat[2 * n + 1]; }, 0, N, j, C);
+    if (!threadIdx.y && j < C) dgain[j] += s;
 }
 
 // Row n = blockIdx.x: dx = rstd * (dxh - mean(dxh) - xhat * mean(dxh * xhat)), dxh = dy * gain.
@@ -44,12 +45,14 @@ __global__ void layernorm_bwd_kernel(real *dx, const real *dy, const real *x, co
     const long r = (long)blockIdx.x * C;
     const float mean = stat[2 * blockIdx.x], rstd = stat[2 * blockIdx.x + 1];
     float s1 = 0, s2 = 0;
+#pragma unroll 4
     for (int j = threadIdx.x; j < C; j += blockDim.x) {
         float dxh = dy[r + j] * gain[j];
         s1 += dxh;
         s2 += dxh * (x[r + j] - mean) * rstd;
     }
     float m1 = block_sum(s1, buf) / C, m2 = block_sum(s2, buf) / C;
+#pragma unroll 4
     for (int j = threadIdx.x; j < C; j += blockDim.x)
         dx[r + j] = rstd * (dy[r + j] * gain[j] - m1 - (x[r + j] - mean) * rstd * m2);
 }
@@ -59,7 +62,7 @@ void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, cons
                         const real *gain, int N, int C) {
     if (N <= 0) return;
     colsum_acc(dbias, dy, N, C);
-    layernorm_gain_grad_kernel<<<cdiv(C, 128), 128, 0, g_cuda.stream>>>(dgain, dy, x, stat, N, C);
+    layernorm_gain_grad_kernel<<<cdiv(C, 32), col_threads(), 0, g_cuda.stream>>>(dgain, dy, x, stat, N, C);
     LAUNCH_CHECK();
     layernorm_bwd_kernel<<<N, ROW_THREADS, 0, g_cuda.stream>>>(dx, dy, x, stat, gain, C);
     LAUNCH_CHECK();

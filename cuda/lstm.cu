@@ -4,23 +4,24 @@
 #include "reduce.cuh"
 
 #define LN_EPS 1e-5f
-#define ROW_THREADS 256
+#define ROW_THREADS 1024  // one CTA a (row, gate), and B = 128 rows a step: as many threads as fit
 
-// lnstat of row b = blockIdx.x: mean, then the variance summed around it (as the CPU does).
+// lnstat of row b = blockIdx.x, gate g = blockIdx.y: mean, then the variance summed around
+// it (as the CPU does).
 __global__ void ln_stats_kernel(real *lnstat, const real *z, int H) {
     __shared__ float buf[32];
-    const real *zb = z + (long)blockIdx.x * 4 * H;
-    for (int g = 0; g < 4; g++) {
-        const real *zg = zb + (long)g * H;
-        float s = 0, ss = 0;
-        for (int j = threadIdx.x; j < H; j += blockDim.x) s += zg[j];
-        float mean = block_sum(s, buf) / H;
-        for (int j = threadIdx.x; j < H; j += blockDim.x) ss += (zg[j] - mean) * (zg[j] - mean);
-        float var = block_sum(ss, buf) / H;
-        if (threadIdx.x == 0) {
-            lnstat[blockIdx.x * 8 + 2 * g] = mean;
-            lnstat[blockIdx.x * 8 + 2 * g + 1] = 1 / sqrtf(var + LN_EPS);
-        }
+    const int g = blockIdx.y;
+    const real *zg = z + (long)blockIdx.x * 4 * H + (long)g * H;
+    float s = 0, ss = 0;
+#pragma unroll 4
+    for (int j = threadIdx.x; j < H; j += blockDim.x) s += zg[j];
+    float mean = block_sum(s, buf) / H;
+#pragma unroll 4
+    for (int j = threadIdx.x; j < H; j += blockDim.x) ss += (zg[j] - mean) * (zg[j] - mean);
+    float var = block_sum(ss, buf) / H;
+    if (threadIdx.x == 0) {
+        lnstat[blockIdx.x * 8 + 2 * g] = mean;
+        lnstat[blockIdx.x * 8 + 2 * g + 1] = 1 / sqrtf(var + LN_EPS);
     }
 }
 
@@ -50,7 +51,7 @@ void lstm_fwd_on(cudaStream_t s, real *h, real *c, real *act, real *lnstat, cons
                  const real *bias, const real *ln_gain, int B, int H, bf16 *hb) {
     if (B <= 0) return;
     if (ln_gain) {
-        ln_stats_kernel<<<B, ROW_THREADS, 0, s>>>(lnstat, z, H);
+        ln_stats_kernel<<<dim3(B, 4), ROW_THREADS, 0, s>>>(lnstat, z, H);
         LAUNCH_CHECK();
     }
     lstm_fwd_kernel<<<grid_for((size_t)B * H, 256), 256, 0, s>>>(h, hb, c, act, lnstat, z, c_prev, bias, ln_gain, B, H);
@@ -88,32 +89,30 @@ __device__ inline float xhat_at(const real *z, const real *lnstat, int b, long j
     return (z[(long)b * 4 * H + j] - st[0]) * st[1];
 }
 
-// dln_gain[j] += sum_b dpre[b][j] * xhat[b][j], b in order; one thread per column.
+// dln_gain[j] += sum_b dpre[b][j] * xhat[b][j], in col_sum's order.
 __global__ void ln_gain_grad_kernel(real *dgain, const real *dpre, const real *z, const real *lnstat, int B, int H) {
-    long j = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    if (j >= 4L * H) return;
-    float s = 0;
-    for (int b = 0; b < B; b++) s += dpre[(long)b * 4 * H + j] * xhat_at(z, lnstat, b, j, H);
-    dgain[j] += s;
+    const int j = blockIdx.x * 32 + threadIdx.x, G = 4 * H;
+    float s = col_sum([&](long b, int k) { return dpre[b * G + k] * xhat_at(z, lnstat, (int)b, k, H); }, 0, B, j, G);
+    if (!threadIdx.y && j < G) dgain[j] += s;
 }
 
-// Row b = blockIdx.x of dz through its four layer norms, in place:
+// Row b = blockIdx.x of dz through the layer norm of gate g = blockIdx.y, in place:
 // dz = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dpre * gain.
 __global__ void ln_bwd_kernel(real *dz, const real *z, const real *lnstat, const real *ln_gain, int H) {
     __shared__ float buf[32];
-    const int b = blockIdx.x;
+    const int b = blockIdx.x, g = blockIdx.y;
     real *db = dz + (long)b * 4 * H;
-    for (int g = 0; g < 4; g++) {
-        float s1 = 0, s2 = 0;
-        for (long j = g * (long)H + threadIdx.x; j < (g + 1) * (long)H; j += blockDim.x) {
-            float dxh = db[j] * ln_gain[j];
-            s1 += dxh;
-            s2 += dxh * xhat_at(z, lnstat, b, j, H);
-        }
-        float m1 = block_sum(s1, buf) / H, m2 = block_sum(s2, buf) / H, rstd = lnstat[b * 8 + 2 * g + 1];
-        for (long j = g * (long)H + threadIdx.x; j < (g + 1) * (long)H; j += blockDim.x)
-            db[j] = rstd * (db[j] * ln_gain[j] - m1 - xhat_at(z, lnstat, b, j, H) * m2);
+    float s1 = 0, s2 = 0;
+#pragma unroll 4
+    for (long j = g * (long)H + threadIdx.x; j < (g + 1) * (long)H; j += blockDim.x) {
+        float dxh = db[j] * ln_gain[j];
+        s1 += dxh;
+        s2 += dxh * xhat_at(z, lnstat, b, j, H);
     }
+    float m1 = block_sum(s1, buf) / H, m2 = block_sum(s2, buf) / H, rstd = lnstat[b * 8 + 2 * g + 1];
+#pragma unroll 4
+    for (long j = g * (long)H + threadIdx.x; j < (g + 1) * (long)H; j += blockDim.x)
+        db[j] = rstd * (db[j] * ln_gain[j] - m1 - xhat_at(z, lnstat, b, j, H) * m2);
 }
 
 // Three passes as on the CPU: per element the gradient at pre (kept in dz) and dc_prev;
@@ -128,10 +127,10 @@ void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln
     if (dbias) colsum_acc(dbias, dz, B, 4 * H, s);
     if (!ln_gain) return;
     if (dln_gain) {
-        ln_gain_grad_kernel<<<cdiv(4L * H, 128), 128, 0, s>>>(dln_gain, dz, z, lnstat, B, H);
+        ln_gain_grad_kernel<<<cdiv(4L * H, 32), col_threads(), 0, s>>>(dln_gain, dz, z, lnstat, B, H);
         LAUNCH_CHECK();
     }
-    ln_bwd_kernel<<<B, ROW_THREADS, 0, s>>>(dz, z, lnstat, ln_gain, H);
+    ln_bwd_kernel<<<dim3(B, 4), ROW_THREADS, 0, s>>>(dz, z, lnstat, ln_gain, H);
     LAUNCH_CHECK();
     if (dzb) to_bf16(dzb, dz, 4 * (size_t)B * H, s);
 }

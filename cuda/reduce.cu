@@ -35,20 +35,19 @@ double sumsq_cuda(const real *x, size_t n) {
 }
 
 // out[y*R + r] (=|+=) sum of in[n][r] over the rows of slice y, [y*rows, (y+1)*rows) cut at N,
-// in row order; one thread per column.
+// in col_sum's order.
 __global__ void colsum_kernel(real *out, const real *in, long N, int R, long rows, int acc) {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= R) return;
-    long n = blockIdx.y * rows, e = n + rows < N ? n + rows : N;
-    float s = 0;
-    for (; n < e; n++) s += in[n * R + r];
+    const int r = blockIdx.x * 32 + threadIdx.x;
+    const long n0 = blockIdx.y * rows, n1 = n0 + rows < N ? n0 + rows : N;
+    float s = col_sum([&](long n, int c) { return in[n * R + c]; }, n0, n1, r, R);
+    if (threadIdx.y || r >= R) return;
     real *o = out + (long)blockIdx.y * R + r;
     *o = acc ? *o + s : s;
 }
 
 // Tall inputs are cut into row slices summed side by side, then the slice sums are added in
 // order: parallel, and still one fixed order for a given N.
-#define COLSUM_SLICE_ROWS 256
+#define COLSUM_SLICE_ROWS (32 * COL_LANES)  // 32 rows a thread
 static long colsum_rows(int N) { return N > 65535L * COLSUM_SLICE_ROWS ? cdiv(N, 65535) : COLSUM_SLICE_ROWS; }
 
 void colsum_reserve(int N, int R) {
@@ -61,13 +60,13 @@ void colsum_acc(real *out, const real *in, int N, int R, cudaStream_t stream) {
     long rows = colsum_rows(N);
     int slices = cdiv(N, rows);
     if (slices == 1) {
-        colsum_kernel<<<dim3(cdiv(R, 128), 1), 128, 0, stream>>>(out, in, N, R, N, 1);
+        colsum_kernel<<<dim3(cdiv(R, 32), 1), col_threads(), 0, stream>>>(out, in, N, R, N, 1);
         LAUNCH_CHECK();
         return;
     }
     real *part = (real *)cuda_scratch(SCRATCH_COLSUM, sizeof(real) * (size_t)slices * R);
-    colsum_kernel<<<dim3(cdiv(R, 128), slices), 128, 0, stream>>>(part, in, N, R, rows, 0);
+    colsum_kernel<<<dim3(cdiv(R, 32), slices), col_threads(), 0, stream>>>(part, in, N, R, rows, 0);
     LAUNCH_CHECK();
-    colsum_kernel<<<dim3(cdiv(R, 128), 1), 128, 0, stream>>>(out, part, slices, R, slices, 1);
+    colsum_kernel<<<dim3(cdiv(R, 32), 1), col_threads(), 0, stream>>>(out, part, slices, R, slices, 1);
     LAUNCH_CHECK();
 }

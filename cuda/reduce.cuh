@@ -23,3 +23,25 @@ __device__ inline F block_sum(F v, F *buf) {
     __syncthreads();
     return s;
 }
+
+// Column sums of an [N, R] matrix given element by element as f(n, r), over rows [n0, n1),
+// for the CTA's 32 columns: blockDim (32, COL_LANES); lane y sums rows n0 + y, n0 + y +
+// COL_LANES, ... in order, then the lanes are added in order (one fixed order for a given
+// shape). Thread (x, 0) gets the sum of column r; r past R sums nothing.
+#define COL_LANES 32
+template <typename F>
+__device__ inline float col_sum(F f, long n0, long n1, int r, int R) {
+    __shared__ float part[COL_LANES][33];
+    float s = 0;
+    if (r < R) {
+#pragma unroll 4
+        for (long n = n0 + threadIdx.y; n < n1; n += COL_LANES) s += f(n, r);
+    }
+    part[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    float t = 0;
+    if (threadIdx.y == 0)
+        for (int y = 0; y < COL_LANES; y++) t += part[y][threadIdx.x];
+    return t;
+}
+static inline dim3 col_threads() { return dim3(32, COL_LANES); }
