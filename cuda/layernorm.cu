@@ -31,11 +31,17 @@ void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, co
     LAUNCH_CHECK();
 }
 
-// dgain[j] += sum_n dy[n][j] * xhat[n][j], in col_sum's order.
-__global__ void layernorm_gain_grad_kernel(real *dgain, const real *dy, const real *x, const real *stat, int N, int C) {
+// dbias[j] += sum_n dy[n][j], dgain[j] += sum_n dy[n][j] * xhat[n][j], in col_sum's order.
+__global__ void layernorm_param_grad_kernel(real *dgain, real *dbias, const real *dy, const real *x, const real *stat, int N,
+                                            int C) {
     const int j = blockIdx.x * 32 + threadIdx.x;
-    float s = col_sum([&](long n, int c) { return dy[n * C + c] * (x[n * C + c] - stat[2 * n]) * stat[2 * n + 1]; }, 0, N, j, C);
-    if (!threadIdx.y && j < C) dgain[j] += s;
+    float2 s = col_sum([&](long n, int c) {
+        float d = dy[n * C + c];
+        return make_float2(d, d * (x[n * C + c] - stat[2 * n]) * stat[2 * n + 1]);
+    }, 0, N, j, C);
+    if (threadIdx.y || j >= C) return;
+    dbias[j] += s.x;
+    dgain[j] += s.y;
 }
 
 // Row n = blockIdx.x: dx = rstd * (dxh - mean(dxh) - xhat * mean(dxh * xhat)), dxh = dy * gain.
@@ -57,12 +63,11 @@ __global__ void layernorm_bwd_kernel(real *dx, const real *dy, const real *x, co
         dx[r + j] = rstd * (dy[r + j] * gain[j] - m1 - (x[r + j] - mean) * rstd * m2);
 }
 
-// Columns first (dbias, dgain), while dy is intact; then the rows.
+// Columns first (dbias, dgain, from one read), while dy is intact; then the rows.
 void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
                         const real *gain, int N, int C) {
     if (N <= 0) return;
-    colsum_acc(dbias, dy, N, C);
-    layernorm_gain_grad_kernel<<<cdiv(C, 32), col_threads(), 0, g_cuda.stream>>>(dgain, dy, x, stat, N, C);
+    layernorm_param_grad_kernel<<<cdiv(C, 32), col_threads(), 0, g_cuda.stream>>>(dgain, dbias, dy, x, stat, N, C);
     LAUNCH_CHECK();
     layernorm_bwd_kernel<<<N, ROW_THREADS, 0, g_cuda.stream>>>(dx, dy, x, stat, gain, C);
     LAUNCH_CHECK();

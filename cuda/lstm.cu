@@ -84,35 +84,38 @@ __global__ void lstm_bwd_cell_kernel(real *dz, bf16 *dzb, real *dc_prev, const r
     }
 }
 
-__device__ inline float xhat_at(const real *z, const real *lnstat, int b, long j, int H) {
-    const real *st = lnstat + b * 8 + 2 * (j / H);
-    return (z[(long)b * 4 * H + j] - st[0]) * st[1];
-}
-
-// dln_gain[j] += sum_b dpre[b][j] * xhat[b][j], in col_sum's order.
-__global__ void ln_gain_grad_kernel(real *dgain, const real *dpre, const real *z, const real *lnstat, int B, int H) {
-    const int j = blockIdx.x * 32 + threadIdx.x, G = 4 * H;
-    float s = col_sum([&](long b, int k) { return dpre[b * G + k] * xhat_at(z, lnstat, (int)b, k, H); }, 0, B, j, G);
-    if (!threadIdx.y && j < G) dgain[j] += s;
+// dbias[j] += sum_b dpre[b][j] and dln_gain[j] += sum_b dpre[b][j] * xhat[b][j] (either may
+// be NULL), in col_sum's order; xhat of column j from its gate's (mean, rstd).
+__global__ void ln_param_grad_kernel(real *dbias, real *dgain, const real *dpre, const real *z, const real *lnstat, int B,
+                                     int H) {
+    const int j = blockIdx.x * 32 + threadIdx.x, G = 4 * H, g2 = 2 * (j / H);
+    float2 s = col_sum([&](long b, int k) {
+        float d = dpre[b * G + k];
+        return make_float2(d, d * (z[b * G + k] - lnstat[b * 8 + g2]) * lnstat[b * 8 + g2 + 1]);
+    }, 0, B, j, G);
+    if (threadIdx.y || j >= G) return;
+    if (dbias) dbias[j] += s.x;
+    if (dgain) dgain[j] += s.y;
 }
 
 // Row b = blockIdx.x of dz through the layer norm of gate g = blockIdx.y, in place:
 // dz = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dpre * gain.
 __global__ void ln_bwd_kernel(real *dz, const real *z, const real *lnstat, const real *ln_gain, int H) {
     __shared__ float buf[32];
-    const int b = blockIdx.x, g = blockIdx.y;
-    real *db = dz + (long)b * 4 * H;
+    const long off = (long)blockIdx.x * 4 * H + (long)blockIdx.y * H;
+    const real *zg = z + off, *gain = ln_gain + (long)blockIdx.y * H;
+    real *dg = dz + off;
+    const float mean = lnstat[blockIdx.x * 8 + 2 * blockIdx.y], rstd = lnstat[blockIdx.x * 8 + 2 * blockIdx.y + 1];
     float s1 = 0, s2 = 0;
 #pragma unroll 4
-    for (long j = g * (long)H + threadIdx.x; j < (g + 1) * (long)H; j += blockDim.x) {
-        float dxh = db[j] * ln_gain[j];
+    for (int j = threadIdx.x; j < H; j += blockDim.x) {
+        float dxh = dg[j] * gain[j];
         s1 += dxh;
-        s2 += dxh * xhat_at(z, lnstat, b, j, H);
+        s2 += dxh * (zg[j] - mean) * rstd;
     }
-    float m1 = block_sum(s1, buf) / H, m2 = block_sum(s2, buf) / H, rstd = lnstat[b * 8 + 2 * g + 1];
+    float m1 = block_sum(s1, buf) / H, m2 = block_sum(s2, buf) / H;
 #pragma unroll 4
-    for (long j = g * (long)H + threadIdx.x; j < (g + 1) * (long)H; j += blockDim.x)
-        db[j] = rstd * (db[j] * ln_gain[j] - m1 - xhat_at(z, lnstat, b, j, H) * m2);
+    for (int j = threadIdx.x; j < H; j += blockDim.x) dg[j] = rstd * (dg[j] * gain[j] - m1 - (zg[j] - mean) * rstd * m2);
 }
 
 // Three passes as on the CPU: per element the gradient at pre (kept in dz) and dc_prev;
@@ -124,12 +127,12 @@ void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln
     lstm_bwd_cell_kernel<<<grid_for((size_t)B * H, 256), 256, 0, s>>>(dz, ln_gain ? NULL : dzb, dc_prev, dh, dc, act, c,
                                                                        c_prev, B, H);
     LAUNCH_CHECK();
-    if (dbias) colsum_acc(dbias, dz, B, 4 * H, s);
-    if (!ln_gain) return;
-    if (dln_gain) {
-        ln_gain_grad_kernel<<<cdiv(4L * H, 32), col_threads(), 0, s>>>(dln_gain, dz, z, lnstat, B, H);
-        LAUNCH_CHECK();
+    if (!ln_gain) {
+        if (dbias) colsum_acc(dbias, dz, B, 4 * H, s);
+        return;
     }
+    ln_param_grad_kernel<<<cdiv(4L * H, 32), col_threads(), 0, s>>>(dbias, dln_gain, dz, z, lnstat, B, H);
+    LAUNCH_CHECK();
     ln_bwd_kernel<<<dim3(B, 4), ROW_THREADS, 0, s>>>(dz, z, lnstat, ln_gain, H);
     LAUNCH_CHECK();
     if (dzb) to_bf16(dzb, dz, 4 * (size_t)B * H, s);

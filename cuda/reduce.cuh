@@ -28,20 +28,24 @@ __device__ inline F block_sum(F v, F *buf) {
 // for the CTA's 32 columns: blockDim (32, COL_LANES); lane y sums rows n0 + y, n0 + y +
 // COL_LANES, ... in order, then the lanes are added in order (one fixed order for a given
 // shape). Thread (x, 0) gets the sum of column r; r past R sums nothing.
+// f may return a float2: two sums at once (a layer norm's dbias and dgain from one read).
 #define COL_LANES 32
+__device__ inline float vadd(float a, float b) { return a + b; }
+__device__ inline float2 vadd(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
 template <typename F>
-__device__ inline float col_sum(F f, long n0, long n1, int r, int R) {
-    __shared__ float part[COL_LANES][33];
-    float s = 0;
+__device__ inline auto col_sum(F f, long n0, long n1, int r, int R) {
+    using V = decltype(f(0L, 0));
+    __shared__ V part[COL_LANES][33];
+    V s = {};
     if (r < R) {
 #pragma unroll 4
-        for (long n = n0 + threadIdx.y; n < n1; n += COL_LANES) s += f(n, r);
+        for (long n = n0 + threadIdx.y; n < n1; n += COL_LANES) s = vadd(s, f(n, r));
     }
     part[threadIdx.y][threadIdx.x] = s;
     __syncthreads();
-    float t = 0;
+    V t = {};
     if (threadIdx.y == 0)
-        for (int y = 0; y < COL_LANES; y++) t += part[y][threadIdx.x];
+        for (int y = 0; y < COL_LANES; y++) t = vadd(t, part[y][threadIdx.x]);
     return t;
 }
 static inline dim3 col_threads() { return dim3(32, COL_LANES); }
