@@ -32,6 +32,7 @@ __global__ void axpy_kernel(real *y, const real *x, real alpha, size_t n) {
 
 void axpy_cuda(real *y, const real *x, real alpha, size_t n) {
     if (!n) return;
+    twin_none(y, n, "axpy");
     axpy_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(y, x, alpha, n);
     LAUNCH_CHECK();
 }

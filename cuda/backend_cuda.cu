@@ -45,6 +45,7 @@ void *cu_alloc(size_t bytes) {
 static void cu_free(void *p) {
     if (!p) return;
     if (p == g_cuda.params) register_params_cuda(NULL, 0, 0);  // a later buffer may reuse the address
+    twin_release((const real *)p);
     CUDA_CHECK(cudaFree(p));
     g_cuda.gen++;  // and a recorded graph may hold it
 }
@@ -52,6 +53,7 @@ static void cu_to_device(void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
     CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
     shadow_refresh((const real *)dst, bytes / sizeof(real));
+    twin_refresh((const real *)dst, bytes / sizeof(real));
 }
 static void cu_to_host(void *dst, const void *src, size_t bytes) {
     if (bytes) CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
@@ -60,11 +62,13 @@ static void cu_copy(void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
     CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
     shadow_refresh((const real *)dst, bytes / sizeof(real));
+    twin_refresh((const real *)dst, bytes / sizeof(real));
 }
 static void cu_zero(void *p, size_t bytes) {
     if (!bytes) return;
     CUDA_CHECK(cudaMemset(p, 0, bytes));
     shadow_refresh((const real *)p, bytes / sizeof(real));
+    twin_refresh((const real *)p, bytes / sizeof(real));
 }
 static void cu_sync(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
 
@@ -214,6 +218,7 @@ static void cuda_init(void) {
     {.name = "cuda", .alloc = cu_alloc, .free = cu_free, .to_device = cu_to_device,            \
      .to_host = cu_to_host, .copy = cu_copy, .zero = cu_zero, .sync = cu_sync,                 \
      .bsmat_upload = cu_bsmat_upload, .bsmat_release = cu_bsmat_release, .register_params = REG, \
+     .keep_lowp = BF ? keep_lowp_cuda : NULL,                                                   \
      .embed_fwd = embed_fwd_cuda, .embed_bwd = embed_bwd_cuda,                                  \
      .matmul_fwd = matmul_fwd_cuda<BF>, .matmul_bwd = matmul_bwd_cuda<BF>,                      \
      .bsmm_fwd = bsmm_fwd_cuda<BF>, .bsmm_bwd_data = bsmm_bwd_data_cuda<BF>,                    \

@@ -276,6 +276,7 @@ static void launch_mm_bs(const MmArgs &a, int npieces, int nob) {
 template <bool BF, bool FWD>
 static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals, int N, int acc) {
     if (N <= 0) return;
+    twin_none(out, (size_t)N * (FWD ? w->rows : w->cols), FWD ? "bsmm_fwd" : "bsmm_bwd_data");
     const DevBsMat *d = dev_of(w);
     MmArgs a = {};
     a.out = out;

@@ -107,6 +107,17 @@ void to_bf16(bf16 *dst, const real *src, size_t n, cudaStream_t stream = g_cuda.
 const bf16 *acts_bf16(const real *x, size_t n, int slot);
 void twin_register(const real *f, const bf16 *b, size_t n);
 void twin_forget(const real *f);
+// keep_lowp (backend.h): a bf16 twin of x[0..n) that this file's writers keep current.
+void keep_lowp_cuda(real *x, size_t n);
+void twin_release(const real *f);                   // frees f's twin of keep_lowp's, if any
+bf16 *twin_out(const real *y, size_t n);            // where a write of y[0..n) also goes in bf16, or NULL
+void twin_none(const real *y, size_t n, const char *op);  // dies where y has a twin op would leave stale
+void twin_refresh(const real *p, size_t n);         // after a memory op wrote p[0..n)
+// y[i] = v, and its bf16 twin's (yb: twin_out's, may be NULL).
+__device__ inline void put(real *y, bf16 *yb, size_t i, float v) {
+    y[i] = v;
+    if (yb) yb[i] = __float2bfloat16_rn(v);
+}
 // A kernel's or product's operands in precision BF: fp32 as they are; in bf16 the weights'
 // shadow (weights_bf16) and activations' twin or copy in scratch `slot` (acts_bf16).
 template <bool BF>

@@ -1,53 +1,53 @@
 // eltwise.cu: the mlstm's elementwise steps, h * m_t and relu(. + a_t), forward and backward
-// (CPU twin: src/eltwise_cpu.c), over n elements.
+// (CPU twin: src/eltwise_cpu.c), over n elements. Outputs with a bf16 twin (keep_lowp) get it too.
 #include "common.cuh"
 
 #define GRID_STRIDE(i, n) \
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
-__global__ void mul_fwd_kernel(real *y, const real *a, const real *b, size_t n) {
-    GRID_STRIDE(i, n) y[i] = a[i] * b[i];
+__global__ void mul_fwd_kernel(real *y, bf16 *yb, const real *a, const real *b, size_t n) {
+    GRID_STRIDE(i, n) put(y, yb, i, a[i] * b[i]);
 }
 
-__global__ void mul_bwd_kernel(real *da, real *db, const real *dy, const real *a, const real *b, size_t n) {
+__global__ void mul_bwd_kernel(real *da, bf16 *dab, real *db, bf16 *dbb, const real *dy, const real *a, const real *b, size_t n) {
     GRID_STRIDE(i, n) {
         float d = dy[i], ai = a[i];
-        da[i] = d * b[i];
-        db[i] = d * ai;
+        put(da, dab, i, d * b[i]);
+        put(db, dbb, i, d * ai);
     }
 }
 
-__global__ void relu_fwd_kernel(real *y, const real *x, const real *add, size_t n) {
+__global__ void relu_fwd_kernel(real *y, bf16 *yb, const real *x, const real *add, size_t n) {
     GRID_STRIDE(i, n) {
         float v = x[i] + (add ? add[i] : 0.f);
-        y[i] = v > 0 ? v : 0;
+        put(y, yb, i, v > 0 ? v : 0);
     }
 }
 
-__global__ void relu_bwd_kernel(real *dx, const real *dy, const real *y, size_t n) {
-    GRID_STRIDE(i, n) dx[i] = y[i] > 0 ? dy[i] : 0;
+__global__ void relu_bwd_kernel(real *dx, bf16 *dxb, const real *dy, const real *y, size_t n) {
+    GRID_STRIDE(i, n) put(dx, dxb, i, y[i] > 0 ? dy[i] : 0);
 }
 
 void mul_fwd_cuda(real *y, const real *a, const real *b, size_t n) {
     if (!n) return;
-    mul_fwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(y, a, b, n);
+    mul_fwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(y, twin_out(y, n), a, b, n);
     LAUNCH_CHECK();
 }
 
 void mul_bwd_cuda(real *da, real *db, const real *dy, const real *a, const real *b, size_t n) {
     if (!n) return;
-    mul_bwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(da, db, dy, a, b, n);
+    mul_bwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(da, twin_out(da, n), db, twin_out(db, n), dy, a, b, n);
     LAUNCH_CHECK();
 }
 
 void relu_fwd_cuda(real *y, const real *x, const real *add, size_t n) {
     if (!n) return;
-    relu_fwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(y, x, add, n);
+    relu_fwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(y, twin_out(y, n), x, add, n);
     LAUNCH_CHECK();
 }
 
 void relu_bwd_cuda(real *dx, const real *dy, const real *y, size_t n) {
     if (!n) return;
-    relu_bwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(dx, dy, y, n);
+    relu_bwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(dx, twin_out(dx, n), dy, y, n);
     LAUNCH_CHECK();
 }

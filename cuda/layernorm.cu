@@ -6,10 +6,10 @@
 #define ROW_THREADS 1024  // one CTA a row, and B = 128 rows a step: as many threads as fit
 
 // Row n = blockIdx.x: mean, then the variance summed around it (as the CPU does), then y.
-__global__ void layernorm_fwd_kernel(real *y, real *stat, const real *x, const real *gain, const real *bias, int C) {
+__global__ void layernorm_fwd_kernel(real *y, bf16 *yb, real *stat, const real *x, const real *gain, const real *bias, int C) {
     __shared__ float buf[32];
     const real *xr = x + (long)blockIdx.x * C;
-    real *yr = y + (long)blockIdx.x * C;
+    const long r = (long)blockIdx.x * C;
     float s = 0, ss = 0;
 #pragma unroll 4
     for (int j = threadIdx.x; j < C; j += blockDim.x) s += xr[j];
@@ -18,7 +18,7 @@ __global__ void layernorm_fwd_kernel(real *y, real *stat, const real *x, const r
     for (int j = threadIdx.x; j < C; j += blockDim.x) ss += (xr[j] - mean) * (xr[j] - mean);
     float rstd = 1 / sqrtf(block_sum(ss, buf) / C + LN_EPS);
 #pragma unroll 4
-    for (int j = threadIdx.x; j < C; j += blockDim.x) yr[j] = (xr[j] - mean) * rstd * gain[j] + bias[j];
+    for (int j = threadIdx.x; j < C; j += blockDim.x) put(y, yb, r + j, (xr[j] - mean) * rstd * gain[j] + bias[j]);
     if (threadIdx.x == 0) {
         stat[2 * blockIdx.x] = mean;
         stat[2 * blockIdx.x + 1] = rstd;
@@ -27,7 +27,7 @@ __global__ void layernorm_fwd_kernel(real *y, real *stat, const real *x, const r
 
 void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C) {
     if (N <= 0) return;
-    layernorm_fwd_kernel<<<N, ROW_THREADS, 0, g_cuda.stream>>>(y, stat, x, gain, bias, C);
+    layernorm_fwd_kernel<<<N, ROW_THREADS, 0, g_cuda.stream>>>(y, twin_out(y, (size_t)N * C), stat, x, gain, bias, C);
     LAUNCH_CHECK();
 }
 
@@ -46,7 +46,8 @@ __global__ void layernorm_param_grad_kernel(real *dgain, real *dbias, const real
 
 // Row n = blockIdx.x: dx = rstd * (dxh - mean(dxh) - xhat * mean(dxh * xhat)), dxh = dy * gain.
 // Both sums are taken before any dx is written, so dx may alias dy.
-__global__ void layernorm_bwd_kernel(real *dx, const real *dy, const real *x, const real *stat, const real *gain, int C) {
+__global__ void layernorm_bwd_kernel(real *dx, bf16 *dxb, const real *dy, const real *x, const real *stat, const real *gain,
+                                     int C) {
     __shared__ float buf[32];
     const long r = (long)blockIdx.x * C;
     const float mean = stat[2 * blockIdx.x], rstd = stat[2 * blockIdx.x + 1];
@@ -60,7 +61,7 @@ __global__ void layernorm_bwd_kernel(real *dx, const real *dy, const real *x, co
     float m1 = block_sum(s1, buf) / C, m2 = block_sum(s2, buf) / C;
 #pragma unroll 4
     for (int j = threadIdx.x; j < C; j += blockDim.x)
-        dx[r + j] = rstd * (dy[r + j] * gain[j] - m1 - (x[r + j] - mean) * rstd * m2);
+        put(dx, dxb, r + j, rstd * (dy[r + j] * gain[j] - m1 - (x[r + j] - mean) * rstd * m2));
 }
 
 // Columns first (dbias, dgain, from one read), while dy is intact; then the rows.
@@ -69,6 +70,6 @@ void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, cons
     if (N <= 0) return;
     layernorm_param_grad_kernel<<<cdiv(C, 32), col_threads(), 0, g_cuda.stream>>>(dgain, dbias, dy, x, stat, N, C);
     LAUNCH_CHECK();
-    layernorm_bwd_kernel<<<N, ROW_THREADS, 0, g_cuda.stream>>>(dx, dy, x, stat, gain, C);
+    layernorm_bwd_kernel<<<N, ROW_THREADS, 0, g_cuda.stream>>>(dx, twin_out(dx, (size_t)N * C), dy, x, stat, gain, C);
     LAUNCH_CHECK();
 }

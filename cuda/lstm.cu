@@ -60,7 +60,7 @@ void lstm_fwd_on(cudaStream_t s, real *h, real *c, real *act, real *lnstat, cons
 
 void lstm_fwd_cuda(real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
                    const real *bias, const real *ln_gain, int B, int H) {
-    lstm_fwd_on(g_cuda.stream, h, c, act, lnstat, z, c_prev, bias, ln_gain, B, H);
+    lstm_fwd_on(g_cuda.stream, h, c, act, lnstat, z, c_prev, bias, ln_gain, B, H, twin_out(h, (size_t)B * H));
 }
 
 // One thread per (b, j): the gradient at the four gates' pre-activations (into dz) and
@@ -100,11 +100,12 @@ __global__ void ln_param_grad_kernel(real *dbias, real *dgain, const real *dpre,
 
 // Row b = blockIdx.x of dz through the layer norm of gate g = blockIdx.y, in place:
 // dz = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dpre * gain.
-__global__ void ln_bwd_kernel(real *dz, const real *z, const real *lnstat, const real *ln_gain, int H) {
+__global__ void ln_bwd_kernel(real *dz, bf16 *dzb, const real *z, const real *lnstat, const real *ln_gain, int H) {
     __shared__ float buf[32];
     const long off = (long)blockIdx.x * 4 * H + (long)blockIdx.y * H;
     const real *zg = z + off, *gain = ln_gain + (long)blockIdx.y * H;
     real *dg = dz + off;
+    bf16 *dgb = dzb ? dzb + off : NULL;
     const float mean = lnstat[blockIdx.x * 8 + 2 * blockIdx.y], rstd = lnstat[blockIdx.x * 8 + 2 * blockIdx.y + 1];
     float s1 = 0, s2 = 0;
 #pragma unroll 4
@@ -115,7 +116,7 @@ __global__ void ln_bwd_kernel(real *dz, const real *z, const real *lnstat, const
     }
     float m1 = block_sum(s1, buf) / H, m2 = block_sum(s2, buf) / H;
 #pragma unroll 4
-    for (int j = threadIdx.x; j < H; j += blockDim.x) dg[j] = rstd * (dg[j] * gain[j] - m1 - (zg[j] - mean) * rstd * m2);
+    for (int j = threadIdx.x; j < H; j += blockDim.x) put(dg, dgb, j, rstd * (dg[j] * gain[j] - m1 - (zg[j] - mean) * rstd * m2));
 }
 
 // Three passes as on the CPU: per element the gradient at pre (kept in dz) and dc_prev;
@@ -133,13 +134,13 @@ void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln
     }
     ln_param_grad_kernel<<<cdiv(4L * H, 32), col_threads(), 0, s>>>(dbias, dln_gain, dz, z, lnstat, B, H);
     LAUNCH_CHECK();
-    ln_bwd_kernel<<<dim3(B, 4), ROW_THREADS, 0, s>>>(dz, z, lnstat, ln_gain, H);
+    ln_bwd_kernel<<<dim3(B, 4), ROW_THREADS, 0, s>>>(dz, dzb, z, lnstat, ln_gain, H);
     LAUNCH_CHECK();
-    if (dzb) to_bf16(dzb, dz, 4 * (size_t)B * H, s);
 }
 
 void lstm_bwd_cuda(real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh, const real *dc,
                    const real *act, const real *c, const real *c_prev, const real *z, const real *lnstat,
                    const real *ln_gain, int B, int H) {
-    lstm_bwd_on(g_cuda.stream, dz, dc_prev, dbias, dln_gain, dh, dc, act, c, c_prev, z, lnstat, ln_gain, B, H);
+    lstm_bwd_on(g_cuda.stream, dz, dc_prev, dbias, dln_gain, dh, dc, act, c, c_prev, z, lnstat, ln_gain, B, H,
+                twin_out(dz, 4 * (size_t)B * H));
 }

@@ -24,6 +24,7 @@ __global__ void bias_rows_kernel(real *y, const real *bias, long N, int R, int a
 template <bool BF>
 void matmul_fwd_cuda(real *y, const real *x, const real *W, const real *bias, int N, int C, int R, int acc) {
     if (N <= 0) return;
+    twin_none(y, (size_t)N * R, "matmul_fwd");
     if (bias) {
         bias_rows_kernel<<<grid_for((size_t)N * R, 256), 256, 0, g_cuda.stream>>>(y, bias, N, R, acc);
         LAUNCH_CHECK();
@@ -37,6 +38,7 @@ template <bool BF>
 void matmul_bwd_cuda(real *dx, real *dW, real *dbias, const real *dy, const real *x, const real *W,
                      int N, int C, int R) {
     if (N <= 0) return;
+    if (dx) twin_none(dx, (size_t)N * C, "matmul_bwd");
     const void *dyo = act_operand<BF>(dy, (size_t)N * R, SCRATCH_DYBF16);
     // dx^T[C,N] = W^T[C,R] dy^T[R,N]
     if (dx) blas_gemm<BF>(CUBLAS_OP_N, CUBLAS_OP_N, C, N, R, weight_operand<BF>(W, (size_t)R * C), C, dyo, R, 0.f, dx, C);

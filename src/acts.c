@@ -66,6 +66,10 @@ Acts *acts_create(const Model *m, int B, int T) {
         a->seq[l] = seq_for(m, a, l);
         if (!a->seq[l]) a->z[l] = ralloc(be, N * G), a->act[l] = ralloc(be, N * G), a->dz[l] = ralloc(be, N * G);
         a->ml[l] = m->mlstm ? mlstm_acts_create(m, l, B, T, 1) : NULL;
+        if (m->mlstm && be->keep_lowp) {  // the mlstm's first internal step reads h, its gate product's backward dz
+            be->keep_lowp(a->h[l], (N + B) * H);
+            be->keep_lowp(a->dz[l], N * G);
+        }
     }
     a->logits = ralloc(be, N * SW_VOCAB);
     a->loss = ralloc(be, N);

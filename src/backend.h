@@ -51,6 +51,10 @@ typedef struct Backend {
     // The model's flat parameter buffer (n elements): a backend may keep a lower-precision
     // copy of it (bf16) and refresh it in `adam`. The CPU backend ignores it.
     void (*register_params)(real *params, size_t n);
+    // An activation buffer that the backend's bf16 products read often: it may keep a bf16
+    // copy of x[0..n) that every op writing x updates, so that they need not convert x each
+    // time (freed with x). NULL: it keeps none (the CPU and fp32).
+    void (*keep_lowp)(real *x, size_t n);
 
     // ---- embedding ----
     // out[N,E] = table[tok[n], :]

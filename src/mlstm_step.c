@@ -40,6 +40,10 @@ MlstmActs *mlstm_acts_create(const Model *m, int l, int B, int T, int for_traini
         ml->sstat[j] = ralloc(m, 2 * N);
         ml->u[j] = ralloc(m, N * H);
         if (for_training) ml->ds[j] = ralloc(m, N * H);
+        if (for_training && m->be->keep_lowp) {  // inputs of the step's products, each read every step
+            m->be->keep_lowp(ml->u[j], N * H);
+            m->be->keep_lowp(ml->ds[j], N * H);
+        }
     }
     if (for_training) {
         ml->dx = ralloc(m, 2 * N * H);
