@@ -20,30 +20,32 @@
 // indices are copied to shared memory first, so no copy's address waits on a load; each
 // thread's copy addresses are fixed but for the slab and block. A column cut into several
 // pieces is finished by the CTA that completes last (pieces_done).
-#define MM_THREADS 128
 #define MM_LIST 256
 static_assert(MM_LIST >= 2048 / 8, "a piece's indices (mm_piece_len) fit in shared memory");
 
 template <typename T, int BS, int TM, bool FWD>
 struct Mm {
-    static constexpr int S = 3;                    // ring depth (3 CTAs of bf16 per SM; deeper measured slower)
+    static constexpr int S = 3;                    // ring depth (deeper measured slower)
     static constexpr int E = 16 / sizeof(T);      // elements per 16-byte copy
     static constexpr int KS = 32;                 // k per stage: 32 / BS blocks side by side
     static constexpr int KB = KS / BS;            // list entries per group per stage
-    static constexpr int KG = MM_THREADS / TM;    // groups: they split the list, summed at the end
+    // Threads: KG groups of TM. H100, same call: 256 at 64 and 128 rows (mlstm 8192 ba_7 B = 128
+    // step 83.3 -> 78.6 ms against 128), 128 at 32 rows (bf16 bwd-data N = 32: 26.9 us, 30.8 with 256).
+    static constexpr int NT = TM >= 64 ? 256 : 128;
+    static constexpr int KG = NT / TM;            // groups: they split the list, summed at the end
     static constexpr int PER = KG * KB;           // list entries per stage
-    static constexpr int LDA = sm_ld<T>(KS);      // A: [MM_THREADS rows][KS], group g's rows g*TM..
+    static constexpr int LDA = sm_ld<T>(KS);      // A: [NT rows][KS], group g's rows g*TM..
     static constexpr int WR = FWD ? BS : KS, WC = FWD ? KS : BS;  // W: [n][k] fwd, [k][n] bwd
     static constexpr int LDW = sm_ld<T>(WC);
     static constexpr int A_CPR = KS / E;          // copies per A row
-    static constexpr int A_CH = A_CPR;             // A copies per thread and stage (MM_THREADS rows)
+    static constexpr int A_CH = A_CPR;             // A copies per thread and stage (NT rows)
     static constexpr int W_PER_G = WR * WC / E, W_TOTAL = KG * W_PER_G;
-    static constexpr int W_CH = cdiv_c(W_TOTAL, MM_THREADS);
-    static constexpr size_t A_BYTES = (size_t)MM_THREADS * LDA * sizeof(T);
+    static constexpr int W_CH = cdiv_c(W_TOTAL, NT);
+    static constexpr size_t A_BYTES = (size_t)NT * LDA * sizeof(T);
     static constexpr size_t STAGE = A_BYTES + (size_t)KG * WR * LDW * sizeof(T);
     static constexpr size_t RING = S * STAGE;
     static constexpr size_t SMEM = RING + 2 * MM_LIST * sizeof(int);
-    static_assert(STAGE % 16 == 0 && (size_t)MM_THREADS * BS * 4 <= RING, "ring layout");
+    static_assert(STAGE % 16 == 0 && (size_t)NT * BS * 4 <= RING, "ring layout");
 };
 
 typedef struct {
@@ -58,7 +60,7 @@ typedef struct {
 } MmArgs;
 
 template <typename T, int BS, int TM, bool FWD>
-__global__ void __launch_bounds__(MM_THREADS) bsmm_mm_kernel(MmArgs p) {
+__global__ void __launch_bounds__(Mm<T, BS, TM, FWD>::NT) bsmm_mm_kernel(MmArgs p) {
     using C = Mm<T, BS, TM, FWD>;
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int s_last;
@@ -69,20 +71,20 @@ __global__ void __launch_bounds__(MM_THREADS) bsmm_mm_kernel(MmArgs p) {
     const T *in = (const T *)p.in, *w = (const T *)p.w;
     float acc[BS] = {};
 
-    // This thread's copies: A column ac of rows tid / A_CPR + i * (MM_THREADS / A_CPR).
+    // This thread's copies: A column ac of rows tid / A_CPR + i * (NT / A_CPR).
     const int ac = tid % C::A_CPR * C::E;
     const T *a_src[C::A_CH];
     int a_pos[C::A_CH], a_dst[C::A_CH], w_pos[C::W_CH], w_el[C::W_CH], w_dst[C::W_CH];
 #pragma unroll
     for (int i = 0; i < C::A_CH; i++) {
-        int row = tid / C::A_CPR + i * (MM_THREADS / C::A_CPR), n = n0 + row % TM;
+        int row = tid / C::A_CPR + i * (C::NT / C::A_CPR), n = n0 + row % TM;
         a_src[i] = n < p.N ? in + (long)n * p.ld_in + ac % BS : NULL;
         a_pos[i] = row / TM * C::KB + ac / BS;
         a_dst[i] = row * C::LDA + ac;
     }
 #pragma unroll
     for (int i = 0; i < C::W_CH; i++) {
-        int id = tid + i * MM_THREADS, gw = id / C::W_PER_G, rem = id % C::W_PER_G;
+        int id = tid + i * C::NT, gw = id / C::W_PER_G, rem = id % C::W_PER_G;
         int wr = rem / (C::WC / C::E), wc = rem % (C::WC / C::E) * C::E;
         w_pos[i] = id < C::W_TOTAL ? gw * C::KB + (FWD ? wc / BS : wr / BS) : -1;
         w_el[i] = FWD ? wr * BS + wc % BS : wr % BS * BS + wc;
@@ -91,11 +93,12 @@ __global__ void __launch_bounds__(MM_THREADS) bsmm_mm_kernel(MmArgs p) {
     auto a_at = [&](int slot) { return (T *)(smem + slot * C::STAGE); };
     auto w_at = [&](int slot) { return (T *)(smem + slot * C::STAGE + C::A_BYTES); };
 
-    for (int i = tid; i < cnt; i += MM_THREADS) {
+    for (int i = tid; i < cnt; i += C::NT) {
         s_idx[i] = p.idx[pc.beg + i];
         s_blk[i] = p.blk ? p.blk[pc.beg + i] : pc.beg + i;
     }
     __syncthreads();
+    pdl_enter();  // the indices are the mask's (no kernel writes them); the rest may come from the op before
     // Stage st into ring slot st % S: group gg takes entries st*PER + gg*KB + e.
     auto issue = [&](int st) {
         T *As = a_at(st % C::S), *Ws = w_at(st % C::S);
@@ -253,8 +256,7 @@ static void launch_mm(MmArgs a, int npieces, int nob) {
     int gy = cdiv(a.N, TM);
     a.part = (float *)cuda_scratch(SCRATCH_PART, sizeof(float) * (size_t)npieces * gy * TM * BS);
     a.count = (int *)cuda_scratch(SCRATCH_COUNT, sizeof(int) * (size_t)nob * gy);
-    bsmm_mm_kernel<T, BS, TM, FWD><<<dim3(npieces, gy), MM_THREADS, C::SMEM, g_cuda.stream>>>(a);
-    LAUNCH_CHECK();
+    launch_pdl(bsmm_mm_kernel<T, BS, TM, FWD>, dim3(npieces, gy), C::NT, C::SMEM, a);
 }
 
 // Rows per CTA: enough to cover N, then smaller while the grid would leave SMs idle.

@@ -52,6 +52,13 @@ static inline cudaLaunchAttribute attr_pdl(bool on) {
     a.val.programmaticStreamSerializationAllowed = on;
     return a;
 }
+// The per-step ops' kernels (the mlstm's ~40 a time step) launch programmatically dependent
+// (launch_pdl) and start with pdl_enter: each waits for the op before it, then lets the next
+// one launch, so that one's launch overlaps this one's work instead of following its end.
+__device__ inline void pdl_enter() {
+    pdl_wait();
+    pdl_trigger();
+}
 static inline cudaLaunchAttribute attr_cooperative() {
     cudaLaunchAttribute a = {};
     a.id = cudaLaunchAttributeCooperative;
@@ -78,6 +85,12 @@ typedef struct {
 } CudaState;
 // Per thread: `gpus = N` trains one rank per thread, each on its own device.
 extern thread_local CudaState g_cuda;
+
+// An op's kernel on g_cuda.stream, programmatically dependent (its kernel starts with pdl_enter).
+template <typename... P, typename... A>
+void launch_pdl(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A &&...args) {
+    launch_attr(attr_pdl(true), kernel, grid, block, smem, g_cuda.stream, std::forward<A>(args)...);
+}
 
 void *cuda_scratch(int slot, size_t bytes);
 void *cu_alloc(size_t bytes);  // zero-filled device memory (the backend's alloc)

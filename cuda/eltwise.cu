@@ -6,10 +6,12 @@
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
 __global__ void mul_fwd_kernel(real *y, bf16 *yb, const real *a, const real *b, size_t n) {
+    pdl_enter();
     GRID_STRIDE(i, n) put(y, yb, i, a[i] * b[i]);
 }
 
 __global__ void mul_bwd_kernel(real *da, bf16 *dab, real *db, bf16 *dbb, const real *dy, const real *a, const real *b, size_t n) {
+    pdl_enter();
     GRID_STRIDE(i, n) {
         float d = dy[i], ai = a[i];
         put(da, dab, i, d * b[i]);
@@ -18,6 +20,7 @@ __global__ void mul_bwd_kernel(real *da, bf16 *dab, real *db, bf16 *dbb, const r
 }
 
 __global__ void relu_fwd_kernel(real *y, bf16 *yb, const real *x, const real *add, size_t n) {
+    pdl_enter();
     GRID_STRIDE(i, n) {
         float v = x[i] + (add ? add[i] : 0.f);
         put(y, yb, i, v > 0 ? v : 0);
@@ -25,29 +28,26 @@ __global__ void relu_fwd_kernel(real *y, bf16 *yb, const real *x, const real *ad
 }
 
 __global__ void relu_bwd_kernel(real *dx, bf16 *dxb, const real *dy, const real *y, size_t n) {
+    pdl_enter();
     GRID_STRIDE(i, n) put(dx, dxb, i, y[i] > 0 ? dy[i] : 0);
 }
 
 void mul_fwd_cuda(real *y, const real *a, const real *b, size_t n) {
     if (!n) return;
-    mul_fwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(y, twin_out(y, n), a, b, n);
-    LAUNCH_CHECK();
+    launch_pdl(mul_fwd_kernel, grid_for(n, 256), 256, 0, y, twin_out(y, n), a, b, n);
 }
 
 void mul_bwd_cuda(real *da, real *db, const real *dy, const real *a, const real *b, size_t n) {
     if (!n) return;
-    mul_bwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(da, twin_out(da, n), db, twin_out(db, n), dy, a, b, n);
-    LAUNCH_CHECK();
+    launch_pdl(mul_bwd_kernel, grid_for(n, 256), 256, 0, da, twin_out(da, n), db, twin_out(db, n), dy, a, b, n);
 }
 
 void relu_fwd_cuda(real *y, const real *x, const real *add, size_t n) {
     if (!n) return;
-    relu_fwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(y, twin_out(y, n), x, add, n);
-    LAUNCH_CHECK();
+    launch_pdl(relu_fwd_kernel, grid_for(n, 256), 256, 0, y, twin_out(y, n), x, add, n);
 }
 
 void relu_bwd_cuda(real *dx, const real *dy, const real *y, size_t n) {
     if (!n) return;
-    relu_bwd_kernel<<<grid_for(n, 256), 256, 0, g_cuda.stream>>>(dx, twin_out(dx, n), dy, y, n);
-    LAUNCH_CHECK();
+    launch_pdl(relu_bwd_kernel, grid_for(n, 256), 256, 0, dx, twin_out(dx, n), dy, y, n);
 }

@@ -8,6 +8,7 @@
 // Row n = blockIdx.x: mean, then the variance summed around it (as the CPU does), then y.
 __global__ void layernorm_fwd_kernel(real *y, bf16 *yb, real *stat, const real *x, const real *gain, const real *bias, int C) {
     __shared__ float buf[32];
+    pdl_enter();
     const real *xr = x + (long)blockIdx.x * C;
     const long r = (long)blockIdx.x * C;
     float s = 0, ss = 0;
@@ -27,13 +28,13 @@ __global__ void layernorm_fwd_kernel(real *y, bf16 *yb, real *stat, const real *
 
 void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C) {
     if (N <= 0) return;
-    layernorm_fwd_kernel<<<N, ROW_THREADS, 0, g_cuda.stream>>>(y, twin_out(y, (size_t)N * C), stat, x, gain, bias, C);
-    LAUNCH_CHECK();
+    launch_pdl(layernorm_fwd_kernel, N, ROW_THREADS, 0, y, twin_out(y, (size_t)N * C), stat, x, gain, bias, C);
 }
 
 // dbias[j] += sum_n dy[n][j], dgain[j] += sum_n dy[n][j] * xhat[n][j], in col_sum's order.
 __global__ void layernorm_param_grad_kernel(real *dgain, real *dbias, const real *dy, const real *x, const real *stat, int N,
                                             int C) {
+    pdl_enter();
     const int j = blockIdx.x * 32 + threadIdx.x;
     float2 s = col_sum([&](long n, int c) {
         float d = dy[n * C + c];
@@ -49,6 +50,7 @@ __global__ void layernorm_param_grad_kernel(real *dgain, real *dbias, const real
 __global__ void layernorm_bwd_kernel(real *dx, bf16 *dxb, const real *dy, const real *x, const real *stat, const real *gain,
                                      int C) {
     __shared__ float buf[32];
+    pdl_enter();
     const long r = (long)blockIdx.x * C;
     const float mean = stat[2 * blockIdx.x], rstd = stat[2 * blockIdx.x + 1];
     float s1 = 0, s2 = 0;
@@ -68,8 +70,6 @@ __global__ void layernorm_bwd_kernel(real *dx, bf16 *dxb, const real *dy, const 
 void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
                         const real *gain, int N, int C) {
     if (N <= 0) return;
-    layernorm_param_grad_kernel<<<cdiv(C, 32), col_threads(), 0, g_cuda.stream>>>(dgain, dbias, dy, x, stat, N, C);
-    LAUNCH_CHECK();
-    layernorm_bwd_kernel<<<N, ROW_THREADS, 0, g_cuda.stream>>>(dx, twin_out(dx, (size_t)N * C), dy, x, stat, gain, C);
-    LAUNCH_CHECK();
+    launch_pdl(layernorm_param_grad_kernel, cdiv(C, 32), col_threads(), 0, dgain, dbias, dy, x, stat, N, C);
+    launch_pdl(layernorm_bwd_kernel, N, ROW_THREADS, 0, dx, twin_out(dx, (size_t)N * C), dy, x, stat, gain, C);
 }

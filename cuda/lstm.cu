@@ -10,6 +10,7 @@
 // it (as the CPU does).
 __global__ void ln_stats_kernel(real *lnstat, const real *z, int H) {
     __shared__ float buf[32];
+    pdl_enter();
     const int g = blockIdx.y;
     const real *zg = z + (long)blockIdx.x * 4 * H + (long)g * H;
     float s = 0, ss = 0;
@@ -28,6 +29,7 @@ __global__ void ln_stats_kernel(real *lnstat, const real *z, int H) {
 // One thread per (b, j): the four gates' activations, c and h (and h in bf16 where hb is given).
 __global__ void lstm_fwd_kernel(real *h, bf16 *hb, real *c, real *act, const real *lnstat, const real *z, const real *c_prev,
                                 const real *bias, const real *ln_gain, int B, int H) {
+    pdl_enter();
     for (long o = blockIdx.x * (long)blockDim.x + threadIdx.x; o < (long)B * H; o += (long)gridDim.x * blockDim.x) {
         long b = o / H, j = o % H, G = 4L * H;
         float a[4];
@@ -50,12 +52,9 @@ __global__ void lstm_fwd_kernel(real *h, bf16 *hb, real *c, real *act, const rea
 void lstm_fwd_on(cudaStream_t s, real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
                  const real *bias, const real *ln_gain, int B, int H, bf16 *hb) {
     if (B <= 0) return;
-    if (ln_gain) {
-        ln_stats_kernel<<<dim3(B, 4), ROW_THREADS, 0, s>>>(lnstat, z, H);
-        LAUNCH_CHECK();
-    }
-    lstm_fwd_kernel<<<grid_for((size_t)B * H, 256), 256, 0, s>>>(h, hb, c, act, lnstat, z, c_prev, bias, ln_gain, B, H);
-    LAUNCH_CHECK();
+    if (ln_gain) launch_attr(attr_pdl(true), ln_stats_kernel, dim3(B, 4), ROW_THREADS, 0, s, lnstat, z, H);
+    launch_attr(attr_pdl(true), lstm_fwd_kernel, grid_for((size_t)B * H, 256), 256, 0, s, h, hb, c, act, lnstat, z, c_prev,
+                bias, ln_gain, B, H);
 }
 
 void lstm_fwd_cuda(real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
@@ -67,6 +66,7 @@ void lstm_fwd_cuda(real *h, real *c, real *act, real *lnstat, const real *z, con
 // dc_prev (which may alias dc: each element reads dc before writing it).
 __global__ void lstm_bwd_cell_kernel(real *dz, bf16 *dzb, real *dc_prev, const real *dh, const real *dc, const real *act,
                                      const real *c, const real *c_prev, int B, int H) {
+    pdl_enter();
     for (long o = blockIdx.x * (long)blockDim.x + threadIdx.x; o < (long)B * H; o += (long)gridDim.x * blockDim.x) {
         long b = o / H, j = o % H, G = 4L * H;
         const real *ab = act + b * G;
@@ -88,6 +88,7 @@ __global__ void lstm_bwd_cell_kernel(real *dz, bf16 *dzb, real *dc_prev, const r
 // be NULL), in col_sum's order; xhat of column j from its gate's (mean, rstd).
 __global__ void ln_param_grad_kernel(real *dbias, real *dgain, const real *dpre, const real *z, const real *lnstat, int B,
                                      int H) {
+    pdl_enter();
     const int j = blockIdx.x * 32 + threadIdx.x, G = 4 * H, g2 = 2 * (j / H);
     float2 s = col_sum([&](long b, int k) {
         float d = dpre[b * G + k];
@@ -102,6 +103,7 @@ __global__ void ln_param_grad_kernel(real *dbias, real *dgain, const real *dpre,
 // dz = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dpre * gain.
 __global__ void ln_bwd_kernel(real *dz, bf16 *dzb, const real *z, const real *lnstat, const real *ln_gain, int H) {
     __shared__ float buf[32];
+    pdl_enter();
     const long off = (long)blockIdx.x * 4 * H + (long)blockIdx.y * H;
     const real *zg = z + off, *gain = ln_gain + (long)blockIdx.y * H;
     real *dg = dz + off;
@@ -125,17 +127,15 @@ void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln
                  const real *dc, const real *act, const real *c, const real *c_prev, const real *z,
                  const real *lnstat, const real *ln_gain, int B, int H, bf16 *dzb) {
     if (B <= 0) return;
-    lstm_bwd_cell_kernel<<<grid_for((size_t)B * H, 256), 256, 0, s>>>(dz, ln_gain ? NULL : dzb, dc_prev, dh, dc, act, c,
-                                                                       c_prev, B, H);
-    LAUNCH_CHECK();
+    launch_attr(attr_pdl(true), lstm_bwd_cell_kernel, grid_for((size_t)B * H, 256), 256, 0, s, dz, ln_gain ? NULL : dzb,
+                dc_prev, dh, dc, act, c, c_prev, B, H);
     if (!ln_gain) {
         if (dbias) colsum_acc(dbias, dz, B, 4 * H, s);
         return;
     }
-    ln_param_grad_kernel<<<cdiv(4L * H, 32), col_threads(), 0, s>>>(dbias, dln_gain, dz, z, lnstat, B, H);
-    LAUNCH_CHECK();
-    ln_bwd_kernel<<<dim3(B, 4), ROW_THREADS, 0, s>>>(dz, dzb, z, lnstat, ln_gain, H);
-    LAUNCH_CHECK();
+    launch_attr(attr_pdl(true), ln_param_grad_kernel, cdiv(4L * H, 32), col_threads(), 0, s, dbias, dln_gain, dz, z, lnstat,
+                B, H);
+    launch_attr(attr_pdl(true), ln_bwd_kernel, dim3(B, 4), ROW_THREADS, 0, s, dz, dzb, z, lnstat, ln_gain, H);
 }
 
 void lstm_bwd_cuda(real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh, const real *dc,
