@@ -2,28 +2,17 @@
 // (CPU twin: src/layernorm_cpu.c). x, y, dy, dx are [N, C]; stat[N, 2] = (mean, rstd).
 #include "reduce.cuh"
 
-#define LN_EPS 1e-5f
 #define ROW_THREADS 1024  // one CTA a row, and B = 128 rows a step: as many threads as fit
 
-// Row n = blockIdx.x: mean, then the variance summed around it (as the CPU does), then y.
+// Row n = blockIdx.x: its statistics (row_stats), then y.
 __global__ void layernorm_fwd_kernel(real *y, bf16 *yb, real *stat, const real *x, const real *gain, const real *bias, int C) {
     __shared__ float buf[32];
     pdl_enter();
-    const real *xr = x + (long)blockIdx.x * C;
     const long r = (long)blockIdx.x * C;
-    float s = 0, ss = 0;
+    const float2 st = row_stats(x + r, C, buf);
 #pragma unroll 4
-    for (int j = threadIdx.x; j < C; j += blockDim.x) s += xr[j];
-    float mean = block_sum(s, buf) / C;
-#pragma unroll 4
-    for (int j = threadIdx.x; j < C; j += blockDim.x) ss += (xr[j] - mean) * (xr[j] - mean);
-    float rstd = 1 / sqrtf(block_sum(ss, buf) / C + LN_EPS);
-#pragma unroll 4
-    for (int j = threadIdx.x; j < C; j += blockDim.x) put(y, yb, r + j, (xr[j] - mean) * rstd * gain[j] + bias[j]);
-    if (threadIdx.x == 0) {
-        stat[2 * blockIdx.x] = mean;
-        stat[2 * blockIdx.x + 1] = rstd;
-    }
+    for (int j = threadIdx.x; j < C; j += blockDim.x) put(y, yb, r + j, (x[r + j] - st.x) * st.y * gain[j] + bias[j]);
+    put_stats(stat + 2 * blockIdx.x, st);
 }
 
 void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C) {

@@ -3,27 +3,14 @@
 // lnstat[B, 8] = (mean, rstd) per gate.
 #include "reduce.cuh"
 
-#define LN_EPS 1e-5f
 #define ROW_THREADS 1024  // one CTA a (row, gate), and B = 128 rows a step: as many threads as fit
 
-// lnstat of row b = blockIdx.x, gate g = blockIdx.y: mean, then the variance summed around
-// it (as the CPU does).
+// lnstat of row b = blockIdx.x, gate g = blockIdx.y (row_stats).
 __global__ void ln_stats_kernel(real *lnstat, const real *z, int H) {
     __shared__ float buf[32];
     pdl_enter();
-    const int g = blockIdx.y;
-    const real *zg = z + (long)blockIdx.x * 4 * H + (long)g * H;
-    float s = 0, ss = 0;
-#pragma unroll 4
-    for (int j = threadIdx.x; j < H; j += blockDim.x) s += zg[j];
-    float mean = block_sum(s, buf) / H;
-#pragma unroll 4
-    for (int j = threadIdx.x; j < H; j += blockDim.x) ss += (zg[j] - mean) * (zg[j] - mean);
-    float var = block_sum(ss, buf) / H;
-    if (threadIdx.x == 0) {
-        lnstat[blockIdx.x * 8 + 2 * g] = mean;
-        lnstat[blockIdx.x * 8 + 2 * g + 1] = 1 / sqrtf(var + LN_EPS);
-    }
+    const float2 st = row_stats(z + (long)blockIdx.x * 4 * H + (long)blockIdx.y * H, H, buf);
+    put_stats(lnstat + blockIdx.x * 8 + 2 * blockIdx.y, st);
 }
 
 // One thread per (b, j): the four gates' activations, c and h (and h in bf16 where hb is given).

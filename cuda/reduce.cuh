@@ -24,6 +24,25 @@ __device__ inline F block_sum(F v, F *buf) {
     return s;
 }
 
+// A layer norm's (mean, 1 / sqrt(variance + LN_EPS)) of x[0..C) over the block: the mean, then
+// the variance summed around it, as the CPU does. buf: block_sum's scratch.
+#define LN_EPS 1e-5f
+__device__ inline float2 row_stats(const float *x, int C, float *buf) {
+    float s = 0, ss = 0;
+#pragma unroll 4
+    for (int j = threadIdx.x; j < C; j += blockDim.x) s += x[j];
+    const float mean = block_sum(s, buf) / C;
+#pragma unroll 4
+    for (int j = threadIdx.x; j < C; j += blockDim.x) ss += (x[j] - mean) * (x[j] - mean);
+    return make_float2(mean, 1 / sqrtf(block_sum(ss, buf) / C + LN_EPS));
+}
+// (mean, rstd) stored at st[0], st[1] by thread 0.
+__device__ inline void put_stats(real *st, float2 v) {
+    if (threadIdx.x) return;
+    st[0] = v.x;
+    st[1] = v.y;
+}
+
 // Column sums of an [N, R] matrix given element by element as f(n, r), over rows [n0, n1),
 // for the CTA's 32 columns: blockDim (32, COL_LANES); lane y sums rows n0 + y, n0 + y +
 // COL_LANES, ... in order, then the lanes are added in order (one fixed order for a given
