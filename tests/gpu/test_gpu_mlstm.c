@@ -2,6 +2,7 @@
 // mul, relu, ema), the whole model's loss and gradients (fp32 and bf16; dense, ba, ws, random
 // masks; depths 2-4; blocks 8/16/32; EMA on), 30 training steps, the replayed window against the
 // ops issued one by one, and step-by-step inference.
+#include "../../cuda/twins_check.h"
 #include "../../src/mlstm.h"
 #include "gpu_train.h"
 
@@ -91,7 +92,8 @@ TEST(gpu_mlstm_train_bf16_tracks_cpu) { check_curve(&mshapes[0], 30, "bf16", 3e-
 
 // The same bits from the window's ops issued one by one (engine = steps) and from their
 // replay (backend.h replay): each window's first call runs the ops, the second records them,
-// later ones replay the record; a window of another T has its own record.
+// later ones replay the record; a window of another T has its own record. In bf16 every twin
+// that keep_lowp made equals its buffer rounded, after every window.
 static int same_on_device(const Backend *be, const real *x, const real *y, size_t n) {
     real *hx = xmalloc(n * sizeof(real)), *hy = xmalloc(n * sizeof(real));
     be->to_host(hx, x, n * sizeof(real));
@@ -122,6 +124,8 @@ TEST(gpu_mlstm_replay_gives_the_ops_bits) {
                 for (int l = 0; l < ms->L; l++)
                     CHECK_MSG(same_on_device(mr->be, ar->dh[l], as->dh[l], (size_t)b.B * ms->H),
                               "%s %s call %d: carried h's gradient of layer %d differs", precs[p], sh->sparsity, call, l);
+                CHECK_MSG(twins_stale() == 0, "%s %s call %d: %zu values of the bf16 twins are stale", precs[p], sh->sparsity,
+                          call, twins_stale());
                 batch_free(&b);
             }
             acts_free(ms, as); acts_free(mr, ar);

@@ -1,0 +1,14 @@
+// twins_check.h: what the GPU tests check of twins.cu (C-callable).
+#pragma once
+#include <stddef.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Values, over every twin that keep_lowp made, that differ from their fp32 buffer rounded to
+// bf16: 0 when every op that wrote a twinned buffer kept its twin current.
+size_t twins_stale(void);
+
+#ifdef __cplusplus
+}
+#endif
