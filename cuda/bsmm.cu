@@ -29,9 +29,10 @@ struct Mm {
     static constexpr int E = 16 / sizeof(T);      // elements per 16-byte copy
     static constexpr int KS = 32;                 // k per stage: 32 / BS blocks side by side
     static constexpr int KB = KS / BS;            // list entries per group per stage
-    // Threads: KG groups of TM. H100, same call: 256 at 64 and 128 rows (mlstm 8192 ba_7 B = 128
-    // step 83.3 -> 78.6 ms against 128), 128 at 32 rows (bf16 bwd-data N = 32: 26.9 us, 30.8 with 256).
-    static constexpr int NT = TM >= 64 ? 256 : 128;
+    // Threads: KG groups of TM. H100: bf16 takes 256 at 64 and 128 rows (mlstm 8192 ba_7 B = 128
+    // step 83.3 -> 78.6 ms against 128), 128 at 32 rows (bwd-data N = 32: 26.9 us, 30.8 with 256);
+    // fp32 128 (8192 ba_8 per-step forward 28.8 ms, 37.5 with 256 at 128 rows).
+    static constexpr int NT = sizeof(T) == 2 && TM >= 64 ? 256 : 128;
     static constexpr int KG = NT / TM;            // groups: they split the list, summed at the end
     static constexpr int PER = KG * KB;           // list entries per stage
     static constexpr int LDA = sm_ld<T>(KS);      // A: [NT rows][KS], group g's rows g*TM..
