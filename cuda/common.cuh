@@ -119,7 +119,7 @@ void to_bf16(bf16 *dst, const real *src, size_t n, cudaStream_t stream = g_cuda.
 // engine's copies of h and dz, current after its last window), else a copy in scratch `slot`.
 const bf16 *acts_bf16(const real *x, size_t n, int slot);
 void twin_register(const real *f, const bf16 *b, size_t n);
-void twin_forget(const real *f);
+void twin_forget(const real *f);  // (freeing a twin that keep_lowp made)
 // keep_lowp (backend.h): a bf16 twin of x[0..n) that this file's writers keep current.
 void keep_lowp_cuda(real *x, size_t n);
 void twin_release(const real *f);                   // frees f's twin of keep_lowp's, if any

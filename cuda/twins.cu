@@ -33,7 +33,10 @@ void twin_register(const real *f, const bf16 *b, size_t n) {
 void twin_forget(const real *f) {
     g_cuda.gen++;
     for (int i = 0; i < TWINS_MAX; i++)
-        if (twins[i].f == f) twins[i] = (Twin){NULL, NULL, 0, 0};
+        if (twins[i].f == f) {
+            if (twins[i].owned) CUDA_CHECK(cudaFree(twins[i].b));
+            twins[i] = (Twin){NULL, NULL, 0, 0};
+        }
 }
 
 // The fp32 side of a twin may be stale (the engine writes dz only in bf16), so a read that
@@ -63,11 +66,7 @@ void keep_lowp_cuda(real *x, size_t n) {
 
 void twin_release(const real *f) {
     for (int i = 0; i < TWINS_MAX; i++)
-        if (twins[i].f == f && twins[i].owned) {
-            CUDA_CHECK(cudaFree(twins[i].b));
-            twins[i] = (Twin){NULL, NULL, 0, 0};
-            g_cuda.gen++;
-        }
+        if (twins[i].f == f && twins[i].owned) twin_forget(f);
 }
 
 // Where a kernel writing y[0..n) also writes bf16: the twin's matching span, or NULL.

@@ -206,7 +206,8 @@ typedef struct {
 // mixed (one direction each); for the mlstm, steps or replay (its steps as one launch).
 static const char *path_label(const Model *m, const Acts *a) {
     const char *p = acts_path(m, a);
-    return m->mlstm ? (mlstm_replays(m) ? "replay" : "steps") : !a->seq[0] ? "steps" : strstr(p, "dense") ? "dense" : strstr(p, "persistent engine") ? "persistent"
+    if (m->mlstm) return mlstm_replays(m) ? "replay" : "steps";
+    return !a->seq[0] ? "steps" : strstr(p, "dense") ? "dense" : strstr(p, "persistent engine") ? "persistent"
          : strstr(p, "persistent") ? "mixed" : "graph";
 }
 
@@ -260,8 +261,8 @@ static void train_row(const TrainRow *row) {
     const Layer *L = &m->layer[0];
     MaskStats ms = mask_stats(&L->mask_h);
     printf("| %5d | %-8s | %5.1f%% | %5.1fM | %s | %3d | %-6s%s | %8.1f | %8.1f | %8.1f | %9.0f | %6.1f |\n", H, row->sparsity,
-           100 * ms.density, bsmat_nvals(&L->wh) / 1e6, row->prec, B, path_label(m, a), m->mlstm ? " (mlstm)" : "", fwd[STEPS / 2],
-           step[STEPS / 2] - fwd[STEPS / 2], step[STEPS / 2], B * T / (step[STEPS / 2] * 1e-3), mem);
+           100 * ms.density, bsmat_nvals(&L->wh) / 1e6, row->prec, B, path_label(m, a), m->mlstm ? " (mlstm)" : "",
+           fwd[STEPS / 2], step[STEPS / 2] - fwd[STEPS / 2], step[STEPS / 2], B * T / (step[STEPS / 2] * 1e-3), mem);
     fflush(stdout);
     if (!a->seq[0] && B == 128) time_ops(m, a, H, row->sparsity, row->prec);
     be->free(am);
