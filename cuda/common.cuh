@@ -54,7 +54,8 @@ static inline cudaLaunchAttribute attr_pdl(bool on) {
 }
 // The per-step ops' kernels (the mlstm's ~40 a time step) launch programmatically dependent
 // (launch_pdl) and start with pdl_enter: each waits for the op before it, then lets the next
-// one launch, so that one's launch overlaps this one's work instead of following its end.
+// one launch, so that one's launch overlaps this one's work instead of following its end
+// (H100, mlstm 8192 ba_7 op by op: 91.2 -> 80.8 ms a step; no gain inside a replayed graph).
 __device__ inline void pdl_enter() {
     pdl_wait();
     pdl_trigger();
