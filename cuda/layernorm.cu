@@ -34,25 +34,14 @@ __global__ void layernorm_param_grad_kernel(real *dgain, real *dbias, const real
     dgain[j] += s.y;
 }
 
-// Row n = blockIdx.x: dx = rstd * (dxh - mean(dxh) - xhat * mean(dxh * xhat)), dxh = dy * gain.
-// Both sums are taken before any dx is written, so dx may alias dy.
+// Row n = blockIdx.x through its norm (row_norm_bwd); dx may alias dy.
 __global__ void layernorm_bwd_kernel(real *dx, bf16 *dxb, const real *dy, const real *x, const real *stat, const real *gain,
                                      int C) {
     __shared__ float buf[32];
     pdl_enter();
     const long r = (long)blockIdx.x * C;
-    const float mean = stat[2 * blockIdx.x], rstd = stat[2 * blockIdx.x + 1];
-    float s1 = 0, s2 = 0;
-#pragma unroll 4
-    for (int j = threadIdx.x; j < C; j += blockDim.x) {
-        float dxh = dy[r + j] * gain[j];
-        s1 += dxh;
-        s2 += dxh * (x[r + j] - mean) * rstd;
-    }
-    float m1 = block_sum(s1, buf) / C, m2 = block_sum(s2, buf) / C;
-#pragma unroll 4
-    for (int j = threadIdx.x; j < C; j += blockDim.x)
-        put(dx, dxb, r + j, rstd * (dy[r + j] * gain[j] - m1 - (x[r + j] - mean) * rstd * m2));
+    row_norm_bwd(dx + r, dxb ? dxb + r : NULL, dy + r, x + r, gain, make_float2(stat[2 * blockIdx.x], stat[2 * blockIdx.x + 1]),
+                 C, buf);
 }
 
 // Columns first (dbias, dgain, from one read), while dy is intact; then the rows.

@@ -86,26 +86,14 @@ __global__ void ln_param_grad_kernel(real *dbias, real *dgain, const real *dpre,
     if (dgain) dgain[j] += s.y;
 }
 
-// Row b = blockIdx.x of dz through the layer norm of gate g = blockIdx.y, in place:
-// dz = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dpre * gain.
+// Row b = blockIdx.x of dz through the layer norm of gate g = blockIdx.y, in place (row_norm_bwd).
 __global__ void ln_bwd_kernel(real *dz, bf16 *dzb, const real *z, const real *lnstat, const real *ln_gain, int H) {
     __shared__ float buf[32];
     pdl_enter();
     const long off = (long)blockIdx.x * 4 * H + (long)blockIdx.y * H;
-    const real *zg = z + off, *gain = ln_gain + (long)blockIdx.y * H;
-    real *dg = dz + off;
-    bf16 *dgb = dzb ? dzb + off : NULL;
-    const float mean = lnstat[blockIdx.x * 8 + 2 * blockIdx.y], rstd = lnstat[blockIdx.x * 8 + 2 * blockIdx.y + 1];
-    float s1 = 0, s2 = 0;
-#pragma unroll 4
-    for (int j = threadIdx.x; j < H; j += blockDim.x) {
-        float dxh = dg[j] * gain[j];
-        s1 += dxh;
-        s2 += dxh * (zg[j] - mean) * rstd;
-    }
-    float m1 = block_sum(s1, buf) / H, m2 = block_sum(s2, buf) / H;
-#pragma unroll 4
-    for (int j = threadIdx.x; j < H; j += blockDim.x) put(dg, dgb, j, rstd * (dg[j] * gain[j] - m1 - (zg[j] - mean) * rstd * m2));
+    const real *st = lnstat + blockIdx.x * 8 + 2 * blockIdx.y;
+    row_norm_bwd(dz + off, dzb ? dzb + off : NULL, dz + off, z + off, ln_gain + (long)blockIdx.y * H, make_float2(st[0], st[1]),
+                 H, buf);
 }
 
 // Three passes as on the CPU: per element the gradient at pre (kept in dz) and dc_prev;

@@ -36,6 +36,23 @@ __device__ inline float2 row_stats(const float *x, int C, float *buf) {
     for (int j = threadIdx.x; j < C; j += blockDim.x) ss += (x[j] - mean) * (x[j] - mean);
     return make_float2(mean, 1 / sqrtf(block_sum(ss, buf) / C + LN_EPS));
 }
+// A layer norm's backward over x[0..C) with st = (mean, rstd): dx = rstd * (dxh - mean(dxh) -
+// xhat * mean(dxh * xhat)), dxh = dy * gain, and dxb (may be NULL) its bf16 twin. Both sums
+// are taken before any dx is written, so dx may alias dy.
+__device__ inline void row_norm_bwd(real *dx, bf16 *dxb, const real *dy, const real *x, const real *gain, float2 st, int C,
+                                    float *buf) {
+    float s1 = 0, s2 = 0;
+#pragma unroll 4
+    for (int j = threadIdx.x; j < C; j += blockDim.x) {
+        float dxh = dy[j] * gain[j];
+        s1 += dxh;
+        s2 += dxh * (x[j] - st.x) * st.y;
+    }
+    const float m1 = block_sum(s1, buf) / C, m2 = block_sum(s2, buf) / C;
+#pragma unroll 4
+    for (int j = threadIdx.x; j < C; j += blockDim.x) put(dx, dxb, j, st.y * (dy[j] * gain[j] - m1 - (x[j] - st.x) * st.y * m2));
+}
+
 // (mean, rstd) stored at st[0], st[1] by thread 0.
 __device__ inline void put_stats(real *st, float2 v) {
     if (threadIdx.x) return;
