@@ -37,11 +37,10 @@ __global__ void layernorm_param_grad_kernel(real *dgain, real *dbias, const real
 // Row n = blockIdx.x through its norm (row_norm_bwd); dx may alias dy.
 __global__ void layernorm_bwd_kernel(real *dx, bf16 *dxb, const real *dy, const real *x, const real *stat, const real *gain,
                                      int C) {
-    __shared__ float buf[32];
     pdl_enter();
     const long r = (long)blockIdx.x * C;
     row_norm_bwd(dx + r, dxb ? dxb + r : NULL, dy + r, x + r, gain, make_float2(stat[2 * blockIdx.x], stat[2 * blockIdx.x + 1]),
-                 C, buf);
+                 C);
 }
 
 // Columns first (dbias, dgain, from one read), while dy is intact; then the rows.

@@ -88,12 +88,11 @@ __global__ void ln_param_grad_kernel(real *dbias, real *dgain, const real *dpre,
 
 // Row b = blockIdx.x of dz through the layer norm of gate g = blockIdx.y, in place (row_norm_bwd).
 __global__ void ln_bwd_kernel(real *dz, bf16 *dzb, const real *z, const real *lnstat, const real *ln_gain, int H) {
-    __shared__ float buf[32];
     pdl_enter();
     const long off = (long)blockIdx.x * 4 * H + (long)blockIdx.y * H;
     const real *st = lnstat + blockIdx.x * 8 + 2 * blockIdx.y;
     row_norm_bwd(dz + off, dzb ? dzb + off : NULL, dz + off, z + off, ln_gain + (long)blockIdx.y * H, make_float2(st[0], st[1]),
-                 H, buf);
+                 H);
 }
 
 // Three passes as on the CPU: per element the gradient at pre (kept in dz) and dc_prev;

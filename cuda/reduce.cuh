@@ -3,23 +3,32 @@
 #pragma once
 #include "common.cuh"
 
+__device__ inline float vadd(float a, float b) { return a + b; }
+__device__ inline double vadd(double a, double b) { return a + b; }
+__device__ inline float2 vadd(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+__device__ inline float shfl_xor(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ inline double shfl_xor(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ inline float2 shfl_xor(float2 v, int o) { return make_float2(shfl_xor(v.x, o), shfl_xor(v.y, o)); }
+
+// A butterfly: every lane ends with the same bits (each step adds the same two values).
 template <typename F>
 __device__ inline F warp_sum(F v) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1) v = vadd(v, shfl_xor(v, o));
     return v;
 }
 
-// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
-// `buf` is shared scratch of 32 elements; the call ends with a barrier so it can be reused.
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it: the
+// warps' sums, then one butterfly over them (the barrier and 5 shuffles, where a loop over
+// the 32 sums took 32 dependent shared-memory reads). `buf` is shared scratch of 32
+// elements; the call ends with a barrier so it can be reused.
 template <typename F>
 __device__ inline F block_sum(F v, F *buf) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
     v = warp_sum(v);
     if (lane == 0) buf[warp] = v;
     __syncthreads();
-    F s = 0;
-    for (int w = 0; w < nw; w++) s += buf[w];
+    F s = warp_sum(lane < nw ? buf[lane] : F{});
     __syncthreads();
     return s;
 }
@@ -39,16 +48,16 @@ __device__ inline float2 row_stats(const float *x, int C, float *buf) {
 // A layer norm's backward over x[0..C) with st = (mean, rstd): dx = rstd * (dxh - mean(dxh) -
 // xhat * mean(dxh * xhat)), dxh = dy * gain, and dxb (may be NULL) its bf16 twin. Both sums
 // are taken before any dx is written, so dx may alias dy.
-__device__ inline void row_norm_bwd(real *dx, bf16 *dxb, const real *dy, const real *x, const real *gain, float2 st, int C,
-                                    float *buf) {
-    float s1 = 0, s2 = 0;
+__device__ inline void row_norm_bwd(real *dx, bf16 *dxb, const real *dy, const real *x, const real *gain, float2 st, int C) {
+    __shared__ float2 buf[32];
+    float2 s = {};
 #pragma unroll 4
     for (int j = threadIdx.x; j < C; j += blockDim.x) {
         float dxh = dy[j] * gain[j];
-        s1 += dxh;
-        s2 += dxh * (x[j] - st.x) * st.y;
+        s = vadd(s, make_float2(dxh, dxh * (x[j] - st.x) * st.y));
     }
-    const float m1 = block_sum(s1, buf) / C, m2 = block_sum(s2, buf) / C;
+    s = block_sum(s, buf);  // both sums in one reduction
+    const float m1 = s.x / C, m2 = s.y / C;
 #pragma unroll 4
     for (int j = threadIdx.x; j < C; j += blockDim.x) put(dx, dxb, j, st.y * (dy[j] * gain[j] - m1 - (x[j] - st.x) * st.y * m2));
 }
@@ -66,8 +75,6 @@ __device__ inline void put_stats(real *st, float2 v) {
 // shape). Thread (x, 0) gets the sum of column r; r past R sums nothing.
 // f may return a float2: two sums at once (a layer norm's dbias and dgain from one read).
 #define COL_LANES 32
-__device__ inline float vadd(float a, float b) { return a + b; }
-__device__ inline float2 vadd(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
 template <typename F>
 __device__ inline auto col_sum(F f, long n0, long n1, int r, int R) {
     using V = decltype(f(0L, 0));

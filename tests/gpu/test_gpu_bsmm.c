@@ -17,11 +17,11 @@ typedef struct {
     real *d_vals, *d_x, *d_dy, *d_out;     // device copies; d_out sized for the largest output
 } Case;
 
-// An nb x nb block mask, its rows stacked 4 times (gates).
-static Case case_make_nb(const Backend *gpu, int bs, const char *desc, int nb, int N, unsigned long long *s) {
+// An nb x nb block mask, its rows stacked `gates` times.
+static Case case_make_nb(const Backend *gpu, int bs, const char *desc, int nb, int gates, int N, unsigned long long *s) {
     Case c = {.N = N};
     Mask mk = mask_make(desc, nb, nb, 11);
-    bsmat_from_mask(&c.w, &mk, bs, 4);
+    bsmat_from_mask(&c.w, &mk, bs, gates);
     mask_free(&mk);
     gpu->bsmat_upload(&c.w);
     c.nv = (size_t)bsmat_nvals(&c.w);
@@ -42,7 +42,7 @@ static Case case_make_nb(const Backend *gpu, int bs, const char *desc, int nb, i
 }
 
 static Case case_make(const Backend *gpu, int bs, const char *desc, int N, unsigned long long *s) {
-    return case_make_nb(gpu, bs, desc, 6, N, s);
+    return case_make_nb(gpu, bs, desc, 6, 4, N, s);
 }
 
 static void case_free(const Backend *gpu, Case *c) {
@@ -107,22 +107,24 @@ TEST(gpu_bsmm_fp32_matches_cpu) { check_precision("fp32"); }
 TEST(gpu_bsmm_bf16_matches_cpu) { check_precision("bf16"); }
 
 // Lists longer than a piece (70 blocks a row, 280 a gate-stacked column; hubs of ba_8), so
-// pieces are summed by the fix-up, with row counts below, at and above one row tile (32).
+// pieces are summed by the fix-up, with row counts below, at and above one row tile (32),
+// and those of a time step on one gate's matrix (bf16: bsmm_walk.cu's 64- and 128-row tiles,
+// with and without acc).
 TEST(gpu_bsmm_long_lists_match_cpu) {
     const char *masks_long[] = {"dense", "ba_8"}, *precs[] = {"fp32", "bf16"};
-    const int Ns_long[] = {5, 32, 45};
+    const int Ns_long[] = {5, 32, 45, 45, 100, 128}, gates[] = {4, 4, 4, 1, 1, 1};
     unsigned long long s = 99;
     for (int p = 0; p < 2; p++) {
         const Backend *gpu = backend_cuda(precs[p]);
         for (int mi = 0; mi < 2; mi++)
-            for (int ni = 0; ni < 3; ni++) {
-                Case c = case_make_nb(gpu, 32, masks_long[mi], 70, Ns_long[ni], &s);
+            for (int ni = 0; ni < 6; ni++) {
+                Case c = case_make_nb(gpu, 32, masks_long[mi], 70, gates[ni], Ns_long[ni], &s);
                 for (int op = FWD; op <= BWD_WEIGHT; op++) {
-                    double e = run_op(gpu, &c, op, ni % 2);
+                    double e = run_op(gpu, &c, op, ni % 2);  // acc on at 32, 45 (one gate), 128
                     if (!(e < tol_for(precs[p]))) {
                         case_free(gpu, &c);
-                        CHECK_MSG(0, "%s op %d mask=%s N=%d: rel L2 %.3g (tol %g)", precs[p], op, masks_long[mi],
-                                  Ns_long[ni], e, tol_for(precs[p]));
+                        CHECK_MSG(0, "%s op %d mask=%s gates=%d N=%d: rel L2 %.3g (tol %g)", precs[p], op, masks_long[mi],
+                                  gates[ni], Ns_long[ni], e, tol_for(precs[p]));
                     }
                 }
                 case_free(gpu, &c);
@@ -141,12 +143,15 @@ static real *gpu_result(const Backend *gpu, Case *c, int op) {
     return h_from(gpu, c->d_out, n);
 }
 
+// Both precisions at 384 rows (the general kernel) and at 100 rows of one gate's matrix with
+// cut lists (in bf16, bsmm_walk.cu's kernel and its fix-up).
 TEST(gpu_bsmm_deterministic) {
     const char *precs[] = {"fp32", "bf16"};
     unsigned long long s = 77;
-    for (int p = 0; p < 2; p++) {
+    for (int q = 0; q < 4; q++) {
+        const int p = q % 2;
         const Backend *gpu = backend_cuda(precs[p]);
-        Case c = case_make(gpu, 32, "ba_2", 384, &s);
+        Case c = q < 2 ? case_make(gpu, 32, "ba_2", 384, &s) : case_make_nb(gpu, 32, "ba_8", 70, 1, 100, &s);
         for (int op = 0; op < 3; op++) {
             size_t n = op == FWD ? c.ny : op == BWD_DATA ? c.nx : c.nv;
             real *a = gpu_result(gpu, &c, op), *b = gpu_result(gpu, &c, op);
@@ -155,7 +160,7 @@ TEST(gpu_bsmm_deterministic) {
             free(b);
             if (!same) {
                 case_free(gpu, &c);
-                CHECK_MSG(0, "%s op %d: two runs on the same inputs differ", precs[p], op);
+                CHECK_MSG(0, "%s op %d N=%d: two runs on the same inputs differ", precs[p], op, c.N);
             }
         }
         case_free(gpu, &c);
