@@ -228,8 +228,8 @@ static void cuda_init(void) {
      .seq_free = seq_free_cuda, .seq_path = seq_path_cuda,                                      \
      .replay = replay_cuda, .replay_forget = replay_forget_cuda,                                \
      .layernorm_fwd = layernorm_fwd_cuda, .layernorm_bwd = layernorm_bwd_cuda,                  \
-     .mul_fwd = mul_fwd_cuda, .mul_bwd = mul_bwd_cuda, .relu_fwd = relu_fwd_cuda,               \
-     .relu_bwd = relu_bwd_cuda, .softmax_xent = softmax_xent_cuda,                              \
+     .norm_act_fwd = norm_act_fwd_cuda, .mul_bwd = mul_bwd_cuda, .relu_bwd = relu_bwd_cuda,     \
+     .softmax_xent = softmax_xent_cuda,                                                         \
      .adam = adam_cuda, .sumsq = sumsq_cuda, .axpy = axpy_cuda, .ema = ema_cuda}
 
 static const Backend cuda_fp32 = CUDA_TABLE(false, cu_register_fp32);

@@ -197,9 +197,9 @@ void replay_forget_cuda(const void *owner);
 void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C);
 void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
                         const real *gain, int N, int C);
-void mul_fwd_cuda(real *y, const real *a, const real *b, size_t n);
+void norm_act_fwd_cuda(real *u, real *s, real *stat, const real *x, const real *gain, const real *bias, const real *mul,
+                       const real *add, int N, int C);
 void mul_bwd_cuda(real *da, real *db, const real *dy, const real *a, const real *b, size_t n);
-void relu_fwd_cuda(real *y, const real *x, const real *add, size_t n);
 void relu_bwd_cuda(real *dx, const real *dy, const real *y, size_t n);
 void softmax_xent_cuda(real *loss, real *dlogits, const real *logits, const int *target, int N, int V, real dscale);
 void adam_cuda(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);

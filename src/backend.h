@@ -117,13 +117,14 @@ typedef struct Backend {
     // dy: gradient at y. Writes dx[N,C] (may alias dy); dgain[C], dbias[C] accumulate.
     void (*layernorm_bwd)(real *dx, real *dgain, real *dbias, const real *dy, const real *x,
                           const real *stat, const real *gain, int N, int C);
-    // y = a * b, elementwise over n
-    void (*mul_fwd)(real *y, const real *a, const real *b, size_t n);
-    // da = dy * b, db = dy * a (either may alias dy)
+    // The mlstm's internal step after its product (mlstm.h), over N rows of C: y = the layer
+    // norm above of x; then u = y * mul where mul is given (y kept in s for the backward), else
+    // u = max(0, y + add) (add may be NULL; s unused).
+    void (*norm_act_fwd)(real *u, real *s, real *stat, const real *x, const real *gain, const real *bias,
+                         const real *mul, const real *add, int N, int C);
+    // The backward of its activation: da = dy * b, db = dy * a (either may alias dy) for u = a * b
     void (*mul_bwd)(real *da, real *db, const real *dy, const real *a, const real *b, size_t n);
-    // y = max(0, x + add); add may be NULL, y may alias x
-    void (*relu_fwd)(real *y, const real *x, const real *add, size_t n);
-    // dx = dy where y > 0, else 0 (dx may alias dy)
+    // ... and dx = dy where y > 0, else 0 (dx may alias dy) for y = max(0, x + add)
     void (*relu_bwd)(real *dx, const real *dy, const real *y, size_t n);
 
     // ---- loss ----

@@ -28,9 +28,9 @@ void lstm_bwd_cpu(real *dz, real *dc_prev, real *dbias, real *dln_gain, const re
 void layernorm_fwd_cpu(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C);
 void layernorm_bwd_cpu(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
                        const real *gain, int N, int C);
-void mul_fwd_cpu(real *y, const real *a, const real *b, size_t n);
+void norm_act_fwd_cpu(real *u, real *s, real *stat, const real *x, const real *gain, const real *bias, const real *mul,
+                      const real *add, int N, int C);
 void mul_bwd_cpu(real *da, real *db, const real *dy, const real *a, const real *b, size_t n);
-void relu_fwd_cpu(real *y, const real *x, const real *add, size_t n);
 void relu_bwd_cpu(real *dx, const real *dy, const real *y, size_t n);
 void softmax_xent_cpu(real *loss, real *dlogits, const real *logits, const int *target, int N, int V, real dscale);
 void adam_cpu(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);
@@ -49,7 +49,7 @@ static const Backend cpu = {
     .bsmm_fwd = bsmm_fwd_cpu, .bsmm_bwd_data = bsmm_bwd_data_cpu, .bsmm_bwd_weight = bsmm_bwd_weight_cpu,
     .lstm_fwd = lstm_fwd_cpu, .lstm_bwd = lstm_bwd_cpu,
     .layernorm_fwd = layernorm_fwd_cpu, .layernorm_bwd = layernorm_bwd_cpu,
-    .mul_fwd = mul_fwd_cpu, .mul_bwd = mul_bwd_cpu, .relu_fwd = relu_fwd_cpu, .relu_bwd = relu_bwd_cpu,
+    .norm_act_fwd = norm_act_fwd_cpu, .mul_bwd = mul_bwd_cpu, .relu_bwd = relu_bwd_cpu,
     .softmax_xent = softmax_xent_cpu,
     .adam = adam_cpu, .sumsq = sumsq_cpu, .axpy = axpy_cpu, .ema = ema_cpu,
 };

@@ -1,14 +1,9 @@
-// eltwise_cpu.c: the mlstm's elementwise steps, h * m_t and relu(. + a_t), forward and
-// backward. CPU reference; CUDA twin: cuda/eltwise.cu.
+// eltwise_cpu.c: the backward of the mlstm's elementwise steps, h * m_t and relu(. + a_t)
+// (their forward is norm_act_fwd's, src/layernorm_cpu.c). CPU reference; CUDA twin:
+// cuda/eltwise.cu.
 #include "backend.h"
 
 #define PAR_MIN 32768
-
-// y = a * b
-void mul_fwd_cpu(real *y, const real *a, const real *b, size_t n) {
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) y[i] = a[i] * b[i];
-}
 
 // da = dy * b, db = dy * a; dy is read before either is written (both may alias it).
 void mul_bwd_cpu(real *da, real *db, const real *dy, const real *a, const real *b, size_t n) {
@@ -17,15 +12,6 @@ void mul_bwd_cpu(real *da, real *db, const real *dy, const real *a, const real *
         real d = dy[i], ai = a[i];
         da[i] = d * b[i];
         db[i] = d * ai;
-    }
-}
-
-// y = max(0, x + add); add may be NULL, y may alias x.
-void relu_fwd_cpu(real *y, const real *x, const real *add, size_t n) {
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        real v = x[i] + (add ? add[i] : 0);
-        y[i] = v > 0 ? v : 0;
     }
 }
 

@@ -1,5 +1,7 @@
 // layernorm_cpu.c: layer norm over the C values of each row with a gain and bias per column
-// (the mlstm's lin_p(v) = LN(W_p v) * gain + bias). CPU reference; CUDA twin: cuda/layernorm.cu.
+// (the mlstm's lin_p(v) = LN(W_p v) * gain + bias), alone or followed by the mlstm's
+// activation (norm_act_fwd: y * m_t, or relu(y + a_t)). CPU reference; CUDA twin:
+// cuda/layernorm.cu.
 #include "backend.h"
 #include "layernorm.h"
 
@@ -34,5 +36,19 @@ void layernorm_bwd_cpu(real *dx, real *dgain, real *dbias, const real *dy, const
         if (d != dy + (long)n * C)
             for (int j = 0; j < C; j++) d[j] = dy[(long)n * C + j];
         ln_span_bwd(d, x + (long)n * C, stat[2 * n], stat[2 * n + 1], gain, C);
+    }
+}
+
+#define PAR_MIN 32768
+
+// u = y * mul (y kept in s) or u = max(0, y + add), y the layer norm of x.
+void norm_act_fwd_cpu(real *u, real *s, real *stat, const real *x, const real *gain, const real *bias, const real *mul,
+                      const real *add, int N, int C) {
+    size_t n = (size_t)N * C;
+    layernorm_fwd_cpu(mul ? s : u, stat, x, gain, bias, N, C);
+    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        real v = mul ? s[i] * mul[i] : u[i] + (add ? add[i] : 0);
+        u[i] = mul || v > 0 ? v : 0;
     }
 }

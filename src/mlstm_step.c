@@ -83,15 +83,13 @@ static void inputs_fwd(Model *m, const Layer *L, MlstmActs *ml, const real *x, s
 static void cell_step(Model *m, const Layer *L, MlstmActs *ml, size_t r0, int B, const real *h_prev,
                       const real *c_prev, real *h, real *c, real *z, real *act, real *lnstat) {
     const Backend *be = m->be;
-    size_t H = (size_t)m->H, o = r0 * H, n = (size_t)B * H;
+    size_t H = (size_t)m->H, o = r0 * H;
     const real *in = h_prev;
     for (int j = 0; j < m->D; j++) {
-        real *spre = ml->spre[j] + o, *u = ml->u[j] + o, *s = j ? u : ml->s0 + o;
-        const real *ln = P(L->off_sln[j]);
+        real *spre = ml->spre[j] + o, *u = ml->u[j] + o;
+        const real *ln = P(L->off_sln[j]), *m_t = j ? NULL : ml->xn + o, *a_t = j == 1 ? ml->xn + ml->N * H + o : NULL;
         be->bsmm_fwd(spre, in, &L->ws[j], P(L->off_ws[j]), B, 0);
-        be->layernorm_fwd(s, ml->sstat[j] + 2 * r0, spre, ln, ln + H, B, (int)H);
-        if (j == 0) be->mul_fwd(u, s, ml->xn + o, n);                                   // * m_t
-        else be->relu_fwd(u, u, j == 1 ? ml->xn + ml->N * H + o : NULL, n);              // + a_t
+        be->norm_act_fwd(u, ml->s0 + o, ml->sstat[j] + 2 * r0, spre, ln, ln + H, m_t, a_t, B, (int)H);  // * m_t, or relu(. + a_t)
         in = u;
     }
     be->bsmm_fwd(z, in, &L->wh, P(L->off_wh), B, 0);

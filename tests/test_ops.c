@@ -186,30 +186,40 @@ TEST(opcpu_fd_layernorm) {
     free(x); free(gain); free(bias); free(wt); free(y); free(dx); free(inplace); free(dg); free(db); free(dg2); free(db2);
 }
 
-typedef struct { const real *a, *b; long n; int relu; } EltCtx;
-static void elt_out(void *p, double *out) {
-    EltCtx *c = p;
-    if (c->relu) backend_cpu()->relu_fwd(out, c->a, c->b, (size_t)c->n);
-    else backend_cpu()->mul_fwd(out, c->a, c->b, (size_t)c->n);
+typedef struct { const real *x, *gain, *bias, *mul, *add; int N, C; } NaCtx;
+static void na_out(void *p, double *out) {
+    NaCtx *c = p;
+    real *s = xmalloc(sizeof(real) * c->N * c->C), *stat = xmalloc(sizeof(real) * 2 * c->N);
+    backend_cpu()->norm_act_fwd(out, s, stat, c->x, c->gain, c->bias, c->mul, c->add, c->N, c->C);
+    free(s);
+    free(stat);
 }
 
-// y = a * b and y = relu(a + b): the gradient at b of the relu is the one at a.
-TEST(opcpu_fd_mul_relu) {
+// norm_act_fwd, u = LN(x) * m and relu(LN(x) + a), against the mlstm's backward of it: the
+// activation's (mul_bwd, relu_bwd), then layernorm_bwd; gradients at x, gain, bias, m and a.
+TEST(opcpu_fd_norm_act) {
     const Backend *be = backend_cpu();
     unsigned long long s = 8;
-    long n = 37;
-    real *a = rand_vec(n, 1, &s), *b = rand_vec(n, 1, &s), *wt = rand_vec(n, 1, &s), *y = xmalloc(sizeof(real) * n);
-    real *da = xmalloc(sizeof(real) * n), *db = copy_of(wt, n);
-    be->mul_bwd(da, db, db, a, b, (size_t)n);  // db aliasing dy
-    EltCtx c = {a, b, n, 0};
-    CHECK_GRAD(elt_out, &c, a, n, da, wt, n, 1);
-    CHECK_GRAD(elt_out, &c, b, n, db, wt, n, 1);
-    c.relu = 1;
-    be->relu_fwd(y, a, b, (size_t)n);
-    be->relu_bwd(da, wt, y, (size_t)n);
-    CHECK_GRAD(elt_out, &c, a, n, da, wt, n, 1);
-    CHECK_GRAD(elt_out, &c, b, n, da, wt, n, 1);
-    free(a); free(b); free(wt); free(y); free(da); free(db);
+    int N = 3, C = 11;
+    long n = (long)N * C;
+    real *x = rand_vec(n, 2, &s), *gain = rand_vec(C, 1.5, &s), *bias = rand_vec(C, 1, &s), *v = rand_vec(n, 1, &s);
+    real *wt = rand_vec(n, 1, &s), *u = xmalloc(sizeof(real) * n), *sy = xmalloc(sizeof(real) * n), stat[6];
+    real *dx = xmalloc(sizeof(real) * n), *g = xmalloc(sizeof(real) * n), *dm = xmalloc(sizeof(real) * n);
+    for (int relu = 0; relu < 2; relu++) {
+        real *dg = xcalloc(C, sizeof(real)), *db = xcalloc(C, sizeof(real));
+        NaCtx c = {x, gain, bias, relu ? NULL : v, relu ? v : NULL, N, C};
+        be->norm_act_fwd(u, sy, stat, x, gain, bias, c.mul, c.add, N, C);
+        if (relu) be->relu_bwd(g, wt, u, (size_t)n);
+        else be->mul_bwd(g, dm, wt, sy, v, (size_t)n);
+        be->layernorm_bwd(dx, dg, db, g, x, stat, gain, N, C);
+        CHECK_GRAD(na_out, &c, x, n, dx, wt, n, 1);
+        CHECK_GRAD(na_out, &c, gain, C, dg, wt, n, 1);
+        CHECK_GRAD(na_out, &c, bias, C, db, wt, n, 1);
+        CHECK_GRAD(na_out, &c, v, n, relu ? g : dm, wt, n, 1);  // a's gradient is the one at y
+        free(dg);
+        free(db);
+    }
+    free(x); free(gain); free(bias); free(v); free(wt); free(u); free(sy); free(dx); free(g); free(dm);
 }
 
 TEST(opcpu_fd_lstm) { lstm_fd(0); }
@@ -504,8 +514,8 @@ TEST(opcpu_lstm_vs_reference) { lstm_vs_ref(0, 0); }
 TEST(opcpu_lstm_layernorm_vs_reference) { lstm_vs_ref(1, 0); }
 TEST(opcpu_lstm_bwd_dc_prev_aliases_dc) { lstm_vs_ref(1, 1); }
 
-// Layer norm against a plain double reference; relu and mul against their definitions.
-TEST(opcpu_layernorm_eltwise_vs_reference) {
+// Layer norm against a plain double reference; norm_act against its definition.
+TEST(opcpu_layernorm_and_norm_act_vs_reference) {
     const Backend *be = backend_cpu();
     unsigned long long s = 32;
     int N = 9, C = 70;
@@ -538,13 +548,23 @@ TEST(opcpu_layernorm_eltwise_vs_reference) {
     CHECK_CLOSE(dx, rdx, NULL, n, 1e-5, "layernorm_bwd dx");
     CHECK_CLOSE(dg, rdg, NULL, C, 1e-5, "layernorm_bwd dgain");
     CHECK_CLOSE(db, rdb, NULL, C, 1e-5, "layernorm_bwd dbias");
-    be->relu_fwd(y, x, NULL, (size_t)n);
-    be->relu_bwd(dx, dy, y, (size_t)n);
-    for (long i = 0; i < n; i++) CHECK(y[i] == fmax(x[i], 0) && dx[i] == (x[i] > 0 ? dy[i] : 0));
-    be->mul_fwd(y, x, dy, (size_t)n);
-    be->mul_bwd(dx, stat, dy, x, dy, (size_t)N);
-    for (long i = 0; i < n; i++) CHECK(y[i] == x[i] * dy[i]);
-    for (long i = 0; i < N; i++) CHECK(dx[i] == dy[i] * dy[i] && stat[i] == dy[i] * x[i]);
+    // norm_act_fwd: the activation after the norm just checked, against its definition: u =
+    // y * mul (s = y), relu(y + add), relu(y); the activations' backward likewise.
+    real *u = xmalloc(sizeof(real) * n), *sy = xmalloc(sizeof(real) * n), *g = xmalloc(sizeof(real) * n);
+    for (int mode = 0; mode < 3; mode++) {
+        const real *mul = mode == 0 ? dy : NULL, *add = mode == 1 ? dy : NULL;
+        poison(u, n);
+        be->norm_act_fwd(u, sy, stat, x, gain, bias, mul, add, N, C);
+        for (long i = 0; i < n; i++) {
+            real v = mul ? y[i] * mul[i] : y[i] + (add ? add[i] : 0);
+            CHECK_MSG(u[i] == (mul || v > 0 ? v : 0) && (!mul || sy[i] == y[i]), "norm_act_fwd mode %d at %ld", mode, i);
+        }
+    }
+    be->relu_bwd(g, dy, u, (size_t)n);
+    for (long i = 0; i < n; i++) CHECK(g[i] == (u[i] > 0 ? dy[i] : 0));
+    be->mul_bwd(g, u, dy, x, y, (size_t)n);
+    for (long i = 0; i < n; i++) CHECK(g[i] == dy[i] * y[i] && u[i] == dy[i] * x[i]);
+    free(u); free(sy); free(g);
     free(x); free(gain); free(bias); free(dy); free(y); free(stat); free(dx); free(dg); free(db);
     free(ry); free(rdx); free(rdg); free(rdb);
 }

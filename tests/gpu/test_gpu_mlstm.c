@@ -1,5 +1,5 @@
 // test_gpu_mlstm.c: the mlstm cell on the GPU against the CPU reference: its ops (layer norm,
-// mul, relu, ema), the whole model's loss and gradients (fp32 and bf16; dense, ba, ws, random
+// norm_act, ema), the whole model's loss and gradients (fp32 and bf16; dense, ba, ws, random
 // masks; depths 2-4; blocks 8/16/32; EMA on), 30 training steps, the replayed window against the
 // ops issued one by one, and step-by-step inference.
 #include "../../cuda/twins_check.h"
@@ -46,36 +46,51 @@ TEST(gpu_layernorm_matches_cpu) {
             }
 }
 
-TEST(gpu_eltwise_and_ema_match_cpu) {
+// norm_act_fwd (the norm, then * m_t, relu(. + a_t) or relu) at a row length below and above
+// one thread per element; the activations' backward (mul_bwd, relu_bwd in place); ema.
+TEST(gpu_norm_act_eltwise_and_ema_match_cpu) {
     const Backend *cpu = backend_cpu(), *gpu = backend_cuda("fp32");
     unsigned long long s = 51;
+    const int Ns[] = {7, 130}, Cs[] = {100, 2080};
+    for (int k = 0; k < 2; k++)
+        for (int mode = 0; mode < 3; mode++) {
+            const int N = Ns[k], C = Cs[k], mul = mode == 0, add = mode == 1;
+            const size_t n = (size_t)N * C;
+            real *h[8], *d[8];  // x, mul/add, gain, bias; outputs u, s, stat
+            const size_t len[7] = {n, n, C, C, n, n, 2 * (size_t)N};
+            for (int i = 0; i < 7; i++) {
+                h[i] = i < 4 ? h_rand(len[i], &s, i ? 1 : 3) : xmalloc(sizeof(real) * len[i]);
+                d[i] = i < 4 ? d_from(gpu, h[i], sizeof(real) * len[i]) : gpu->alloc(sizeof(real) * len[i]);
+                if (i >= 4) d_poison(gpu, d[i], len[i]);
+            }
+            cpu->norm_act_fwd(h[4], h[5], h[6], h[0], h[2], h[3], mul ? h[1] : NULL, add ? h[1] : NULL, N, C);
+            gpu->norm_act_fwd(d[4], d[5], d[6], d[0], d[2], d[3], mul ? d[1] : NULL, add ? d[1] : NULL, N, C);
+            CMP(d[4], h[4], n, TOL_FP32, "norm_act_fwd u N=%d C=%d mode=%d", N, C, mode);
+            CMP(d[6], h[6], 2 * (size_t)N, TOL_FP32, "norm_act_fwd stat N=%d C=%d mode=%d", N, C, mode);
+            if (mul) CMP(d[5], h[5], n, TOL_FP32, "norm_act_fwd s N=%d C=%d", N, C);
+            for (int i = 0; i < 7; i++) {
+                free(h[i]);
+                gpu->free(d[i]);
+            }
+        }
     size_t n = 100003;
     real *a = h_rand(n, &s, 1), *b = h_rand(n, &s, 1), *dy = h_rand(n, &s, 1);
-    real *y = xmalloc(sizeof(real) * n), *da = xmalloc(sizeof(real) * n), *db = xmalloc(sizeof(real) * n);
+    real *da = xmalloc(sizeof(real) * n), *db = xmalloc(sizeof(real) * n);
     real *d_a = d_from(gpu, a, n * sizeof(real)), *d_b = d_from(gpu, b, n * sizeof(real)), *d_dy = d_from(gpu, dy, n * sizeof(real));
-    real *d_y = gpu->alloc(n * sizeof(real)), *d_da = gpu->alloc(n * sizeof(real)), *d_db = gpu->alloc(n * sizeof(real));
-    cpu->mul_fwd(y, a, b, n);
-    gpu->mul_fwd(d_y, d_a, d_b, n);
-    CMP(d_y, y, n, 1e-7, "mul_fwd");
+    real *d_da = gpu->alloc(n * sizeof(real)), *d_db = gpu->alloc(n * sizeof(real));
     cpu->mul_bwd(da, db, dy, a, b, n);
     gpu->mul_bwd(d_da, d_db, d_dy, d_a, d_b, n);
     CMP(d_da, da, n, 1e-7, "mul_bwd da");
     CMP(d_db, db, n, 1e-7, "mul_bwd db");
-    for (int add = 0; add < 2; add++) {
-        cpu->relu_fwd(y, a, add ? b : NULL, n);
-        gpu->relu_fwd(d_y, d_a, add ? d_b : NULL, n);
-        CMP(d_y, y, n, 1e-7, "relu_fwd add=%d", add);
-        cpu->relu_bwd(da, dy, y, n);
-        gpu->relu_bwd(d_dy, d_dy, d_y, n);  // in place
-        CMP(d_dy, da, n, 1e-7, "relu_bwd add=%d", add);
-        gpu->to_device(d_dy, dy, n * sizeof(real));
-    }
+    cpu->relu_bwd(da, dy, a, n);
+    gpu->relu_bwd(d_dy, d_dy, d_a, n);  // in place
+    CMP(d_dy, da, n, 1e-7, "relu_bwd");
     cpu->ema(a, b, 0.999f, n);
     gpu->ema(d_a, d_b, 0.999f, n);
     CMP(d_a, a, n, 1e-7, "ema");
-    free(a); free(b); free(dy); free(y); free(da); free(db);
-    real *df[] = {d_a, d_b, d_dy, d_y, d_da, d_db};
-    for (int i = 0; i < 6; i++) gpu->free(df[i]);
+    free(a); free(b); free(dy); free(da); free(db);
+    real *df[] = {d_a, d_b, d_dy, d_da, d_db};
+    for (int i = 0; i < 5; i++) gpu->free(df[i]);
 }
 
 // ba_2 16 with 2 layers, dense 8 with identity init, ws 32, random 16 identity; depths 2-4, EMA on.
