@@ -23,21 +23,50 @@ struct NormAct {
     }
 };
 
-// Row n = blockIdx.x: its statistics (row_stats), then y (or the activation of y).
-__global__ void layernorm_fwd_kernel(real *y, bf16 *yb, real *stat, const real *x, const real *gain, const real *bias, int C,
+// Row n = blockIdx.x, held in registers: thread t keeps x[t + k * blockDim.x], k < V (zero
+// past C), so the row is read once. Its statistics as row_stats takes them (the same sums in
+// the same order), then y (or the activation of y). H100, mlstm 8192 ba_7 (8 values a
+// thread): 11.1 -> 10.4 us a call under ncu, 76.5-76.9 -> 75.2 ms a training step.
+template <int V>
+__global__ void __launch_bounds__(ROW_THREADS) layernorm_fwd_kernel(real *y, bf16 *yb, real *stat, const real *x, const real *gain, const real *bias, int C,
                                      NormAct act) {
     __shared__ float buf[32];
     pdl_enter();
     const long r = (long)blockIdx.x * C;
-    const float2 st = row_stats(x + r, C, buf);
-#pragma unroll 4
-    for (int j = threadIdx.x; j < C; j += blockDim.x) put(y, yb, r + j, act((x[r + j] - st.x) * st.y * gain[j] + bias[j], r + j));
-    put_stats(stat + 2 * blockIdx.x, st);
+    float v[V], s = 0, ss = 0;
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        const int j = threadIdx.x + k * blockDim.x;
+        v[k] = j < C ? x[r + j] : 0.f;
+    }
+#pragma unroll
+    for (int k = 0; k < V; k++) s += v[k];
+    const float mean = block_sum(s, buf) / C;
+#pragma unroll
+    for (int k = 0; k < V; k++)
+        if (threadIdx.x + k * blockDim.x < C) ss += (v[k] - mean) * (v[k] - mean);
+    const float rstd = 1 / sqrtf(block_sum(ss, buf) / C + LN_EPS);
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        const int j = threadIdx.x + k * blockDim.x;
+        if (j < C) put(y, yb, r + j, act((v[k] - mean) * rstd * gain[j] + bias[j], r + j));
+    }
+    put_stats(stat + 2 * blockIdx.x, make_float2(mean, rstd));
 }
 
 static void layernorm_fwd_with(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C, NormAct act) {
     if (N <= 0) return;
-    launch_pdl(layernorm_fwd_kernel, N, ROW_THREADS, 0, y, twin_out(y, (size_t)N * C), stat, x, gain, bias, C, act);
+    bf16 *yb = twin_out(y, (size_t)N * C);
+    switch (cdiv(C, ROW_THREADS)) {
+    case 1: return launch_pdl(layernorm_fwd_kernel<1>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act);
+    case 2: return launch_pdl(layernorm_fwd_kernel<2>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act);
+    case 3: case 4: return launch_pdl(layernorm_fwd_kernel<4>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act);
+    case 5: case 6: case 7: case 8: return launch_pdl(layernorm_fwd_kernel<8>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act);
+    default:
+        if (C > 32 * ROW_THREADS) die("layer norm over %d values a row: the CUDA backend takes at most %d", C, 32 * ROW_THREADS);
+        if (C > 16 * ROW_THREADS) return launch_pdl(layernorm_fwd_kernel<32>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act);
+        return launch_pdl(layernorm_fwd_kernel<16>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act);
+    }
 }
 
 void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C) {
