@@ -11,10 +11,10 @@
 
 TEST(gpu_layernorm_matches_cpu) {
     const Backend *cpu = backend_cpu(), *gpu = backend_cuda("fp32");
-    const int Ns[] = {1, 7, 130}, Cs[] = {8, 100, 1024, 5000, 9000};  // 1, 8 and 16 values a thread
+    const int Ns[] = {1, 7, 130}, Cs[] = {8, 100, 1024, 5000, 9000, 18432};  // 1, 8, 16 and 32 values a thread
     unsigned long long s = 50;
     for (int ni = 0; ni < 3; ni++)
-        for (int ci = 0; ci < 5; ci++)
+        for (int ci = 0; ci < 6; ci++)
             for (int inplace = 0; inplace < 2; inplace++) {
                 int N = Ns[ni], C = Cs[ci];
                 size_t n = (size_t)N * C;
