@@ -2,7 +2,7 @@
 // alone or followed in the same kernel by the mlstm's activation (norm_act_fwd: y * m_t, or
 // relu(y + a_t)); CPU twin: src/layernorm_cpu.c. x, y, dy, dx are [N, C]; stat[N, 2] =
 // (mean, rstd). Fused, the activation costs no pass of its own over [N, C] (H100, mlstm 8192
-// ba_7: the relu and mul kernels took 7.1-7.4 us each, 4 a time step; forward 29.6 -> 28.0 ms).
+// ba_7: the relu and mul kernels took 7.1-7.4 us each, 4 a time step; forward 29.6 -> 28.1 ms).
 #include "reduce.cuh"
 
 #define ROW_THREADS 1024  // one CTA a row, and B = 128 rows a step: as many threads as fit
@@ -28,8 +28,8 @@ struct NormAct {
 // the same order), then y (or the activation of y). H100, mlstm 8192 ba_7 (8 values a
 // thread): 11.1 -> 10.4 us a call under ncu, 76.5-76.9 -> 75.2 ms a training step.
 template <int V>
-__global__ void __launch_bounds__(ROW_THREADS) layernorm_fwd_kernel(real *y, bf16 *yb, real *stat, const real *x, const real *gain, const real *bias, int C,
-                                     NormAct act) {
+__global__ void __launch_bounds__(ROW_THREADS) layernorm_fwd_kernel(real *y, bf16 *yb, real *stat, const real *x,
+                                                                    const real *gain, const real *bias, int C, NormAct act) {
     __shared__ float buf[32];
     pdl_enter();
     const long r = (long)blockIdx.x * C;
