@@ -205,8 +205,8 @@ typedef struct {
 // path), graph (the engine's kernel per time step), persistent (one launch per direction),
 // mixed (one direction each); for the mlstm, steps or replay (its steps as one launch).
 static const char *path_label(const Model *m, const Acts *a) {
-    const char *p = acts_path(m, a);
     if (m->mlstm) return mlstm_replays(m) ? "replay" : "steps";
+    const char *p = acts_path(m, a);
     return !a->seq[0] ? "steps" : strstr(p, "dense") ? "dense" : strstr(p, "persistent engine") ? "persistent"
          : strstr(p, "persistent") ? "mixed" : "graph";
 }
