@@ -1,10 +1,10 @@
 // bsmm_tile.cuh: the pieces the block-sparse kernels (bsmm.cu) are made of: asynchronous
 // 16-byte global->shared copies (cp.async) and one thread group's tile product
-// acc[TM x BS] += A[TM x K] B[K x BS] from shared memory, either bf16 tensor cores
-// (mma.sync m16n8k16, fp32 accumulate) or fp32 FFMA.
+// acc[TM x BS] += A[TM x K] B[K x BS] from shared memory on the tensor cores: bf16 (mma.sync
+// m16n8k16) or fp32 as 3xTF32 (m16n8k8), fp32 accumulation in both.
 //
 // A group is TM consecutive threads (TM/32 whole warps). Each thread ends up with BS
-// accumulators; acc_row/acc_col say which output element acc[e] is.
+// accumulators; acc_coord says which output element acc[e] is.
 // Shared layouts: "k-major" means stored [k][m] (or [k][n]), else [m][k] (or [n][k]).
 #pragma once
 #include <stdint.h>
@@ -13,11 +13,12 @@
 constexpr int cdiv_c(int a, int b) { return (a + b - 1) / b; }
 
 // Shared-memory row stride (elements) for rows of L elements: bf16 rows an odd number of
-// 16-byte units apart (ldmatrix reads 8 rows at once without bank conflicts), fp32 rows
-// 4 floats of padding.
-template <typename T>
+// 16-byte units apart (ldmatrix reads 8 rows at once without bank conflicts); fp32 rows,
+// read as single floats by tile_mma_tf32x3, 4 floats of padding where a lane group reads 8
+// rows at 4 columns (m- or n-major: 4g + t), 8 where it reads 4 rows at 8 (k-major: 8t + g).
+template <typename T, bool KMAJOR = false>
 __host__ __device__ constexpr int sm_ld(int L) {
-    return sizeof(T) == 2 ? ((L / 8) % 2 ? L : L + 8) : L + 4;
+    return sizeof(T) == 2 ? ((L / 8) % 2 ? L : L + 8) : KMAJOR ? L + 8 : L + 4;
 }
 
 // ---- asynchronous global->shared copies: 16 bytes, zero-filled when !valid ----
@@ -57,16 +58,17 @@ __device__ inline void mma_bf16(float *c, const uint32_t (&a)[4], uint32_t b0, u
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Each warp owns 32 rows (two m16 tiles) and all BS columns (BS/8 n8 tiles).
-// acc[(mt*NT + nt)*4 + c] is row 16mt + g + 8(c/2), column 8nt + 2t + c%2 of the warp's rows
+// Each warp owns 32 rows (two m16 tiles) and all BS columns (BS/8 n8 tiles) of each of NB
+// products that share A (B operand q starts at B + q * bstep): A's fragments are read once.
+// acc[q][(mt*NT + nt)*4 + c] is row 16mt + g + 8(c/2), column 8nt + 2t + c%2 of the warp's rows
 // (g = lane/4, t = lane%4).
-template <int BS, int K, bool AK, bool BK>
-__device__ inline void tile_mma(float (&acc)[BS], const bf16 *A, int lda, const bf16 *B, int ldb, int lt) {
+template <int BS, int K, bool AK, bool BK, int NB>
+__device__ inline void tile_mma(float (&acc)[NB][BS], const bf16 *A, int lda, const bf16 *B, int ldb, int bstep, int lt) {
     constexpr int NT = BS / 8;
     const int m_base = (lt / 32) * 32, lane = lt % 32, mat = lane >> 3, r = lane & 7;
 #pragma unroll
     for (int k0 = 0; k0 < K; k0 += 16) {
-        uint32_t a[2][4], b[NT][2];
+        uint32_t a[2][4];
 #pragma unroll
         for (int mt = 0; mt < 2; mt++) {
             int m0 = m_base + mt * 16;
@@ -74,103 +76,113 @@ __device__ inline void tile_mma(float (&acc)[BS], const bf16 *A, int lda, const 
                                : A + (m0 + r + (mat & 1) * 8) * lda + k0 + (mat >> 1) * 8;
             ldsm_x4<AK>(a[mt], p);
         }
-        if constexpr (NT == 1) {
-            uint32_t t2[2];
-            const int m2 = mat & 1;
-            ldsm_x2<BK>(t2, BK ? B + (k0 + r + m2 * 8) * ldb : B + r * ldb + k0 + m2 * 8);
-            b[0][0] = t2[0];
-            b[0][1] = t2[1];
-        } else {
 #pragma unroll
-            for (int np = 0; np < NT / 2; np++) {
-                uint32_t t4[4];
-                const int n0 = np * 16;
-                ldsm_x4<BK>(t4, BK ? B + (k0 + r + (mat & 1) * 8) * ldb + n0 + (mat >> 1) * 8
-                                   : B + (n0 + r + (mat >> 1) * 8) * ldb + k0 + (mat & 1) * 8);
-                b[2 * np][0] = t4[0];
-                b[2 * np][1] = t4[1];
-                b[2 * np + 1][0] = t4[2];
-                b[2 * np + 1][1] = t4[3];
+        for (int q = 0; q < NB; q++) {
+            const bf16 *Bq = B + q * bstep;
+            uint32_t b[NT][2];
+            if constexpr (NT == 1) {
+                uint32_t t2[2];
+                const int m2 = mat & 1;
+                ldsm_x2<BK>(t2, BK ? Bq + (k0 + r + m2 * 8) * ldb : Bq + r * ldb + k0 + m2 * 8);
+                b[0][0] = t2[0];
+                b[0][1] = t2[1];
+            } else {
+#pragma unroll
+                for (int np = 0; np < NT / 2; np++) {
+                    uint32_t t4[4];
+                    const int n0 = np * 16;
+                    ldsm_x4<BK>(t4, BK ? Bq + (k0 + r + (mat & 1) * 8) * ldb + n0 + (mat >> 1) * 8
+                                       : Bq + (n0 + r + (mat >> 1) * 8) * ldb + k0 + (mat & 1) * 8);
+                    b[2 * np][0] = t4[0];
+                    b[2 * np][1] = t4[1];
+                    b[2 * np + 1][0] = t4[2];
+                    b[2 * np + 1][1] = t4[3];
+                }
             }
+#pragma unroll
+            for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) mma_bf16(acc[q] + (mt * NT + nt) * 4, a[mt], b[nt][0], b[nt][1]);
         }
+    }
+}
+
+// ---- fp32 on the tensor cores: 3xTF32 ----
+// Each fp32 operand x is split into big = tf32(x) and small = tf32(x - big); the product is
+// big*big + big*small + small*big (mma.sync m16n8k8 .tf32, fp32 accumulate). The dropped
+// small*small term is below 2^-21 of the product, so the result keeps fp32-level accuracy
+// (not TF32's 2^-11) at tensor-core speed: the FFMA tile it replaced ran the fp32 products
+// at about 25 of the H100's 67 fp32 TFLOPS.
+__device__ inline uint32_t tf32_round(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+__device__ inline void tf32_split(float x, uint32_t &big, uint32_t &small) {
+    big = tf32_round(x);
+    small = tf32_round(x - __uint_as_float(big));
+}
+__device__ inline void mma_tf32(float *c, const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The warp tile of tile_mma (32 rows, all BS columns, NB products sharing A, the same
+// accumulator layout), k in steps of 8. Fragments are read as single floats: A's a0..a3 are
+// (g, t), (g+8, t), (g, t+4), (g+8, t+4) of the m16 x k8 tile, B's b0, b1 are (k t, n g), (k t+4, n g).
+template <int BS, int K, bool AK, bool BK, int NB>
+__device__ inline void tile_mma_tf32x3(float (&acc)[NB][BS], const float *A, int lda, const float *B, int ldb, int bstep, int lt) {
+    constexpr int NT = BS / 8;
+    const int m_base = (lt / 32) * 32, lane = lt % 32, g = lane >> 2, t = lane & 3;
+    auto at = [](const float *M, int ld, bool kmajor, int row, int k) { return kmajor ? M[k * ld + row] : M[row * ld + k]; };
+#pragma unroll
+    for (int k0 = 0; k0 < K; k0 += 8) {
+        uint32_t ab[2][4], as[2][4];
 #pragma unroll
         for (int mt = 0; mt < 2; mt++)
 #pragma unroll
-            for (int nt = 0; nt < NT; nt++) mma_bf16(acc + (mt * NT + nt) * 4, a[mt], b[nt][0], b[nt][1]);
-    }
-}
-
-// ---- fp32 FFMA ----
-// Thread (ty = lt/4, tx = lt%4) owns rows 4ty..4ty+3 and BS/4 columns: contiguous when B is
-// k-major (float4 reads along n), else every 4th (rows of B 4 apart: no bank conflicts).
-template <int BS, bool BK>
-__device__ inline int ffma_col(int tx, int c) { return BK ? tx * (BS / 4) + c : tx + 4 * c; }
-
-template <int BS, int K, bool AK, bool BK>
-__device__ inline void tile_ffma(float (&acc)[BS], const float *A, int lda, const float *B, int ldb, int lt) {
-    constexpr int RN = BS / 4;
-    const int ty = lt / 4, tx = lt % 4;
-#pragma unroll 2
-    for (int k = 0; k < K; k += 4) {
-        float a[4][4], b[4][RN];
+            for (int c = 0; c < 4; c++)
+                tf32_split(at(A, lda, AK, m_base + mt * 16 + g + (c & 1) * 8, k0 + t + (c >> 1) * 4), ab[mt][c], as[mt][c]);
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            float4 v = *(const float4 *)(AK ? A + (k + i) * lda + ty * 4 : A + (ty * 4 + i) * lda + k);
-            float *d = &v.x;
+        for (int q = 0; q < NB; q++) {
+            uint32_t bb[NT][2], bsm[NT][2];
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                if (AK) a[j][i] = d[j];
-                else a[i][j] = d[j];
-            }
-        }
-        if constexpr (BK) {
+            for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-            for (int kk = 0; kk < 4; kk++)
+                for (int c = 0; c < 2; c++) tf32_split(at(B + q * bstep, ldb, BK, nt * 8 + g, k0 + t + c * 4), bb[nt][c], bsm[nt][c]);
 #pragma unroll
-                for (int c = 0; c < RN; c += 2) {
-                    float2 v = *(const float2 *)(B + (k + kk) * ldb + tx * RN + c);
-                    b[kk][c] = v.x;
-                    b[kk][c + 1] = v.y;
+            for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    float *c = acc[q] + (mt * NT + nt) * 4;
+                    mma_tf32(c, as[mt], bb[nt][0], bb[nt][1]);  // the small terms first
+                    mma_tf32(c, ab[mt], bsm[nt][0], bsm[nt][1]);
+                    mma_tf32(c, ab[mt], bb[nt][0], bb[nt][1]);
                 }
-        } else {
-#pragma unroll
-            for (int c = 0; c < RN; c++) {
-                float4 v = *(const float4 *)(B + ffma_col<BS, BK>(tx, c) * ldb + k);
-                b[0][c] = v.x; b[1][c] = v.y; b[2][c] = v.z; b[3][c] = v.w;
-            }
         }
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int c = 0; c < RN; c++) acc[i * RN + c] = fmaf(a[i][kk], b[kk][c], acc[i * RN + c]);
     }
 }
 
-// One call for both precisions: T = bf16 runs tile_mma, T = float tile_ffma.
-template <int BS, int K, bool AK, bool BK>
-__device__ inline void tile_product(float (&acc)[BS], const bf16 *A, int lda, const bf16 *B, int ldb, int lt) {
-    tile_mma<BS, K, AK, BK>(acc, A, lda, B, ldb, lt);
+// One call for both precisions: T = bf16 runs tile_mma, T = float tile_mma_tf32x3. The NB form
+// multiplies one A by NB operands B, bstep elements apart, into acc[NB].
+template <int BS, int K, bool AK, bool BK, int NB>
+__device__ inline void tile_product(float (&acc)[NB][BS], const bf16 *A, int lda, const bf16 *B, int ldb, int bstep, int lt) {
+    tile_mma<BS, K, AK, BK, NB>(acc, A, lda, B, ldb, bstep, lt);
 }
-template <int BS, int K, bool AK, bool BK>
-__device__ inline void tile_product(float (&acc)[BS], const float *A, int lda, const float *B, int ldb, int lt) {
-    tile_ffma<BS, K, AK, BK>(acc, A, lda, B, ldb, lt);
+template <int BS, int K, bool AK, bool BK, int NB>
+__device__ inline void tile_product(float (&acc)[NB][BS], const float *A, int lda, const float *B, int ldb, int bstep, int lt) {
+    tile_mma_tf32x3<BS, K, AK, BK, NB>(acc, A, lda, B, ldb, bstep, lt);
+}
+template <int BS, int K, bool AK, bool BK, typename T>
+__device__ inline void tile_product(float (&acc)[BS], const T *A, int lda, const T *B, int ldb, int lt) {
+    tile_product<BS, K, AK, BK, 1>(reinterpret_cast<float (&)[1][BS]>(acc), A, lda, B, ldb, 0, lt);
 }
 
-// Row and column (within the group's TM x BS tile) of accumulator e.
-template <typename T, int BS, bool BK>
+// Row and column (within the group's TM x BS tile) of accumulator e: both tile products
+// share mma.sync's accumulator layout.
+template <int BS>
 __device__ inline void acc_coord(int e, int lt, int &row, int &col) {
-    if constexpr (sizeof(T) == 2) {
-        constexpr int NT = BS / 8;
-        int lane = lt % 32, mt = e / (NT * 4), nt = (e / 4) % NT, c = e % 4;
-        row = (lt / 32) * 32 + mt * 16 + (lane >> 2) + (c >> 1) * 8;
-        col = nt * 8 + 2 * (lane & 3) + (c & 1);
-    } else {
-        constexpr int RN = BS / 4;
-        row = (lt / 4) * 4 + e / RN;
-        col = ffma_col<BS, BK>(lt % 4, e % RN);
-    }
+    constexpr int NT = BS / 8;
+    int lane = lt % 32, mt = e / (NT * 4), nt = (e / 4) % NT, c = e % 4;
+    row = (lt / 32) * 32 + mt * 16 + (lane >> 2) + (c >> 1) * 8;
+    col = nt * 8 + 2 * (lane & 3) + (c & 1);
 }
 
 // Where a CTA's tile lies: piece `piece` of the work list, row tile `ty` of `ntiles`. A
@@ -182,12 +194,12 @@ struct TileAt {
 __device__ inline TileAt tile_here() { return {(int)blockIdx.x, (int)blockIdx.y, (int)gridDim.y}; }
 
 // Group g's accumulators into its TM x BS tile of red ([group][row][column]).
-template <typename T, int BS, bool BK>
+template <int BS>
 __device__ inline void acc_store(float *red, const float (&acc)[BS], int g, int TM, int lt) {
 #pragma unroll
     for (int e = 0; e < BS; e++) {
         int row, col;
-        acc_coord<T, BS, BK>(e, lt, row, col);
+        acc_coord<BS>(e, lt, row, col);
         red[(g * TM + row) * BS + col] = acc[e];
     }
 }

@@ -29,9 +29,9 @@ template <typename T, int TM, bool FWD, int RING = RING_SHALLOW>
 struct Sq {
     static constexpr bool RES = RING == RING_RESIDENT;
     static constexpr int NT = 4 * TM;            // threads: a group of TM per gate
-    static constexpr int LD = sm_ld<T>(SQ_BS);
+    static constexpr int LD = sm_ld<T>(SQ_BS), LDW = sm_ld<T, !FWD>(SQ_BS);  // slabs, blocks
     static constexpr int NA = FWD ? 1 : 4;       // slabs per stage: fwd's 4 gates share h's slab
-    static constexpr int A_ELEMS = NA * TM * LD, W_ELEMS = 4 * SQ_BS * LD;
+    static constexpr int A_ELEMS = NA * TM * LD, W_ELEMS = 4 * SQ_BS * LDW;
     static constexpr size_t W_BYTES = (size_t)W_ELEMS * sizeof(T);  // a list entry's 4 gate blocks
     static constexpr size_t STAGE = (size_t)A_ELEMS * sizeof(T) + (RES ? 0 : W_BYTES);
     static constexpr size_t RED = (size_t)4 * TM * SQ_BS * sizeof(float);  // a tile per group
@@ -42,7 +42,9 @@ struct Sq {
     static constexpr size_t SMEM = (RBYTES > RED ? RBYTES : RED) + 2 * SQ_PIECE * sizeof(int);  // RES: the weights follow
     // CTAs per SM: 1024 threads' worth, fewer where shared memory (227 KB, 1 KB reserved per
     // CTA) holds fewer; the register budget follows, so a CTA alone on its SM may use 128.
-    static constexpr int BY_SMEM = RES ? 1 : (int)(227 * 1024 / (SMEM + 1024)), MINB = BY_SMEM < 1024 / NT ? BY_SMEM : 1024 / NT;
+    // fp32's 3xTF32 tiles spill at 64 registers: one CTA (H100, 8192 ba_8 step 55.6 -> 54.5 ms).
+    static constexpr int BY_SMEM = RES || sizeof(T) == 4 ? 1 : (int)(227 * 1024 / (SMEM + 1024));
+    static constexpr int MINB = BY_SMEM < 1024 / NT ? BY_SMEM : 1024 / NT;
     static_assert(STAGE % 16 == 0, "ring layout");
 };
 
@@ -88,7 +90,7 @@ struct SeqCopies {
         for (int k = 0; k < W_CH; k++) {
             int i = threadIdx.x + k * C::NT, g = i / (SQ_BS * CPR), r = i / CPR % SQ_BS, c = i % CPR * E;
             w_src[k] = (int)(g * gstride * SQ_BS * SQ_BS + r * SQ_BS + c);
-            w_dst[k] = (g * SQ_BS + r) * C::LD + c;
+            w_dst[k] = (g * SQ_BS + r) * C::LDW + c;
         }
     }
     // An entry's slab, which starts at `slab` (row n0, its block column), into stage As
@@ -275,7 +277,7 @@ __device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const
             const int k = (st - cnt) * SQ_BS;
 #pragma unroll
             for (int g = 0; g < 4; g++)
-                tile_copy(Ws + g * SQ_BS * C::LD, C::LD, (const T *)a.wx + ((long)g * a.H + pc.ob * SQ_BS) * a.E + k, a.E, SQ_BS, SQ_BS);
+                tile_copy(Ws + g * SQ_BS * C::LDW, C::LDW, (const T *)a.wx + ((long)g * a.H + pc.ob * SQ_BS) * a.E + k, a.E, SQ_BS, SQ_BS);
             return;
         }
         cps.issue_w(Ws, w + (long)s_blk[st] * SQ_BS * SQ_BS);
@@ -313,14 +315,14 @@ __device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const
         for (int e = 0; e < E; e++)
             if (st + e < total)
                 tile_product<SQ_BS, SQ_BS, false, !FWD>(acc, a_at((st + e) % C::S) + (FWD ? 0 : grp * TM * C::LD), C::LD,
-                                                        w_at(st + e) + grp * SQ_BS * C::LD, C::LD, lt);
+                                                        w_at(st + e) + grp * SQ_BS * C::LDW, C::LDW, lt);
     }
     cp_wait<0>();
     __syncthreads();
 
     // Each group's tile to shared memory: fwd keeps the 4 gates apart, bwd sums them in order.
     float *red = (float *)smem;
-    acc_store<T, SQ_BS, !FWD>(red, acc, grp, TM, lt);
+    acc_store<SQ_BS>(red, acc, grp, TM, lt);
     __syncthreads();
     if (!FWD)
         for (int i = tid; i < TM * SQ_BS; i += C::NT)
