@@ -155,7 +155,9 @@ struct Bw {
     static constexpr int NT = NG == 4 && sizeof(T) == 2 ? 2 * BW_M : BW_M;
     static constexpr int GP = NG * BW_M / NT;              // gates per thread
     static constexpr int E = 16 / sizeof(T);      // elements per 16-byte copy
-    static constexpr int KC = sizeof(T) == 2 ? 64 : 32;  // rows of N per stage (bf16: half the barriers)
+    // Rows of N per stage: bf16 64 (half the barriers); fp32 32, but 24 for one gate, where 32
+    // k-major padded rows (117 KB a CTA) would leave one CTA an SM instead of two
+    static constexpr int KC = sizeof(T) == 2 ? 64 : NG == 1 ? 24 : 32;
     static constexpr int LDD = sm_ld<T, true>(NG * BS), LDX = sm_ld<T, true>(BW_M);
     static constexpr int D_CPR = NG * BS / E, D_TOTAL = KC * D_CPR, D_CH = cdiv_c(D_TOTAL, NT);
     static constexpr int X_CPR = BW_M / E, X_CH = KC * X_CPR / NT;
