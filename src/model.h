@@ -95,8 +95,8 @@ Acts *acts_create(const Model *m, int B, int T);
 void acts_free(const Model *m, Acts *a);
 // Which recurrent path a window runs: the fused engine or the per-step ops.
 const char *acts_path(const Model *m, const Acts *a);
-// Whether cfg asks for the backend's recurrent engine (lstm cell only): `on`, or `auto` in bf16
-// (in fp32 the engine's FFMA tiles measured slower than the per-step ops, docs/PERF.md section 0).
+// Whether cfg asks for the backend's recurrent engine (lstm cell only): anything but `steps`
+// (acts.c: `auto` takes it in both precisions).
 int engine_wanted(const Config *cfg);
 // Whether an engine for layer l computes the layer's input projection itself (acts.c).
 int input_fused(const Model *m, int l);
