@@ -20,15 +20,17 @@ typedef struct {
 static thread_local Twin twins[TWINS_MAX];  // per rank thread, like g_cuda
 
 // Replaces any twin of f (one entry per buffer, so no stale entry can shadow the new one).
-void twin_register(const real *f, const bf16 *b, size_t n) {
+static void twin_add(const real *f, bf16 *b, size_t n, int owned) {
     twin_forget(f);  // (which moves g_cuda.gen: ops recorded before read other memory now)
     for (int i = 0; i < TWINS_MAX; i++)
         if (!twins[i].f) {
-            twins[i] = (Twin){f, (bf16 *)b, n, 0};
+            twins[i] = (Twin){f, b, n, owned};
             return;
         }
     die("internal: more than %d bf16 activation twins registered", TWINS_MAX);
 }
+
+void twin_register(const real *f, const bf16 *b, size_t n) { twin_add(f, (bf16 *)b, n, 0); }
 
 void twin_forget(const real *f) {
     g_cuda.gen++;
@@ -58,9 +60,7 @@ const bf16 *acts_bf16(const real *x, size_t n, int slot) {
 void keep_lowp_cuda(real *x, size_t n) {
     bf16 *b = NULL;
     CUDA_CHECK(cudaMalloc(&b, n * sizeof(bf16)));
-    twin_register(x, b, n);
-    for (int i = 0; i < TWINS_MAX; i++)
-        if (twins[i].f == x) twins[i].owned = 1;
+    twin_add(x, b, n, 1);
     twin_refresh(x, n);
 }
 
