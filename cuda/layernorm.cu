@@ -5,8 +5,6 @@
 // ba_7: the relu and mul kernels took 7.1-7.4 us each, 4 a time step; forward 29.6 -> 28.1 ms).
 #include "reduce.cuh"
 
-#define ROW_THREADS 1024  // one CTA a row, and B = 128 rows a step: as many threads as fit
-
 // What follows the norm: nothing, u = y * mul (y kept in s), or u = max(0, y + add).
 struct NormAct {
     real *s;

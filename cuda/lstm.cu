@@ -3,8 +3,6 @@
 // lnstat[B, 8] = (mean, rstd) per gate.
 #include "reduce.cuh"
 
-#define ROW_THREADS 1024  // one CTA a (row, gate), and B = 128 rows a step: as many threads as fit
-
 // lnstat of row b = blockIdx.x, gate g = blockIdx.y (row_stats).
 __global__ void ln_stats_kernel(real *lnstat, const real *z, int H) {
     __shared__ float buf[32];

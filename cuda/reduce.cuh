@@ -33,6 +33,10 @@ __device__ inline F block_sum(F v, F *buf) {
     return s;
 }
 
+// Threads of a CTA that takes one layer-norm row (layernorm.cu; lstm.cu, a row and gate): B = 128
+// rows a step, so as many as fit.
+#define ROW_THREADS 1024
+
 // A layer norm's (mean, 1 / sqrt(variance + LN_EPS)) of x[0..C) over the block: the mean, then
 // the variance summed around it, as the CPU does. buf: block_sum's scratch.
 #define LN_EPS 1e-5f
