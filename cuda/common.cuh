@@ -119,6 +119,7 @@ void to_bf16(bf16 *dst, const real *src, size_t n, cudaStream_t stream = g_cuda.
 // bf16 activations for x[n] (twins.cu): the registered bf16 twin of the buffer holding x (the
 // engine's copies of h and dz, current after its last window), else a copy in scratch `slot`.
 const bf16 *acts_bf16(const real *x, size_t n, int slot);
+const bf16 *twin_in(const real *x, size_t n);  // the registered twin's span over x[0..n), or NULL
 void twin_register(const real *f, const bf16 *b, size_t n);
 void twin_forget(const real *f);  // (freeing a twin that keep_lowp made)
 // keep_lowp (backend.h): a bf16 twin of x[0..n) that this file's writers keep current.
@@ -149,7 +150,8 @@ void colsum_acc(real *out, const real *in, int N, int R, cudaStream_t stream = g
 void colsum_reserve(int N, int R);
 
 // ---- the ops (names and shapes as in backend.h; BF selects bf16 tensor-core math) ----
-void embed_fwd_cuda(real *out, const real *table, const int *tok, int N, int E);
+void embed_fwd_cuda(real *out, const real *table, const int *tok, int N, int E, cudaStream_t stream);
+void embed_fwd_cuda(real *out, const real *table, const int *tok, int N, int E);  // on g_cuda.stream
 void embed_bwd_cuda(real *dtable, const real *dout, const int *tok, int N, int E);
 template <bool BF>
 void matmul_fwd_cuda(real *y, const real *x, const real *W, const real *bias, int N, int C, int R, int acc);

@@ -21,8 +21,8 @@ typedef struct {
     long gstride;           // stored blocks from one gate's copy of a block to the next (nnzb / 4)
     const void *w;          // weights, bf16 or float like the kernel's T
     const void *in;         // fwd: h_t [B, H]; bwd: dz_{t+1} [B, 4H]; NULL: no product (bwd at t = T-1)
-    const void *x, *wx;     // fwd with the input fused: x_t [B, E] and W_x [4H, E] (a piece of rank 0
-    int E;                  // takes their E/32 slabs after its list); x NULL: z_t holds the projection
+    const real *xtab;       // fwd, layer 0: row b of z_t's input projection is row tok[b] of xtab
+    const int *tok;         // [256, 4H] (SeqArgs); xtab NULL: z_t holds the projection
     float *part;            // [piece][gridDim.y][tile] partial tiles of cut lists
     int *count;             // [list][gridDim.y] pieces finished (back to 0 when done)
     int B, H, epi;
@@ -48,7 +48,7 @@ __host__ __device__ inline SeqStep seq_at(SeqStep w, int t, bool fwd, int T, int
     const long BH = (long)w.B * w.H, BG = 4 * BH;
     if (fwd) {
         w.in = (const char *)w.in + t * BH * esize;
-        w.x = seq_adv((const char *)w.x, (long)t * w.B * w.E * esize);
+        w.tok += t * w.B;
     } else {
         w.in = t == T - 1 ? NULL : (const char *)w.in + (t + 1) * BG * esize;
         w.dh += (t + 1) * BH;

@@ -34,20 +34,16 @@ void seq_dense_alloc(Seq *s) {
 // The products are written, as in matmul.cu, on the column-major views (the transposes) of
 // the row-major buffers.
 template <bool BF>
-void seq_dense_record_fwd(const Seq *s, const void *w, const void *wx, int T) {
+void seq_dense_record_fwd(const Seq *s, const void *w, int T) {
     typedef typename std::conditional<BF, bf16, float>::type W;
     const SeqArgs &a = s->a;
     const int G = 4 * a.H;
-    size_t BH = (size_t)a.B * a.H, BG = (size_t)a.B * G, BE = (size_t)a.B * a.E;
+    size_t BH = (size_t)a.B * a.H, BG = (size_t)a.B * G;
     CUBLAS_CHECK(cublasSetStream(g_cuda.blas, s->stream));
     blocked_to_rows_kernel<W><<<grid_for((size_t)G * a.H, 256), 256, 0, s->stream>>>((W *)s->wd, (const W *)w, G, a.H);
     LAUNCH_CHECK();
     if (BF) to_bf16(s->hb, a.h, BH, s->stream);
-    if (a.x) {  // the model left the input projection to the engine: z = x W_x^T for the window
-        if (BF) to_bf16(s->xb, a.x, T * BE, s->stream);
-        blas_gemm<BF>(CUBLAS_OP_T, CUBLAS_OP_N, G, T * a.B, a.E, wx, a.E, BF ? (const void *)s->xb : (const void *)a.x,
-                      a.E, 0.f, a.z, G);
-    }
+    if (a.xtab) embed_fwd_cuda(a.z, a.xtab, a.tok, T * a.B, G, s->stream);  // z = the bytes' table rows
     for (int t = 0; t < T; t++) {
         real *z = a.z + t * BG, *h1 = a.h + (t + 1) * BH;
         // z_t^T [4H, B] += W_h [4H, H] h_t^T [H, B]
@@ -95,8 +91,8 @@ void seq_dense_bwd_weight(const Seq *s, int T) {
     LAUNCH_CHECK();
 }
 
-template void seq_dense_record_fwd<false>(const Seq *, const void *, const void *, int);
-template void seq_dense_record_fwd<true>(const Seq *, const void *, const void *, int);
+template void seq_dense_record_fwd<false>(const Seq *, const void *, int);
+template void seq_dense_record_fwd<true>(const Seq *, const void *, int);
 template void seq_dense_record_bwd<false>(const Seq *, int);
 template void seq_dense_record_bwd<true>(const Seq *, int);
 template void seq_dense_bwd_weight<false>(const Seq *, int);

@@ -22,9 +22,8 @@ static int piece_len(const BsMat *w, int B) {
     return (long)count_pieces(w->row_ptr, w->nbc, half) * tiles(B) <= 2L * g_cuda.nsm ? half : SQ_PIECE;
 }
 
-// A piece's list entries (weights it keeps resident): its own and, for rank 0 of a fused
-// input, x's slabs.
-static int piece_entries(const MmPiece *p, int xslabs) { return p->end - p->beg + (p->rank ? 0 : xslabs); }
+// A piece's list entries (the weights it keeps resident).
+static int piece_entries(const MmPiece *p) { return p->end - p->beg; }
 
 typedef struct { int cost, piece; } Unit;
 static int costliest_first(const void *a, const void *b) {
@@ -38,18 +37,18 @@ static int costliest_first(const void *a, const void *b) {
 // (H = 8192 ba_8's 35 MB of bf16 W_h against 132 x 227 KB): the engine then runs a kernel
 // per step, streaming the weights.
 static int plan_window(Seq *s, int fwd, const MmPiece *pc, int np) {
-    const int nt = tiles(s->a.B), G = np < g_cuda.nsm ? np : g_cuda.nsm, xslabs = fwd && s->a.x ? s->a.E / SQ_BS : 0;
+    const int nt = tiles(s->a.B), G = np < g_cuda.nsm ? np : g_cuda.nsm;
     const SeqShape sh = seq_window_shape(s->bf, fwd, s->a.B);
     const long room = ((long)sh.most - (long)sh.base) / (long)sh.entry;  // entries a CTA can hold
     Unit *u = (Unit *)xmalloc(sizeof(Unit) * (size_t)np);
-    for (int i = 0; i < np; i++) u[i] = (Unit){(piece_entries(&pc[i], xslabs) + 2) * nt, i};
+    for (int i = 0; i < np; i++) u[i] = (Unit){(piece_entries(&pc[i]) + 2) * nt, i};
     qsort(u, (size_t)np, sizeof *u, costliest_first);
     long *load = (long *)xcalloc((size_t)G, sizeof(long));
     int *held = (int *)xcalloc((size_t)G, sizeof(int)), *cta = (int *)xmalloc(sizeof(int) * (size_t)np);
     int *off = (int *)xmalloc(sizeof(int) * (size_t)np), *ptr = (int *)xcalloc((size_t)G + 1, sizeof(int));
     int ok = G > 0, wres = 0;
     for (int i = 0; i < np && ok; i++) {
-        int e = piece_entries(&pc[u[i].piece], xslabs), b = -1;
+        int e = piece_entries(&pc[u[i].piece]), b = -1;
         for (int g = 0; g < G; g++)
             if (held[g] + e <= room && (b < 0 || load[g] < load[b])) b = g;
         if (b < 0) ok = 0;
@@ -103,14 +102,15 @@ static int upload_lists(Seq *s, const BsMat *w, int fwd, int most, int persist) 
 static int engine_takes(const SeqArgs *a) {
     const BsMat *w = a->wh;
     int fits = (long)w->nnzb * SQ_BS * SQ_BS <= INT_MAX && 4L * a->H * 128 <= INT_MAX;
-    return fits && w->bs == SQ_BS && w->ngates == 4 && w->nbr == 4 * w->nbc && (!a->x || a->E % SQ_BS == 0);
+    return fits && w->bs == SQ_BS && w->ngates == 4 && w->nbr == 4 * w->nbc;
 }
 
 // The layer's fp32 z, act or dz [T*B, 4H]: device memory where something writes it, else
 // only address space (mmap'd without access): a key under which its bf16 twin serves every
 // reader, and a fault, not stale values, for any access. In bf16 mode without layer norm
-// the steps write dz and act only in bf16 (act packed for the step kernels alone), and z is
-// never filled where the input is fused: 14 GiB of the 21 at H = 18432.
+// the steps write dz and act only in bf16 (act packed for the step kernels alone), and in
+// either precision z is never filled where the steps read the input's table: 14 GiB of the
+// 21 at H = 18432 in bf16.
 static real *fp32_or_key(size_t bytes, int key) {
     if (!key) return (real *)cu_alloc(bytes);
     void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -132,7 +132,7 @@ void *seq_create_cuda(SeqArgs *a) {
     if (!engine_takes(a)) return NULL;
     Seq *s = (Seq *)xcalloc(1, sizeof *s);
     s->dense = bsmat_is_dense(a->wh);  // its cell kernels write z and dz in fp32
-    s->z_key = BF && a->x && !a->ln_gain && !s->dense;
+    s->z_key = a->xtab && !a->ln_gain && !s->dense;
     s->dz_key = BF && !a->ln_gain && !s->dense;
     a->z = fp32_or_key(zbytes(a), s->z_key);
     a->dz = fp32_or_key(zbytes(a), s->dz_key);
@@ -159,7 +159,6 @@ void *seq_create_cuda(SeqArgs *a) {
     if (BF) {
         CUDA_CHECK(cudaMalloc(&s->hb, sizeof(bf16) * BH * (a->T + 1)));
         twin_register(a->h, s->hb, BH * (a->T + 1));
-        if (a->x) CUDA_CHECK(cudaMalloc(&s->xb, sizeof(bf16) * (size_t)a->T * a->B * a->E));
     }
     if (!a->ln_gain && !s->dense) CUDA_CHECK(cudaMalloc(&s->dbpart, sizeof(float) * (size_t)a->T * tiles(a->B) * 4 * a->H));
     CUDA_CHECK(cudaStreamCreate(&s->stream));  // blocking: ordered with the default stream's work
@@ -186,7 +185,6 @@ void seq_free_cuda(void *p) {
     CUDA_CHECK(cudaFree(s->dzb));
     CUDA_CHECK(cudaFree(s->actb));
     CUDA_CHECK(cudaFree(s->dbpart));
-    CUDA_CHECK(cudaFree(s->xb));
     CUDA_CHECK(cudaFree(s->wd));
     CUDA_CHECK(cudaFree(s->dwd));
     CUDA_CHECK(cudaStreamDestroy(s->stream));
@@ -199,7 +197,7 @@ void seq_free_cuda(void *p) {
 }
 
 // The window's arguments as seq_at takes them (step 0's, lstm_seq.cuh).
-static SeqStep window_base(const Seq *s, const void *w, const void *wx, int fwd) {
+static SeqStep window_base(const Seq *s, const void *w, int fwd) {
     const SeqArgs &a = s->a;
     size_t BH = (size_t)a.B * a.H;
     SeqStep st = {};
@@ -219,11 +217,8 @@ static SeqStep window_base(const Seq *s, const void *w, const void *wx, int fwd)
     st.c0 = a.c;
     st.c1 = a.c + BH;
     if (fwd) {
-        if (a.x) {
-            st.x = s->bf ? (const void *)s->xb : (const void *)a.x;
-            st.wx = wx;
-            st.E = a.E;
-        }
+        st.xtab = a.xtab;
+        st.tok = a.tok;
         st.in = seq_h_operand(s, 0);
         st.z = a.z;
         st.h1 = a.h + BH;
@@ -256,12 +251,11 @@ static void record_window(const Seq *s, const SeqStep &base, int T) {
 // Forward, as model_step.c's loop: z_t += W_h h_t, then the cell (fused, or lstm_fwd after
 // the product where layer norm needs whole rows).
 template <bool BF>
-static void record_fwd(const Seq *s, const void *w, const void *wx, int T) {
+static void record_fwd(const Seq *s, const void *w, int T) {
     const SeqArgs &a = s->a;
-    size_t BH = (size_t)a.B * a.H, BE = (size_t)a.B * a.E;
+    size_t BH = (size_t)a.B * a.H;
     if (BF) to_bf16(s->hb, a.h, BH, s->stream);
-    if (BF && a.x) to_bf16(s->xb, a.x, T * BE, s->stream);
-    const SeqStep base = window_base(s, w, wx, 1);
+    const SeqStep base = window_base(s, w, 1);
     if (s->persist[1]) return record_window<BF, true>(s, base, T);
     for (int t = 0; t < T; t++) {
         SeqStep st = step_at(s, base, t, 1, T);
@@ -280,7 +274,7 @@ static void record_bwd(const Seq *s, const void *w, int T) {
     size_t BH = (size_t)a.B * a.H, BG = 4 * BH;
     CUDA_CHECK(cudaMemsetAsync(a.dh, 0, BH * sizeof(real), s->stream));
     CUDA_CHECK(cudaMemsetAsync(a.dc, 0, BH * sizeof(real), s->stream));
-    const SeqStep base = window_base(s, w, NULL, 0);
+    const SeqStep base = window_base(s, w, 0);
     if (s->persist[0]) return record_window<BF, false>(s, base, T);
     for (int t = T - 1; t >= -1; t--) {
         SeqStep st = step_at(s, base, t, 0, T);
@@ -296,21 +290,18 @@ template <bool BF>
 static void replay(Seq *s, int fwd, int T) {
     const SeqArgs &a = s->a;
     const void *w = weight_operand<BF>(a.wh_vals, (size_t)bsmat_nvals(a.wh));
-    const void *wx = a.x && fwd ? weight_operand<BF>(a.wx_vals, 4 * (size_t)a.H * a.E) : NULL;
-    if (wx && wx == w) die("internal: the engine's W_h and W_x have no bf16 shadow (params not registered)");
     Graph *g = &s->g[fwd];
-    if (!g->exec || g->T != T || g->w != w || g->wx != wx) {
+    if (!g->exec || g->T != T || g->w != w) {
         if (g->exec) CUDA_CHECK(cudaGraphExecDestroy(g->exec));
         cudaGraph_t graph;
         CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
-        if (fwd) s->dense ? seq_dense_record_fwd<BF>(s, w, wx, T) : record_fwd<BF>(s, w, wx, T);
+        if (fwd) s->dense ? seq_dense_record_fwd<BF>(s, w, T) : record_fwd<BF>(s, w, T);
         else s->dense ? seq_dense_record_bwd<BF>(s, T) : record_bwd<BF>(s, w, T);
         CUDA_CHECK(cudaStreamEndCapture(s->stream, &graph));
         CUDA_CHECK(cudaGraphInstantiate(&g->exec, graph, 0));
         CUDA_CHECK(cudaGraphDestroy(graph));
         g->T = T;
         g->w = w;
-        g->wx = wx;
     }
     CUDA_CHECK(cudaGraphLaunch(g->exec, s->stream));
 }

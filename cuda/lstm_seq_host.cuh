@@ -6,7 +6,7 @@
 typedef struct {
     cudaGraphExec_t exec;
     int T;
-    const void *w, *wx;  // the weights it was captured with (a new bf16 shadow means a new graph)
+    const void *w;  // the weights it was captured with (a new bf16 shadow means a new graph)
 } Graph;
 
 typedef struct {
@@ -19,7 +19,6 @@ typedef struct {
     float *part;
     int *count;
     bf16 *hb, *dzb;       // bf16 mode: h [(T+1)B, H] and dz [TB, 4H] as the kernels read them (dz at the first bwd)
-    bf16 *xb;             // bf16 mode with the input fused: x [TB, E]
     bf16 *actb;           // dz_key: the gate activations [T][B][H][4] (SeqStep actb), a.act a key
     float *dbpart;        // without layer norm: [T][row tiles][4H] column sums of dz, summed into dbias
     cudaStream_t stream;
@@ -49,7 +48,7 @@ static inline const void *seq_dz_operand(const Seq *s, int t) {
 // dW_h as one GEMM over the window.
 void seq_dense_alloc(Seq *s);
 template <bool BF>
-void seq_dense_record_fwd(const Seq *s, const void *w, const void *wx, int T);
+void seq_dense_record_fwd(const Seq *s, const void *w, int T);
 template <bool BF>
 void seq_dense_record_bwd(const Seq *s, int T);
 template <bool BF>

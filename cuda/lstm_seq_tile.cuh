@@ -3,8 +3,8 @@
 // (lstm_seq_window.cu, a launch per window). CPU twin: the per-step loop of src/model_step.c
 // (bsmm_fwd + lstm_fwd, lstm_bwd + bsmm_bwd_data).
 //   fwd  tile (piece of hidden block j's row list, TM rows): z[:, g, j] = sum over the list of
-//        h_t slab x W[g, j, c]^T for the 4 gates g (and x_t W_x^T where the input is fused, else
-//        z_t holds it); then the cell for the 32 units of j
+//        h_t slab x W[g, j, c]^T for the 4 gates g, plus the input projection (z_t's, or layer
+//        0's table row of each row's byte); then the cell for the 32 units of j
 //   bwd  tile (piece of hidden block j's column list, TM rows): dh[:, j] = dh_up + sum over the
 //        list of dz_{t+1}[:, g, r] x W[g, r, j] over the 4 gates; then the cell's gradient
 // A CTA is 4 groups of TM threads, one per gate, over a cp.async ring of list entries (one
@@ -39,7 +39,8 @@ struct Sq {
     static constexpr int S = RES ? (RED / STAGE > 2 ? (int)(RED / STAGE) : 2) : RING == RING_DEEP ? 6
                            : 3 * STAGE <= 200 * 1024 ? 3 : 2;  // ring depth, in entries
     static constexpr size_t RBYTES = S * STAGE;
-    static constexpr size_t SMEM = (RBYTES > RED ? RBYTES : RED) + 2 * SQ_PIECE * sizeof(int);  // RES: the weights follow
+    // then the list's entries (s_idx, s_blk) and fwd's row bytes (s_tok); RES: the weights follow
+    static constexpr size_t SMEM = (RBYTES > RED ? RBYTES : RED) + (2 * SQ_PIECE + (FWD ? TM : 0)) * sizeof(int);
     // CTAs per SM: 1024 threads' worth, fewer where shared memory (227 KB, 1 KB reserved per
     // CTA) holds fewer; the register budget follows, so a CTA alone on its SM may use 128.
     // fp32's 3xTF32 tiles spill at 64 registers: one CTA (H100, 8192 ba_8 step 55.6 -> 54.5 ms).
@@ -52,21 +53,9 @@ struct Sq {
 // fp32 h out in fwd; act_t in, in bwd) go through L2 as evict-first (__ldcs/__stcs), so W_h
 // and the slabs the next step reads stay in L2 (H = 8192 ba_8: 21.8 -> 21.5 ms per step).
 
-// Copies rows [0, valid) of a [rows x 32] tile (row stride lds) into shared memory (row
-// stride ldd) with all threads; rows past `valid` are zero-filled.
-template <typename T>
-__device__ inline void tile_copy(T *dst, int ldd, const T *src, long lds, int rows, int valid) {
-    constexpr int E = 16 / sizeof(T), CPR = SQ_BS / E;
-    for (int i = threadIdx.x; i < rows * CPR; i += blockDim.x) {
-        int r = i / CPR, c = i % CPR * E;
-        bool ok = r < valid;
-        cp_async16(dst + r * ldd + c, ok ? src + r * lds + c : src, ok);
-    }
-}
-
 // One thread's share of a list entry's copies, worked out once per CTA (as bsmm.cu's kernel
 // does): the 16-byte chunks of the slab(s) and of the 4 gate blocks it moves, so an entry
-// costs each thread an add and a cp.async per chunk rather than tile_copy's index loops.
+// costs each thread an add and a cp.async per chunk rather than a copy loop's index arithmetic.
 template <typename T, int TM, bool FWD>
 struct SeqCopies {
     using C = Sq<T, TM, FWD>;
@@ -122,9 +111,10 @@ __device__ inline float4 bf16x4_unpack(uint32_t lo, uint32_t hi) {
                        __uint_as_float(hi & 0xffff0000u));
 }
 
-// fwd: red holds W_h h_t for the 4 gates; z_t (the input projection) is added in, then the
-// cell as lstm_fwd computes it (EPI_SUM: only z_t += W_h h_t, the cell comes after the layer norm).
-__device__ inline void cell_fwd(const SeqStep &a, const float *red, int TM, int n0, int col) {
+// fwd: red holds W_h h_t for the 4 gates; the input projection (z_t's, or the table's row of
+// the row's byte) is added in, then the cell as lstm_fwd computes it (EPI_SUM: only
+// z_t = that sum, the cell comes after the layer norm).
+__device__ inline void cell_fwd(const SeqStep &a, const float *red, const int *s_tok, int TM, int n0, int col) {
     const int u = threadIdx.x % SQ_BS, r0 = threadIdx.x / SQ_BS, rstep = blockDim.x / SQ_BS;
     const long G = 4L * a.H;
     float z[SQ_PER][4], cp[SQ_PER], bias[4];
@@ -132,10 +122,11 @@ __device__ inline void cell_fwd(const SeqStep &a, const float *red, int TM, int 
     for (int g = 0; g < 4; g++) bias[g] = a.bias[g * (long)a.H + col];
 #pragma unroll
     for (int q = 0; q < SQ_PER; q++) {
-        int n = n0 + r0 + q * rstep;
+        int m = r0 + q * rstep, n = n0 + m;
         bool ok = n < a.B;
+        const real *zin = !ok ? NULL : a.xtab ? a.xtab + s_tok[m] * G + col : a.z + n * G + col;
 #pragma unroll
-        for (int g = 0; g < 4; g++) z[q][g] = ok && !a.x ? __ldcs(a.z + n * G + g * (long)a.H + col) : 0.f;
+        for (int g = 0; g < 4; g++) z[q][g] = !zin ? 0.f : a.xtab ? __ldg(zin + g * (long)a.H) : __ldcs(zin + g * (long)a.H);
         cp[q] = ok && a.epi == EPI_CELL ? __ldcg(a.c0 + (long)n * a.H + col) : 0.f;
     }
 #pragma unroll
@@ -249,7 +240,7 @@ __device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const
     using C = Sq<T, TM, FWD, RING>;
     constexpr bool RES = C::RES;
     __shared__ int s_last;
-    int *s_idx = (int *)(smem + (C::RBYTES > C::RED ? C::RBYTES : C::RED)), *s_blk = s_idx + SQ_PIECE;
+    int *s_idx = (int *)(smem + (C::RBYTES > C::RED ? C::RBYTES : C::RED)), *s_blk = s_idx + SQ_PIECE, *s_tok = s_blk + SQ_PIECE;
     const int tid = threadIdx.x, grp = tid / TM, lt = tid % TM;
     MmPiece pc = a.pieces[at.piece];
     if (!a.in) {  // no product: one CTA per list runs the epilogue alone
@@ -257,36 +248,23 @@ __device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const
         pc.nparts = 1;
         pc.end = pc.beg;
     }
-    const int n0 = at.ty * TM, valid = min(TM, a.B - n0), cnt = pc.end - pc.beg;
-    const int total = cnt + (FWD && a.x && !pc.rank ? a.E / SQ_BS : 0);  // list entries, then x's slabs
+    const int n0 = at.ty * TM, valid = min(TM, a.B - n0), total = pc.end - pc.beg;
     const T *in = (const T *)a.in, *w = (const T *)a.w;
     const long ld_in = FWD ? a.H : 4L * a.H;
-    for (int i = tid; i < cnt; i += C::NT) {
+    for (int i = tid; i < total; i += C::NT) {
         s_idx[i] = a.idx[pc.beg + i];
         s_blk[i] = a.blk[pc.beg + i];
     }
+    if (FWD && a.xtab)  // the rows' bytes now, so the epilogue's table loads wait on nothing
+        for (int i = tid; i < valid; i += C::NT) s_tok[i] = a.tok[n0 + i];
     __syncthreads();
     const SeqCopies<T, TM, FWD> cps(ld_in, a.H, a.gstride, valid);
     auto a_at = [&](int slot) { return (T *)(smem + slot * C::STAGE); };
     auto w_at = [&](int st) { return RES ? wres + st * C::W_ELEMS : a_at(st % C::S) + C::A_ELEMS; };
-    // Entry st's copies in two parts: its weights (W_h's 4 gate blocks, or W_x's of x's slab
-    // k), which no step writes, and its slab (h_t's or dz_{t+1}'s, or slab k of x_t).
-    auto issue_w = [&](int st) {
-        T *Ws = w_at(st);
-        if (FWD && st >= cnt) {
-            const int k = (st - cnt) * SQ_BS;
-#pragma unroll
-            for (int g = 0; g < 4; g++)
-                tile_copy(Ws + g * SQ_BS * C::LDW, C::LDW, (const T *)a.wx + ((long)g * a.H + pc.ob * SQ_BS) * a.E + k, a.E, SQ_BS, SQ_BS);
-            return;
-        }
-        cps.issue_w(Ws, w + (long)s_blk[st] * SQ_BS * SQ_BS);
-    };
-    auto issue_a = [&](int st) {
-        T *As = a_at(st % C::S);
-        if (FWD && st >= cnt) tile_copy(As, C::LD, (const T *)a.x + (long)n0 * a.E + (st - cnt) * SQ_BS, a.E, TM, valid);
-        else cps.issue_a(As, in + (long)n0 * ld_in + s_idx[st] * SQ_BS);
-    };
+    // Entry st's copies in two parts: its weights (W_h's 4 gate blocks), which no step writes,
+    // and its slab (h_t's or dz_{t+1}'s).
+    auto issue_w = [&](int st) { cps.issue_w(w_at(st), w + (long)s_blk[st] * SQ_BS * SQ_BS); };
+    auto issue_a = [&](int st) { cps.issue_a(a_at(st % C::S), in + (long)n0 * ld_in + s_idx[st] * SQ_BS); };
     auto issue = [&](int st) {
         if (!RES) issue_w(st);
         issue_a(st);
@@ -297,7 +275,7 @@ __device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const
     constexpr int E = C::E, AHEAD = C::S - E;  // entries per barrier, entries in flight beyond them
     for (int st = 0; st < (RES ? total * load_w : AHEAD); st++)
         if (st < total) issue_w(st);
-    sync.wait(pc.ob, s_idx, cnt, at.ty);
+    sync.wait(pc.ob, s_idx, total, at.ty);
 #pragma unroll
     for (int st = 0; st < AHEAD; st++) {
         if (st < total) issue_a(st);
@@ -332,7 +310,7 @@ __device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const
     __syncthreads();
     static_assert(TM * SQ_BS / C::NT == SQ_PER, "epilogue rows per thread");
     const int col = pc.ob * SQ_BS + tid % SQ_BS;
-    if (FWD) cell_fwd(a, red, TM, n0, col);
+    if (FWD) cell_fwd(a, red, s_tok, TM, n0, col);
     else cell_bwd(a, red, n0, col, at.ty);
     sync.done(pc.ob, at.ty);
 }

@@ -43,7 +43,7 @@ void twin_forget(const real *f) {
 
 // The fp32 side of a twin may be stale (the engine writes dz only in bf16), so a read that
 // starts inside a twin must be served by it: anything else is a bug, not a copy to make.
-const bf16 *acts_bf16(const real *x, size_t n, int slot) {
+const bf16 *twin_in(const real *x, size_t n) {
     for (int i = 0; i < TWINS_MAX; i++) {
         const Twin *t = &twins[i];
         if (!t->f || x < t->f || x >= t->f + t->n) continue;
@@ -52,6 +52,11 @@ const bf16 *acts_bf16(const real *x, size_t n, int slot) {
             die("internal: a bf16 read of %zu values at %p runs past its twin or is not 16-byte aligned", n, (const void *)x);
         return b;
     }
+    return NULL;
+}
+
+const bf16 *acts_bf16(const real *x, size_t n, int slot) {
+    if (const bf16 *b = twin_in(x, n)) return b;
     bf16 *b = (bf16 *)cuda_scratch(slot, n * sizeof(bf16));
     to_bf16(b, x, n);
     return b;

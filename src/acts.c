@@ -15,7 +15,7 @@ static void *seq_for(const Model *m, Acts *a, int l) {
     SeqArgs s = {a->B, a->T, m->H, &L->wh, P + L->off_wh, P + L->off_b, m->ln ? P + L->off_g : NULL,
                  G + L->off_wh, G + L->off_b, m->ln ? G + L->off_g : NULL,
                  NULL, NULL, a->lnstat[l], a->h[l], a->c[l], NULL, a->dh[l], a->dc[l],
-                 input_fused(m, l) ? a->x0 : NULL, P + L->off_wx, L->in, !strcmp(m->cfg.engine, "persistent")};
+                 l ? NULL : a->xtab, a->tok, !strcmp(m->cfg.engine, "persistent")};
     void *seq = m->be->seq_create(&s);
     a->z[l] = s.z;
     a->act[l] = s.act;
@@ -23,12 +23,12 @@ static void *seq_for(const Model *m, Acts *a, int l) {
     return seq;
 }
 
-// Layer 0's input is the byte embedding (E = 64 by default): its projection costs the engine
-// two more list entries per step, against a [T*B, 4H] z written by a separate product and read
-// back (0.57 + ~0.5 ms per H200 step at H = 8192).
-int input_fused(const Model *m, int l) {
-    const Layer *L = &m->layer[l];
-    return !L->sparse_x && L->in % 32 == 0 && L->in <= 64;
+// Layer 0's input is one of 256 byte embeddings, so its dense projection W_x Emb[tok] is a
+// row of the table Emb W_x^T [256, 4H]: 256 rows of product a window instead of T*B (16384
+// at B = T = 128), and the table's gradient is dz summed by byte (model_step.c). (Layer 0's
+// W_x is always dense; the mlstm keeps its own input products.)
+int input_table(const Model *m) {
+    return !m->mlstm;
 }
 
 // The mlstm runs per-step ops: its internal steps need whole-row layer norms between products.
@@ -43,7 +43,7 @@ const char *acts_path(const Model *m, const Acts *a) {
     if (!a->seq[0]) return "per-step ops";
     static _Thread_local char path[256];
     snprintf(path, sizeof path, "%s%s", m->be->seq_path(a->seq[0]),
-             input_fused(m, 0) && !bsmat_is_dense(&m->layer[0].wh) ? "; layer 0's input projection inside its steps" : "");
+             input_table(m) ? "; layer 0's input projection from a table of the 256 bytes' rows" : "");
     return path;
 }
 
@@ -55,8 +55,14 @@ Acts *acts_create(const Model *m, int B, int T) {
     a->T = T;
     a->tok = be->alloc(N * sizeof(int));
     a->tgt = be->alloc(N * sizeof(int));
-    a->x0 = ralloc(be, N * m->E);
-    a->dx0 = ralloc(be, N * m->E);
+    if (input_table(m)) {
+        a->xtab = ralloc(be, SW_VOCAB * G);
+        a->dxtab = ralloc(be, SW_VOCAB * G);
+        a->dembx = ralloc(be, SW_VOCAB * (size_t)m->E);
+    } else {
+        a->x0 = ralloc(be, N * m->E);
+        a->dx0 = ralloc(be, N * m->E);
+    }
     for (int l = 0; l < m->L; l++) {
         a->lnstat[l] = m->ln ? ralloc(be, N * 8) : NULL;
         a->h[l] = ralloc(be, (N + B) * H);
@@ -81,6 +87,7 @@ void acts_free(const Model *m, Acts *a) {
     if (!a) return;
     const Backend *be = m->be;
     be->free(a->tok); be->free(a->tgt); be->free(a->x0); be->free(a->dx0);
+    be->free(a->xtab); be->free(a->dxtab); be->free(a->dembx);
     for (int l = 0; l < m->L; l++) {
         if (!a->seq[l]) be->free(a->z[l]), be->free(a->act[l]), be->free(a->dz[l]);
         if (a->lnstat[l]) be->free(a->lnstat[l]);

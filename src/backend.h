@@ -29,10 +29,10 @@ typedef struct {
     const real *wh_vals, *bias, *ln_gain;  // ln_gain NULL: no layer norm
     real *dwh, *dbias, *dln_gain;
     real *z, *act, *lnstat, *h, *c, *dz, *dh, *dc;
-    // The layer's input [T*B, E] and dense W_x [4H, E] when the engine computes the input
-    // projection inside its forward steps (model.h input_fused); x NULL: z holds it already.
-    const real *x, *wx_vals;
-    int E;
+    // Layer 0's input projection as a table (model.h input_table): the forward steps add row
+    // tok[t*B + b] of xtab [256, 4H] into z_t's row b themselves; xtab NULL: z holds it already.
+    const real *xtab;
+    const int *tok;
     int persistent;  // 1: one persistent launch per direction where it applies, not a kernel per time step
 } SeqArgs;
 

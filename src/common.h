@@ -16,8 +16,9 @@ typedef float real;
 #endif
 
 #define SW_VOCAB 256
-// The embedding gradient sums tokens in slices of this many, then the slices (both backends).
-#define SW_EMBED_SLICE 256
+// The embedding gradient sums each row's occurrences in runs of this many, then the runs
+// (both backends: src/embed_cpu.c says the order).
+#define SW_EMBED_RUN 64
 #define SW_MAX_LAYERS 8
 #define SW_MAX_DEPTH 8   // mlstm internal steps
 

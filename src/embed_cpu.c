@@ -9,31 +9,38 @@ void embed_fwd_cpu(real *out, const real *table, const int *tok, int N, int E) {
     for (int n = 0; n < N; n++) memcpy(out + (long)n * E, table + (long)tok[n] * E, sizeof(real) * (size_t)E);
 }
 
-// dtable[tok[n], :] += dout[n, :]: each slice of SW_EMBED_SLICE tokens is summed from zero in
-// n order, then the slices are added in order; the CUDA twin sums the slices side by side in
-// the same order, so both give the same values. Only rows that occur are touched (the table
-// may have fewer than SW_VOCAB rows).
+#define EMBED_COLS 256  // columns a task: rows v x column blocks share the threads evenly
+
+// dtable[tok[n], :] += dout[n, :] in the order both twins follow (cuda/embed.cu), so both give
+// the same bits: for each row v, the positions n with tok[n] == v, in increasing n, are cut
+// into runs of SW_EMBED_RUN; each run is summed from zero in n order, and the runs' sums are
+// added to dtable[v] in run order: dtable[v] = ((dtable[v] + run0) + run1) + ... Rows that do
+// not occur are not touched (the table may have fewer than SW_VOCAB rows).
 void embed_bwd_cpu(real *dtable, const real *dout, const int *tok, int N, int E) {
-    real *part = xmalloc(sizeof(real) * (size_t)SW_VOCAB * E);
-    int rows[SW_EMBED_SLICE], nrows;
-    unsigned char seen[SW_VOCAB] = {0};
-    for (int s = 0; s < N; s += SW_EMBED_SLICE) {
-        nrows = 0;
-        for (int k = s; k < N && k < s + SW_EMBED_SLICE; k++) {
-            real *restrict row = part + (long)tok[k] * E;
-            if (!seen[tok[k]]) {
-                seen[tok[k]] = 1;
-                rows[nrows++] = tok[k];
-                memset(row, 0, sizeof(real) * (size_t)E);
-            }
-            const real *restrict d = dout + (long)k * E;
-            for (int e = 0; e < E; e++) row[e] += d[e];
-        }
-        for (int i = 0; i < nrows; i++) {
-            real *restrict dst = dtable + (long)rows[i] * E, *restrict src = part + (long)rows[i] * E;
-            for (int e = 0; e < E; e++) dst[e] += src[e];
-            seen[rows[i]] = 0;
-        }
+    if (N <= 0 || E <= 0) return;
+    int start[SW_VOCAB + 1] = {0}, fill[SW_VOCAB];
+    int *perm = xmalloc(sizeof(int) * (size_t)N);  // positions by token, n order within one
+    for (int n = 0; n < N; n++) start[tok[n] + 1]++;
+    for (int v = 0; v < SW_VOCAB; v++) {
+        fill[v] = start[v];
+        start[v + 1] += start[v];
     }
-    free(part);
+    for (int n = 0; n < N; n++) perm[fill[tok[n]]++] = n;
+    const int blocks = (E + EMBED_COLS - 1) / EMBED_COLS;
+    #pragma omp parallel for collapse(2) schedule(dynamic)
+    for (int v = 0; v < SW_VOCAB; v++)
+        for (int c = 0; c < blocks; c++) {
+            const int e0 = c * EMBED_COLS, w = E - e0 < EMBED_COLS ? E - e0 : EMBED_COLS;
+            for (int b = start[v]; b < start[v + 1]; b += SW_EMBED_RUN) {
+                const int end = b + SW_EMBED_RUN < start[v + 1] ? b + SW_EMBED_RUN : start[v + 1];
+                real run[EMBED_COLS] = {0};
+                for (int i = b; i < end; i++) {
+                    const real *restrict d = dout + (long)perm[i] * E + e0;
+                    for (int e = 0; e < w; e++) run[e] += d[e];
+                }
+                real *restrict dst = dtable + (long)v * E + e0;
+                for (int e = 0; e < w; e++) dst[e] += run[e];
+            }
+        }
+    free(perm);
 }

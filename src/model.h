@@ -77,7 +77,8 @@ typedef struct {
     int B, T;
     int T_run;                         // steps of the last model_forward (<= T)
     int *tok, *tgt;                    // backend ints [T*B]
-    real *x0, *dx0;                    // embedding out / grad [T*B, E]
+    real *x0, *dx0;                    // embedding out / grad [T*B, E] (NULL with input_table)
+    real *xtab, *dxtab, *dembx;        // input_table: [256, 4H] and its gradient; Emb's share [256, E]
     real *z[SW_MAX_LAYERS], *dz[SW_MAX_LAYERS];      // [T*B, 4H]
     real *act[SW_MAX_LAYERS];                        // [T*B, 4H]
     real *lnstat[SW_MAX_LAYERS];                     // [T*B, 8] (layer_norm only)
@@ -98,8 +99,8 @@ const char *acts_path(const Model *m, const Acts *a);
 // Whether cfg asks for the backend's recurrent engine (lstm cell only): anything but `steps`
 // (acts.c: `auto` takes it in both precisions).
 int engine_wanted(const Config *cfg);
-// Whether an engine for layer l computes the layer's input projection itself (acts.c).
-int input_fused(const Model *m, int l);
+// Whether layer 0's input projection is a table of the 256 bytes' rows (acts.c).
+int input_table(const Model *m);
 // Zeroes the carried state (h_0, c_0) of every layer.
 void acts_reset_state(const Model *m, Acts *a);
 // Moves h_T, c_T into h_0, c_0 for the next window (truncated BPTT).

@@ -8,9 +8,31 @@
 #define P(off) (m->params + (off))
 #define GR(off) (m->grads + (off))
 
-static void input_fwd(Model *m, const Layer *L, real *z, const real *x, int N) {
-    if (L->sparse_x) m->be->bsmm_fwd(z, x, &L->wx, P(L->off_wx), N, 0);
-    else m->be->matmul_fwd(z, x, P(L->off_wx), NULL, N, L->in, 4 * m->H, 0);
+// z = the layer's input projection, or with input_table its table (layer 0), which the
+// engine reads itself and the per-step ops gather into z.
+static void input_fwd(Model *m, Acts *a, int l, const real *x, int N) {
+    const Layer *L = &m->layer[l];
+    real *z = a->z[l];
+    if (!l && input_table(m)) {
+        m->be->matmul_fwd(a->xtab, P(m->off_emb), P(L->off_wx), NULL, SW_VOCAB, m->E, 4 * m->H, 0);
+        if (!a->seq[l]) m->be->embed_fwd(z, a->xtab, a->tok, N, 4 * m->H);
+    } else if (L->sparse_x) {
+        m->be->bsmm_fwd(z, x, &L->wx, P(L->off_wx), N, 0);
+    } else {
+        m->be->matmul_fwd(z, x, P(L->off_wx), NULL, N, L->in, 4 * m->H, 0);
+    }
+}
+
+// The backward of input_fwd's table: its gradient is dz summed by byte; from it W_x's
+// (dtab^T Emb) and Emb's (dtab W_x, added in).
+static void input_table_bwd(Model *m, Acts *a, int N) {
+    const Backend *be = m->be;
+    const Layer *L = &m->layer[0];
+    const size_t G = 4 * (size_t)m->H;
+    be->zero(a->dxtab, SW_VOCAB * G * sizeof(real));
+    be->embed_bwd(a->dxtab, a->dz[0], a->tok, N, (int)G);
+    be->matmul_bwd(a->dembx, GR(L->off_wx), NULL, a->dxtab, P(m->off_emb), P(L->off_wx), SW_VOCAB, m->E, (int)G);
+    be->axpy(GR(m->off_emb), a->dembx, 1, SW_VOCAB * (size_t)m->E);
 }
 
 static void layer_forward(Model *m, Acts *a, int l, const real *x, int T) {
@@ -21,7 +43,7 @@ static void layer_forward(Model *m, Acts *a, int l, const real *x, int T) {
     const Backend *be = m->be;
     const Layer *L = &m->layer[l];
     size_t B = (size_t)a->B, H = (size_t)m->H, G = 4 * H;
-    if (!a->seq[l] || !input_fused(m, l)) input_fwd(m, L, a->z[l], x, (int)(T * B));
+    input_fwd(m, a, l, x, (int)(T * B));
     if (a->seq[l]) {
         be->seq_fwd(a->seq[l], T);
         return;
@@ -42,7 +64,7 @@ double model_forward(Model *m, Acts *a, const int *tok, const int *tgt, int T) {
     a->T_run = T;
     be->to_device(a->tok, tok, N * sizeof(int));
     be->to_device(a->tgt, tgt, N * sizeof(int));
-    be->embed_fwd(a->x0, P(m->off_emb), a->tok, (int)N, m->E);
+    if (!input_table(m)) be->embed_fwd(a->x0, P(m->off_emb), a->tok, (int)N, m->E);
     const real *x = a->x0;
     for (int l = 0; l < m->L; l++) {
         layer_forward(m, a, l, x, T);
@@ -89,7 +111,9 @@ static void layer_backward(Model *m, Acts *a, int l, int T) {
     else recurrent_backward(m, a, l, T);
     const real *x = l ? a->h[l - 1] + B * H : a->x0;
     real *dx = l ? a->dh[l - 1] + B * H : a->dx0;
-    if (L->sparse_x) {
+    if (!l && input_table(m)) {
+        input_table_bwd(m, a, (int)N);
+    } else if (L->sparse_x) {
         be->bsmm_bwd_weight(GR(L->off_wx), a->dz[l], x, &L->wx, (int)N);
         be->bsmm_bwd_data(dx, a->dz[l], &L->wx, P(L->off_wx), (int)N, 0);
     } else {
@@ -112,6 +136,6 @@ void model_backward(Model *m, Acts *a, int T) {
         layer_backward(m, a, l, T);
         ready(m, m->layer[l].off_wx);
     }
-    be->embed_bwd(GR(m->off_emb), a->dx0, a->tok, (int)N, m->E);
+    if (!input_table(m)) be->embed_bwd(GR(m->off_emb), a->dx0, a->tok, (int)N, m->E);
     ready(m, 0);
 }

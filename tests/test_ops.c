@@ -622,6 +622,51 @@ TEST(opcpu_embed_vs_reference) {
     free(table); free(dout); free(out); free(dt); free(tok); free(rdt);
 }
 
+// embed_bwd's documented order (embed_cpu.c), written plainly: row v's occurrences in n
+// order, summed from zero in runs of `run`, each run added to dt[v] when it ends.
+static void embed_bwd_in_runs(real *dt, const real *dout, const int *tok, int N, int E, int run) {
+    for (int v = 0; v < SW_VOCAB; v++)
+        for (int e = 0; e < E; e++) {
+            real acc = 0;
+            int k = 0;
+            for (int n = 0; n < N; n++) {
+                if (tok[n] != v) continue;
+                acc += dout[(long)n * E + e];
+                if (++k % run == 0) dt[(long)v * E + e] += acc, acc = 0;
+            }
+            if (k % run) dt[(long)v * E + e] += acc;
+        }
+}
+
+// The exact order of the adds (the CUDA twin follows it to the bit): values of 1e8 and 1,
+// where the grouping changes the sum; row 5 with 150 occurrences (3 runs, the last partial,
+// starting with 1e8, -1e8, 1e8, the rest ones: the runs lose their ones, plain n order keeps
+// some); a table only max token + 1 rows long whose absent rows must stay as they were.
+TEST(opcpu_embed_bwd_run_order) {
+    unsigned long long s = 32;
+    enum { N = 300, E = 3, V = 17 };
+    int tok[N];
+    real *dout = xmalloc(sizeof(real) * N * E), dt[V * E], ref[V * E], plain[V * E];
+    for (int n = 0; n < N; n++) tok[n] = n % 2 ? 9 + (int)(test_rand(&s) * (V - 9)) : 5;
+    tok[N - 1] = V - 1;
+    for (int i = 0; i < N * E; i++) {
+        double u = test_rand(&s);
+        dout[i] = (real)((u < 0.5 ? 1 : -1) * (test_rand(&s) < 0.2 ? 1e8 : 1));
+    }
+    for (int n = 0; n < N; n += 2)  // row 5 (even n): +-1e8 where each run starts, else 1
+        for (int e = 0; e < E; e++) dout[n * E + e] = n % 128 ? 1 : n % 256 ? -1e8 : 1e8;
+    for (int i = 0; i < V * E; i++) dt[i] = ref[i] = plain[i] = 7;
+    backend_cpu()->embed_bwd(dt, dout, tok, N, E);
+    embed_bwd_in_runs(ref, dout, tok, N, E, SW_EMBED_RUN);
+    embed_bwd_in_runs(plain, dout, tok, N, E, N);  // one run: plain n order
+    CHECK(memcmp(dt, ref, sizeof dt) == 0);
+    CHECK_MSG(memcmp(ref, plain, sizeof ref) != 0, "the values do not tell the orders apart");
+    for (int v = 0; v < V; v++)
+        if (v != 5 && v < 9)
+            for (int e = 0; e < E; e++) CHECK_MSG(dt[v * E + e] == 7, "row %d (absent) changed", v);
+    free(dout);
+}
+
 // ---- the same bits with 1 and 2 threads ----
 
 // Every output of one run of all ops (N, B large enough that both threads get work and
