@@ -14,7 +14,12 @@ Infer *infer_create(const Model *m, int maxB, int track_mean) {
     s->maxB = maxB;
     s->track_mean = track_mean;
     s->tok = be->alloc(B * sizeof(int));
-    s->x0 = be->alloc(B * m->E * sizeof(real));
+    if (input_table(m)) {  // a row gather per step in place of a product
+        s->xtab = be->alloc(SW_VOCAB * 4 * H * sizeof(real));
+        input_table_fwd(m, s->xtab);
+    } else {
+        s->x0 = be->alloc(B * m->E * sizeof(real));
+    }
     s->z = be->alloc(B * 4 * H * sizeof(real));
     s->act = be->alloc(B * 4 * H * sizeof(real));
     s->lnstat = be->alloc(B * 8 * sizeof(real));
@@ -32,7 +37,7 @@ Infer *infer_create(const Model *m, int maxB, int track_mean) {
 void infer_free(const Model *m, Infer *s) {
     if (!s) return;
     const Backend *be = m->be;
-    be->free(s->tok); be->free(s->x0); be->free(s->z); be->free(s->act);
+    be->free(s->tok); be->free(s->x0); be->free(s->xtab); be->free(s->z); be->free(s->act);
     be->free(s->lnstat); be->free(s->logits); be->free(s->c_prev);
     for (int l = 0; l < m->L; l++) {
         be->free(s->h[l]); be->free(s->c[l]);
@@ -56,14 +61,15 @@ void infer_step(Model *m, Infer *s, const int *tok, int n, float *logits_out) {
     size_t H = (size_t)m->H, G = 4 * H;
     if (n < 1 || n > s->maxB) die("internal: infer_step on %d rows of %d", n, s->maxB);
     be->to_device(s->tok, tok, (size_t)n * sizeof(int));
-    be->embed_fwd(s->x0, P(m->off_emb), s->tok, n, m->E);
+    if (!s->xtab) be->embed_fwd(s->x0, P(m->off_emb), s->tok, n, m->E);
     const real *x = s->x0;
     for (int l = 0; l < m->L; l++) {
         const Layer *L = &m->layer[l];
         be->copy(s->c_prev, s->c[l], (size_t)n * H * sizeof(real));
         if (m->mlstm) mlstm_infer_layer(m, s, l, x, n);
         else {
-            if (L->sparse_x) be->bsmm_fwd(s->z, x, &L->wx, P(L->off_wx), n, 0);
+            if (!l && s->xtab) be->embed_fwd(s->z, s->xtab, s->tok, n, (int)G);
+            else if (L->sparse_x) be->bsmm_fwd(s->z, x, &L->wx, P(L->off_wx), n, 0);
             else be->matmul_fwd(s->z, x, P(L->off_wx), NULL, n, L->in, (int)G, 0);
             be->bsmm_fwd(s->z, s->h[l], &L->wh, P(L->off_wh), n, 1);
             be->lstm_fwd(s->h[l], s->c[l], s->act, m->ln ? s->lnstat : NULL, s->z, s->c_prev,

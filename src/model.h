@@ -99,8 +99,10 @@ const char *acts_path(const Model *m, const Acts *a);
 // Whether cfg asks for the backend's recurrent engine (lstm cell only): anything but `steps`
 // (acts.c: `auto` takes it in both precisions).
 int engine_wanted(const Config *cfg);
-// Whether layer 0's input projection is a table of the 256 bytes' rows (acts.c).
+// Whether layer 0's input projection is a table of the 256 bytes' rows (acts.c), and the
+// table itself: xtab [256, 4H] = Emb W_x^T from the current weights (model_step.c).
 int input_table(const Model *m);
+void input_table_fwd(const Model *m, real *xtab);
 // Zeroes the carried state (h_0, c_0) of every layer.
 void acts_reset_state(const Model *m, Acts *a);
 // Moves h_T, c_T into h_0, c_0 for the next window (truncated BPTT).
@@ -119,12 +121,14 @@ typedef struct {
     int maxB;
     int *tok;
     real *x0, *z, *act, *lnstat, *logits, *loss;
+    real *xtab;                                          // input_table: built at infer_create
     real *h[SW_MAX_LAYERS], *c[SW_MAX_LAYERS], *c_prev;  // [maxB, H]
     real *hsum[SW_MAX_LAYERS];                           // sum of h over steps (track_mean)
     int track_mean;
     struct MlstmActs *ml;                                // mlstm step buffers, shared by the layers
 } Infer;
 
+// The weights must stay as they are for the Infer's life (it keeps layer 0's input table).
 Infer *infer_create(const Model *m, int maxB, int track_mean);
 void infer_free(const Model *m, Infer *s);
 void infer_reset(const Model *m, Infer *s);  // zero state and sums of all rows

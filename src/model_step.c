@@ -8,13 +8,17 @@
 #define P(off) (m->params + (off))
 #define GR(off) (m->grads + (off))
 
+void input_table_fwd(const Model *m, real *xtab) {
+    m->be->matmul_fwd(xtab, P(m->off_emb), P(m->layer[0].off_wx), NULL, SW_VOCAB, m->E, 4 * m->H, 0);
+}
+
 // z = the layer's input projection, or with input_table its table (layer 0), which the
 // engine reads itself and the per-step ops gather into z.
 static void input_fwd(Model *m, Acts *a, int l, const real *x, int N) {
     const Layer *L = &m->layer[l];
     real *z = a->z[l];
     if (!l && input_table(m)) {
-        m->be->matmul_fwd(a->xtab, P(m->off_emb), P(L->off_wx), NULL, SW_VOCAB, m->E, 4 * m->H, 0);
+        input_table_fwd(m, a->xtab);
         if (!a->seq[l]) m->be->embed_fwd(z, a->xtab, a->tok, N, 4 * m->H);
     } else if (L->sparse_x) {
         m->be->bsmm_fwd(z, x, &L->wx, P(L->off_wx), N, 0);
