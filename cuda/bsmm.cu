@@ -155,9 +155,12 @@ struct Bw {
     static constexpr int NT = NG == 4 && sizeof(T) == 2 ? 2 * BW_M : BW_M;
     static constexpr int GP = NG * BW_M / NT;              // gates per thread
     static constexpr int E = 16 / sizeof(T);      // elements per 16-byte copy
-    // Rows of N per stage: bf16 64 (half the barriers); fp32 32, but 24 for one gate, where 32
-    // k-major padded rows (117 KB a CTA) would leave one CTA an SM instead of two
-    static constexpr int KC = sizeof(T) == 2 ? 64 : NG == 1 ? 24 : 32;
+    // Rows of N per stage: bf16 4 gates 64 (half the barriers), one gate 32 (a 58 KB CTA, two
+    // an SM, and no empty half stage at N = 32: H100 kernel table 10%, 260 -> 117 us); fp32
+    // 32, but 24 for one gate, where 32 k-major padded rows (117 KB a CTA) would leave one CTA
+    // an SM instead of two (at 32: 152 -> 259 us). (bf16 4 gates as two CTAs of 2 gates at 32
+    // rows, two an SM: H100 8192 ba_8 4.8 -> 6.5 ms.)
+    static constexpr int KC = sizeof(T) == 2 ? (NG == 4 ? 64 : 32) : NG == 1 ? 24 : 32;
     static constexpr int LDD = sm_ld<T, true>(NG * BS), LDX = sm_ld<T, true>(BW_M);
     static constexpr int D_CPR = NG * BS / E, D_TOTAL = KC * D_CPR, D_CH = cdiv_c(D_TOTAL, NT);
     static constexpr int X_CPR = BW_M / E, X_CH = KC * X_CPR / NT;
