@@ -21,8 +21,8 @@ typedef struct {
     long gstride;           // stored blocks from one gate's copy of a block to the next (nnzb / 4)
     const void *w;          // weights, bf16 or float like the kernel's T
     const void *in;         // fwd: h_t [B, H]; bwd: dz_{t+1} [B, 4H]; NULL: no product (bwd at t = T-1)
-    const real *xtab;       // fwd, layer 0: row b of z_t's input projection is row tok[b] of xtab
-    const int *tok;         // [256, 4H] (SeqArgs); xtab NULL: z_t holds the projection
+    const real *xtab;       // fwd, layer 0: row b of z_t's input projection is row tok[b] of
+    const int *tok;         // xtab [256, 4H] (SeqArgs); xtab NULL: z_t holds the projection
     float *part;            // [piece][gridDim.y][tile] partial tiles of cut lists
     int *count;             // [list][gridDim.y] pieces finished (back to 0 when done)
     int B, H, epi;
