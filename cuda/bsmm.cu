@@ -146,7 +146,6 @@ __global__ void __launch_bounds__(Mm<T, BS, TM, FWD>::NT) bsmm_mm_kernel(MmArgs 
 // The same cp.async ring as above over KC rows of N per stage (bf16 mode: bf16 copies of dy
 // and x). Each group's K loop is long (all T*B rows), so the ring stays full.
 #define BW_M 256        // x columns per group (the blocks' columns stacked): one thread each
-#define BW_STAGES 3
 
 template <typename T, int BS, int NG>
 struct Bw {
@@ -166,7 +165,10 @@ struct Bw {
     static constexpr int X_CPR = BW_M / E, X_CH = KC * X_CPR / NT;
     static constexpr size_t D_BYTES = (size_t)KC * LDD * sizeof(T);
     static constexpr size_t STAGE = D_BYTES + (size_t)KC * LDX * sizeof(T);
-    static constexpr size_t SMEM = BW_STAGES * STAGE;
+    // Ring depth: bf16 4 gates 4 (one CTA an SM by its registers anyway; 200 KB: H100 8192
+    // ba_8 4.78 -> 4.65-4.68 ms), else 3
+    static constexpr int S = sizeof(T) == 2 && NG == 4 ? 4 : 3;
+    static constexpr size_t SMEM = S * STAGE;
     static_assert(D_BYTES % 16 == 0 && STAGE % 16 == 0, "ring layout");
 };
 
@@ -198,7 +200,7 @@ __global__ void __launch_bounds__(Bw<T, BS, NG>::NT) bsmm_bwd_weight_kernel(BwAr
     const int nst = (p.N + C::KC - 1) / C::KC;
 
     auto issue = [&](int st) {
-        T *Ds = d_at(st % BW_STAGES), *Xs = x_at(st % BW_STAGES);
+        T *Ds = d_at(st % C::S), *Xs = x_at(st % C::S);
         const int n0 = st * C::KC;
 #pragma unroll
         for (int i = 0; i < C::D_CH; i++) {
@@ -216,16 +218,16 @@ __global__ void __launch_bounds__(Bw<T, BS, NG>::NT) bsmm_bwd_weight_kernel(BwAr
         }
     };
 #pragma unroll
-    for (int st = 0; st < BW_STAGES - 1; st++) {
+    for (int st = 0; st < C::S - 1; st++) {
         if (st < nst) issue(st);
         cp_commit();
     }
     for (int st = 0; st < nst; st++) {
-        cp_wait<BW_STAGES - 2>();
+        cp_wait<C::S - 2>();
         __syncthreads();
-        if (st + BW_STAGES - 1 < nst) issue(st + BW_STAGES - 1);
+        if (st + C::S - 1 < nst) issue(st + C::S - 1);
         cp_commit();
-        const int slot = st % BW_STAGES;
+        const int slot = st % C::S;
         // Warp w owns the group's x columns 32w..32w+31 (acc_coord): in a row's last group,
         // warps past its blocks have only zeros to multiply. fp32 (3xTF32, bound by the tensor
         // pipe) skips them: H100, 8192 ba_8 bwd-weight 11.9 -> 10.4 ms; bf16 does not (4.8 -> 4.9).
