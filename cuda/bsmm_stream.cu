@@ -3,9 +3,10 @@
 // is a stream of weights from DRAM and the kernel's one job is to keep DRAM busy. CPU twin:
 // src/bsmm_cpu.c; bsmm.cu's general kernel takes every other shape.
 //   - Every copy is one instruction of the bulk copy engine (bulk.cuh), where cp.async takes
-//     128 per 2 KB: a stored block is one contiguous run; the fp32 activations it meets (32
-//     rows x 32 columns of x) are one box of a tensor map, rounded to bf16 as fragments are
-//     read, so no conversion pass runs before the product.
+//     128 per 2 KB: a stored block is one contiguous run; the activations it meets (32 rows x
+//     32 columns of x) are one box of a tensor map. Where x has a bf16 twin (twins.cu: the
+//     mlstm keeps one of each product's input) the boxes are bf16, 2 KB; else fp32, rounded to
+//     bf16 as fragments are read, so no conversion pass runs before the product.
 //   - A CTA is ST_WARPS warps on one piece of a block row's list (common.cuh); warp w takes
 //     entries w, w + ST_WARPS, ... through its own ring of ST_S stages, so no warp waits for
 //     another until the end, where their tiles are summed in warp order (same bits every run).
@@ -14,6 +15,7 @@
 //     unpadded, and 8 lanes then read 128 contiguous bytes; the activations' 128-byte rows
 //     arrive swizzled (16-byte chunk c of row r at c ^ r % 8), which spreads each read too.
 #include <cudaTypedefs.h>
+#include <type_traits>
 #include "bsmm_tile.cuh"
 #include "bulk.cuh"
 
@@ -22,17 +24,21 @@
 #define ST_S 3          // ring depth per warp (3 CTAs per SM; the grid is then about one round)
 #endif
 #define ST_ROWS 32      // rows of x per CTA (gridDim.y covers N)
-#define ST_X 4096       // bytes of a stage's activations: 32 rows x 32 fp32
 #define ST_W 2048       // bytes of a 32 x 32 bf16 block
 #ifndef ST_MAX_N
 #define ST_MAX_N 32
 #endif
 
-constexpr size_t ST_STAGE = ST_X + ST_W;  // a multiple of the swizzle's 1024-byte period
-constexpr size_t ST_RING = (size_t)ST_WARPS * ST_S * ST_STAGE;
-constexpr size_t ST_SMEM = 1024 + ST_RING + ST_WARPS * ST_S * sizeof(uint64_t);  // 1024: alignment
-static_assert(ST_STAGE % 1024 == 0, "swizzled boxes start on 1024-byte boundaries");
-static_assert(ST_RING >= (size_t)ST_WARPS * ST_ROWS * 32 * sizeof(float), "the warps' tiles fit in the ring");
+// XB: x's boxes in bf16 (64-byte rows, unswizzled like the blocks) or fp32 (128-byte rows, swizzled).
+template <bool XB>
+struct St {
+    static constexpr size_t X = XB ? 2048 : 4096;  // bytes of a stage's activations: 32 rows x 32
+    static constexpr size_t STAGE = X + ST_W;      // a multiple of the swizzle's 1024-byte period
+    static constexpr size_t RING = (size_t)ST_WARPS * ST_S * STAGE;
+    static constexpr size_t SMEM = 1024 + RING + ST_WARPS * ST_S * sizeof(uint64_t);  // 1024: alignment
+    static_assert(STAGE % 1024 == 0, "swizzled boxes start on 1024-byte boundaries");
+    static_assert(RING >= (size_t)ST_WARPS * ST_ROWS * 32 * sizeof(float), "the warps' tiles fit in the ring");
+};
 
 typedef struct {
     real *out;
@@ -50,20 +56,27 @@ __device__ inline uint32_t bf2(float lo, float hi) {
     return *(uint32_t *)&v;
 }
 
+// Thread (g, t)'s k = 8t..8t+7 of row r of the activations' box, as 4 bf16 pairs.
+__device__ inline void box_row(uint32_t (&a)[4], const unsigned char *X, int r, int t, std::true_type) {
+    const uint4 q = ((const uint4 *)X)[r * 4 + t];
+    a[0] = q.x, a[1] = q.y, a[2] = q.z, a[3] = q.w;
+}
+__device__ inline void box_row(uint32_t (&a)[4], const unsigned char *X, int r, int t, std::false_type) {
+    const float4 *f = (const float4 *)X;
+    const float4 u = f[r * 8 + ((2 * t) ^ (r & 7))], v = f[r * 8 + ((2 * t + 1) ^ (r & 7))];
+    a[0] = bf2(u.x, u.y), a[1] = bf2(u.z, u.w), a[2] = bf2(v.x, v.y), a[3] = bf2(v.z, v.w);
+}
+
 // acc[mt][nt] += rows 16 mt.. of the activations' box times columns 8 nt.. of the block's
 // transpose, over the block's 32 k: thread (g, t) holds k = 8t..8t+7 of its rows, words 2s
 // and 2s+1 of them standing for the mma's k = 2t and 2t+8 of k-step s (alike for A and B).
-__device__ inline void stream_product(float (&acc)[2][4][4], const float4 *X, const uint4 *W, int g, int t) {
+template <bool XB>
+__device__ inline void stream_product(float (&acc)[2][4][4], const unsigned char *X, const uint4 *W, int g, int t) {
     uint32_t a[2][2][4], b[4][4];
 #pragma unroll
     for (int mt = 0; mt < 2; mt++)
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int r = mt * 16 + h * 8 + g;
-            const float4 u = X[r * 8 + ((2 * t) ^ (r & 7))], v = X[r * 8 + ((2 * t + 1) ^ (r & 7))];
-            a[mt][h][0] = bf2(u.x, u.y), a[mt][h][1] = bf2(u.z, u.w);
-            a[mt][h][2] = bf2(v.x, v.y), a[mt][h][3] = bf2(v.z, v.w);
-        }
+        for (int h = 0; h < 2; h++) box_row(a[mt][h], X, mt * 16 + h * 8 + g, t, std::integral_constant<bool, XB>());
 #pragma unroll
     for (int nt = 0; nt < 4; nt++) {
         const uint4 q = W[(nt * 8 + g) * 4 + t];
@@ -79,11 +92,13 @@ __device__ inline void stream_product(float (&acc)[2][4][4], const float4 *X, co
         }
 }
 
+template <bool XB>
 __global__ void __launch_bounds__(ST_WARPS * 32) bsmm_stream_kernel(const __grid_constant__ CUtensorMap xmap, StArgs p) {
+    using C = St<XB>;
     extern __shared__ unsigned char smem_raw[];
     __shared__ int s_last;
     unsigned char *smem = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);
-    uint64_t *bars = (uint64_t *)(smem + ST_RING);
+    uint64_t *bars = (uint64_t *)(smem + C::RING);
     const int tid = threadIdx.x, wp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     if (tid < ST_WARPS * ST_S) mbar_init(bars + tid, 1);
     mbar_init_fence();
@@ -95,15 +110,15 @@ __global__ void __launch_bounds__(ST_WARPS * 32) bsmm_stream_kernel(const __grid
     __syncthreads();
     pdl_wait();  // x, and the weights, may come from the kernel before
 
-    unsigned char *ring = smem + (size_t)wp * ST_S * ST_STAGE;
+    unsigned char *ring = smem + (size_t)wp * ST_S * C::STAGE;
     uint64_t *bar = bars + wp * ST_S;
     const uint64_t pol = l2_evict_first();
-    auto slot = [&](int k) { return ring + k % ST_S * ST_STAGE; };  // activations, then block
+    auto slot = [&](int k) { return ring + k % ST_S * C::STAGE; };  // activations, then block
     auto load = [&](int k) {  // all lanes call it (the column comes from lane k)
         const int col = __shfl_sync(0xffffffffu, my_col, k);
         if (lane) return;
-        mbar_expect(bar + k % ST_S, ST_X + ST_W);
-        bulk_load_hint(slot(k) + ST_X, p.w + (long)(pc.beg + wp + k * ST_WARPS) * 1024, ST_W, bar + k % ST_S, pol);
+        mbar_expect(bar + k % ST_S, C::STAGE);
+        bulk_load_hint(slot(k) + C::X, p.w + (long)(pc.beg + wp + k * ST_WARPS) * 1024, ST_W, bar + k % ST_S, pol);
         tensor_load_2d(slot(k), &xmap, col * 32, n0, bar + k % ST_S);
     };
     for (int k = 0; k < nk && k < ST_S; k++) load(k);
@@ -111,7 +126,7 @@ __global__ void __launch_bounds__(ST_WARPS * 32) bsmm_stream_kernel(const __grid
     float acc[2][4][4] = {};
     for (int k = 0; k < nk; k++) {
         mbar_wait(bar + k % ST_S, (k / ST_S) & 1);
-        stream_product(acc, (const float4 *)slot(k), (const uint4 *)(slot(k) + ST_X), g, t);
+        stream_product<XB>(acc, slot(k), (const uint4 *)(slot(k) + C::X), g, t);
         __syncwarp();  // the mmas have consumed every lane's reads of the slot: refill it
         if (k + ST_S < nk) load(k + ST_S);
     }
@@ -143,13 +158,16 @@ static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void) {
     return fn;
 }
 
-// x [N, K] fp32, row-major, in boxes of 32 x 32 whose 128-byte rows land swizzled.
-static CUtensorMap x_boxes(const real *x, int N, int K) {
+// x [N, K] row-major, in boxes of 32 x 32: fp32 with the 128-byte rows swizzled, or bf16
+// with the 64-byte rows as they are.
+static CUtensorMap x_boxes(const void *x, bool xb, int N, int K) {
     CUtensorMap m;
-    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)N}, strides[1] = {(cuuint64_t)K * sizeof(real)};
+    const size_t el = xb ? sizeof(bf16) : sizeof(real);
+    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)N}, strides[1] = {(cuuint64_t)K * el};
     const cuuint32_t box[2] = {32, ST_ROWS}, estride[2] = {1, 1};
-    CUresult r = tensor_map_encoder()(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)x, dims, strides, box, estride,
-                                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+    CUresult r = tensor_map_encoder()(&m, xb ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2,
+                                      (void *)x, dims, strides, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                      xb ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
                                       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) die("internal: cuTensorMapEncodeTiled failed (%d) for x [%d, %d] at %p", (int)r, N, K, x);
     return m;
@@ -157,11 +175,13 @@ static CUtensorMap x_boxes(const real *x, int N, int K) {
 
 bool bsmm_stream_takes(const BsMat *w, int N) { return w->bs == 32 && N <= ST_MAX_N; }
 
-void bsmm_stream_fwd(real *y, const real *x, const BsMat *w, const bf16 *wb, int N, int acc) {
+template <bool XB>
+static void stream_launch(real *y, const void *x, const BsMat *w, const bf16 *wb, int N, int acc) {
     const DevBsMat *d = (const DevBsMat *)w->dev;
     static thread_local bool ready;  // the attribute is per device: one per rank thread
     if (!ready) {
-        CUDA_CHECK(cudaFuncSetAttribute(bsmm_stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ST_SMEM));
+        CUDA_CHECK(cudaFuncSetAttribute(bsmm_stream_kernel<XB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)St<XB>::SMEM));
         ready = true;
     }
     const int gy = cdiv(N, ST_ROWS);
@@ -170,5 +190,11 @@ void bsmm_stream_fwd(real *y, const real *x, const BsMat *w, const bf16 *wb, int
                 (int *)cuda_scratch(SCRATCH_COUNT, sizeof(int) * (size_t)w->nbr * gy), N, w->rows, acc};
     // Programmatically dependent on the kernel before: this one's CTAs are placed while that
     // one's last ones finish (pdl_wait holds them until its results are visible).
-    launch_attr(attr_pdl(true), bsmm_stream_kernel, dim3(d->fwd_npieces, gy), dim3(ST_WARPS * 32), ST_SMEM, g_cuda.stream, x_boxes(x, N, w->cols), a);
+    launch_attr(attr_pdl(true), bsmm_stream_kernel<XB>, dim3(d->fwd_npieces, gy), dim3(ST_WARPS * 32), St<XB>::SMEM,
+                g_cuda.stream, x_boxes(x, XB, N, w->cols), a);
+}
+
+void bsmm_stream_fwd(real *y, const real *x, const BsMat *w, const bf16 *wb, int N, int acc) {
+    if (const bf16 *xb = twin_in(x, (size_t)N * w->cols)) stream_launch<true>(y, xb, w, wb, N, acc);
+    else stream_launch<false>(y, x, w, wb, N, acc);
 }

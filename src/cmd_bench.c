@@ -89,15 +89,19 @@ static void kernel_row(int bs, double density, const char *prec, double copy_gbp
     be->register_params(k.vals, nall);  // bf16: the kernels read the bf16 shadow
     double f = cb_time_ms(run_fwd, &k, 10, REPS), bd = cb_time_ms(run_bwd_data, &k, 10, REPS);
     double bw = cb_time_ms(run_bwd_weight, &k, 10, REPS);
+    double fb = -1;  // the forward again where x has a bf16 twin, as the mlstm's step inputs do
+    if (bf && be->keep_lowp) be->keep_lowp(k.x, nx), fb = cb_time_ms(run_fwd, &k, 10, REPS);
     double dense = cb_dense_ms(KROWS, KDIM, KDIM, bf, REPS);
     char why[256] = "", sp[64];
     double sparse = cb_sparse_ms(&w, k.vals, k.nsets < 8 ? k.nsets : 8, KROWS, bf, REPS, why, sizeof why);
     if (sparse >= 0) snprintf(sp, sizeof sp, "%.1f", sparse * 1e3);
     else snprintf(sp, sizeof sp, "n/a");
-    double gf = wbytes / (f * 1e-3) / 1e9, gd = wbytes / (bd * 1e-3) / 1e9;
+    double gf = wbytes / (f * 1e-3) / 1e9, gd = wbytes / (bd * 1e-3) / 1e9, gb = wbytes / (fb * 1e-3) / 1e9;
+    char fbs[48] = "- | -";
+    if (fb > 0) snprintf(fbs, sizeof fbs, "%7.1f | %3.0f%%", fb * 1e3, 100 * gb / copy_gbps);
     double gw = 2.0 * k.nv * 4 / (bw * 1e-3) / 1e9;  // fp32 gradient read and written
-    printf("| %2d | %5.1f%% | %s | %7.1f | %6.0f | %3.0f%% | %7.1f | %6.0f | %3.0f%% | %7.1f | %6.0f | %7.1f | %7s |\n", bs,
-           100 * (double)w.nnzb / ((double)nb * nb), prec, f * 1e3, gf, 100 * gf / copy_gbps, bd * 1e3, gd,
+    printf("| %2d | %5.1f%% | %s | %7.1f | %6.0f | %3.0f%% | %s | %7.1f | %6.0f | %3.0f%% | %7.1f | %6.0f | %7.1f | %7s |\n",
+           bs, 100 * (double)w.nnzb / ((double)nb * nb), prec, f * 1e3, gf, 100 * gf / copy_gbps, fbs, bd * 1e3, gd,
            100 * gd / copy_gbps, bw * 1e3, gw, dense * 1e3, sp);
     if (sparse < 0) printf("  (cuSPARSE: %s)\n", why);
     fflush(stdout);
@@ -130,8 +134,9 @@ static void bench_kernels(const KFilter *f) {
            "(%d calls), weights rotated "
            "through sets larger than L2; GB/s = stored weight bytes (bwd-weight: fp32 gradient read + write) / time\n\n",
            KDIM, KDIM, KROWS, REPS);
-    printf("| bs | density | dtype | fwd us | GB/s | %%copy | bwd-data us | GB/s | %%copy | bwd-weight us | GB/s | "
-           "cuBLAS dense us | cuSPARSE BSR us |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("fwd, x bf16: the same forward where x has a bf16 twin (the mlstm keeps one of its step products' inputs)\n\n");
+    printf("| bs | density | dtype | fwd us | GB/s | %%copy | fwd, x bf16 us | %%copy | bwd-data us | GB/s | %%copy | "
+           "bwd-weight us | GB/s | cuBLAS dense us | cuSPARSE BSR us |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     const double dens[] = {1, 0.5, 0.25, 0.1, 0.05, 0.02};
     const char *precs[] = {"fp32", "bf16"};
     for (int p = 0; p < 2; p++)

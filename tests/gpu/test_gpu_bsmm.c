@@ -167,6 +167,28 @@ TEST(gpu_bsmm_deterministic) {
     }
 }
 
+// The bf16 forward for few rows reads x's bf16 twin where one is registered (the mlstm keeps
+// them): the same bits as rounding fp32 x as it is read, on long lists and at 1, 5 and 32 rows.
+TEST(gpu_bsmm_stream_reads_x_twin) {
+    const Backend *gpu = backend_cuda("bf16");
+    const char *descs[] = {"ba_8", "dense"};
+    const int Ns_few[] = {1, 5, 32};
+    unsigned long long s = 31;
+    for (int q = 0; q < 6; q++) {
+        Case c = case_make_nb(gpu, 32, descs[q / 3], 70, 4, Ns_few[q % 3], &s);
+        real *plain = gpu_result(gpu, &c, FWD);
+        gpu->keep_lowp(c.d_x, c.nx);
+        real *twin = gpu_result(gpu, &c, FWD);
+        double e = run_op(gpu, &c, FWD, 1);
+        int same = memcmp(plain, twin, sizeof(real) * c.ny) == 0;
+        free(plain);
+        free(twin);
+        case_free(gpu, &c);
+        CHECK_MSG(same, "%s N=%d: the forward through x's bf16 twin differs from the fp32 x's", descs[q / 3], Ns_few[q % 3]);
+        CHECK_MSG(e < tol_for("bf16"), "%s N=%d acc: rel L2 %.3g against the CPU", descs[q / 3], Ns_few[q % 3], e);
+    }
+}
+
 // bf16 weights inside the registered params come from the shadow; it must equal a fresh
 // conversion after registration, after Adam and after to_device into the range.
 TEST(gpu_bf16_shadow_tracks_params) {
