@@ -3,7 +3,7 @@
 //   fwd         y[N,rows] (=|+=) x[N,cols] W^T   one CTA per (block row, TM rows of N), CSR
 //   bwd_data    dx[N,cols] (=|+=) dy[N,rows] W   one CTA per (block column, TM rows), CSC
 //               (both: the same kernel, a cp.async pipeline over pieces of the block lists)
-//   bwd_weight  dvals += dy^T x, stored blocks    one CTA per group of blocks of a block row
+//   bwd_weight  dvals += dy^T x, stored blocks    bsmm_bwd_weight.cu
 // Each output element is owned by one CTA and summed in a fixed order: no atomics, the
 // same bits every run. bf16 mode reads bf16 weights (the shadow) and rounds activations to
 // bf16 as they are staged; accumulation is fp32 throughout.
@@ -142,133 +142,7 @@ __global__ void __launch_bounds__(Mm<T, BS, TM, FWD>::NT) bsmm_mm_kernel(MmArgs 
     tile_finish<BS, C::KG>(red, TM, pc, p.part, p.count, &s_last, p.out, p.ld_out, n0, p.N, p.acc);
 }
 
-// ---- bwd_weight: M = the group's blocks' columns stacked (256 rows), N = BS, K = N rows ----
-// The same cp.async ring as above over KC rows of N per stage (bf16 mode: bf16 copies of dy
-// and x). Each group's K loop is long (all T*B rows), so the ring stays full.
-#define BW_M 256        // x columns per group (the blocks' columns stacked): one thread each
-
-template <typename T, int BS, int NG>
-struct Bw {
-    // bf16 4 gates: two halves of 2 gates each; fp32 4 gates a thread, so A is split into TF32
-    // parts once per 4 products (H100, 8192 ba_8 fp32 bwd-weight 13.1 -> 12.4 ms)
-    static constexpr int NT = NG == 4 && sizeof(T) == 2 ? 2 * BW_M : BW_M;
-    static constexpr int GP = NG * BW_M / NT;              // gates per thread
-    static constexpr int E = 16 / sizeof(T);      // elements per 16-byte copy
-    // Rows of N per stage: bf16 4 gates 64 (half the barriers), one gate 32 (a 58 KB CTA, two
-    // an SM, and no empty half stage at N = 32: H100 kernel table 10%, 260 -> 117 us); fp32
-    // 32, but 24 for one gate, where 32 k-major padded rows (117 KB a CTA) would leave one CTA
-    // an SM instead of two (at 32: 152 -> 259 us). (bf16 4 gates as two CTAs of 2 gates at 32
-    // rows, two an SM: H100 8192 ba_8 4.8 -> 6.5 ms.)
-    static constexpr int KC = sizeof(T) == 2 ? (NG == 4 ? 64 : 32) : NG == 1 ? 24 : 32;
-    static constexpr int LDD = sm_ld<T, true>(NG * BS), LDX = sm_ld<T, true>(BW_M);
-    static constexpr int D_CPR = NG * BS / E, D_TOTAL = KC * D_CPR, D_CH = cdiv_c(D_TOTAL, NT);
-    static constexpr int X_CPR = BW_M / E, X_CH = KC * X_CPR / NT;
-    static constexpr size_t D_BYTES = (size_t)KC * LDD * sizeof(T);
-    static constexpr size_t STAGE = D_BYTES + (size_t)KC * LDX * sizeof(T);
-    // Ring depth: bf16 4 gates 4 (one CTA an SM by its registers anyway; 200 KB: H100 8192
-    // ba_8 4.78 -> 4.65-4.68 ms), else 3
-    static constexpr int S = sizeof(T) == 2 && NG == 4 ? 4 : 3;
-    static constexpr size_t SMEM = S * STAGE;
-    static_assert(D_BYTES % 16 == 0 && STAGE % 16 == 0, "ring layout");
-};
-
-typedef struct {
-    real *dvals;
-    const void *dy, *x;           // bf16 or float, like the kernel's T
-    const int *col_idx, *grp_row, *grp_k0, *grp_cnt;
-    int N, ld_dy, ld_x;
-    int nr;                       // gate-stacked (NG = 4): block rows of one gate
-    long gstride;                 // ... and stored blocks from one gate's copy of a block to the next
-} BwArgs;
-
-// NG = 4 on gate-stacked matrices (the 4 gates' block rows share one mask): a group is blocks
-// of one row of the mask and all 4 gates' copies of them, so each x slab read serves 4x the
-// products (M = the blocks' x columns, N = 4 gates' dy columns).
-template <typename T, int BS, int NG>
-__global__ void __launch_bounds__(Bw<T, BS, NG>::NT) bsmm_bwd_weight_kernel(BwArgs p) {
-    using C = Bw<T, BS, NG>;
-    extern __shared__ __align__(16) unsigned char smem[];
-    const int tid = threadIdx.x, gi = blockIdx.x, lt = tid % BW_M, g0 = tid / BW_M * C::GP;
-    const int br = p.grp_row[gi], k0 = p.grp_k0[gi], cnt = p.grp_cnt[gi];
-    const T *dy = (const T *)p.dy, *x = (const T *)p.x;
-    float acc[C::GP][BS] = {};
-    // This thread's copies: x column xc of rows tid / X_CPR + i * (NT / X_CPR); dy chunks.
-    const int xc = tid % C::X_CPR * C::E, gb = xc / BS;
-    const T *x_src = gb < cnt ? x + (long)p.col_idx[k0 + gb] * BS + xc % BS : NULL;
-    auto d_at = [&](int slot) { return (T *)(smem + slot * C::STAGE); };
-    auto x_at = [&](int slot) { return (T *)(smem + slot * C::STAGE + C::D_BYTES); };
-    const int nst = (p.N + C::KC - 1) / C::KC;
-
-    auto issue = [&](int st) {
-        T *Ds = d_at(st % C::S), *Xs = x_at(st % C::S);
-        const int n0 = st * C::KC;
-#pragma unroll
-        for (int i = 0; i < C::D_CH; i++) {
-            int id = tid + i * C::NT, r = id / C::D_CPR, c = id % C::D_CPR * C::E;
-            if (id >= C::D_TOTAL) break;
-            bool ok = n0 + r < p.N;
-            long col = (long)(c / BS * p.nr + br) * BS + c % BS;  // gate c / BS of row br
-            cp_async16(Ds + r * C::LDD + c, ok ? dy + (long)(n0 + r) * p.ld_dy + col : dy, ok);
-        }
-#pragma unroll
-        for (int i = 0; i < C::X_CH; i++) {
-            int r = tid / C::X_CPR + i * (C::NT / C::X_CPR);
-            bool ok = x_src && n0 + r < p.N;
-            cp_async16(Xs + r * C::LDX + xc, ok ? x_src + (long)(n0 + r) * p.ld_x : x, ok);
-        }
-    };
-#pragma unroll
-    for (int st = 0; st < C::S - 1; st++) {
-        if (st < nst) issue(st);
-        cp_commit();
-    }
-    for (int st = 0; st < nst; st++) {
-        cp_wait<C::S - 2>();
-        __syncthreads();
-        if (st + C::S - 1 < nst) issue(st + C::S - 1);
-        cp_commit();
-        const int slot = st % C::S;
-        // Warp w owns the group's x columns 32w..32w+31 (acc_coord): in a row's last group,
-        // warps past its blocks have only zeros to multiply. fp32 (3xTF32, bound by the tensor
-        // pipe) skips them: H100, 8192 ba_8 bwd-weight 11.9 -> 10.4 ms; bf16 does not (4.8 -> 4.9).
-        if (sizeof(T) == 2 || lt / 32 * 32 < cnt * BS)
-            tile_product<BS, C::KC, true, true, C::GP>(acc, x_at(slot), C::LDX, d_at(slot) + g0 * BS, C::LDD, BS, lt);
-    }
-    cp_wait<0>();
-    // dvals += acc: every load before any store, so the loads fly together (the compiler cannot
-    // tell that the stores do not alias them).
-    auto at = [&](int q, int e) -> real * {
-        int m, i;
-        acc_coord<BS>(e, lt, m, i);
-        return m / BS < cnt ? p.dvals + (k0 + m / BS + (g0 + q) * p.gstride) * BS * BS + i * BS + m % BS : NULL;
-    };
-#pragma unroll
-    for (int q = 0; q < C::GP; q++)
-#pragma unroll
-        for (int e = 0; e < BS; e++)
-            if (real *d = at(q, e)) acc[q][e] += *d;
-#pragma unroll
-    for (int q = 0; q < C::GP; q++)
-#pragma unroll
-        for (int e = 0; e < BS; e++)
-            if (real *d = at(q, e)) *d = acc[q][e];
-}
-
 // ---- launchers ----
-static const DevBsMat *dev_of(const BsMat *w) {
-    if (!w->dev) die("internal: block-sparse matrix used on cuda before bsmat_upload");
-    return (const DevBsMat *)w->dev;
-}
-
-static void check_aligned(const void *p, const char *what) {
-    if ((uintptr_t)p % 16) die("internal: bsmm %s pointer %p is not 16-byte aligned", what, p);
-}
-
-template <typename K>
-static void allow_smem(K kernel, size_t bytes) {
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-}
-
 template <typename T, int BS, int TM, bool FWD>
 static void launch_mm(MmArgs a, int npieces, int nob) {
     using C = Mm<T, BS, TM, FWD>;
@@ -334,47 +208,7 @@ void bsmm_bwd_data_cuda(real *dx, const real *dy, const BsMat *w, const real *va
     bsmm_mm<BF, false>(dx, dy, w, vals, N, acc);
 }
 
-template <typename T, int BS, int NG>
-static void launch_bwd_weight_ng(const BwArgs &a, int ngroups) {
-    static thread_local bool ready;  // the attribute is per device: one per rank thread
-    if (!ready) allow_smem(bsmm_bwd_weight_kernel<T, BS, NG>, Bw<T, BS, NG>::SMEM), ready = true;
-    bsmm_bwd_weight_kernel<T, BS, NG><<<ngroups, Bw<T, BS, NG>::NT, Bw<T, BS, NG>::SMEM, g_cuda.stream>>>(a);
-    LAUNCH_CHECK();
-}
-
-template <typename T, int BS>
-static void launch_bwd_weight(const BwArgs &a, int ngroups) {
-    if (a.nr) launch_bwd_weight_ng<T, BS, 4>(a, ngroups);
-    else launch_bwd_weight_ng<T, BS, 1>(a, ngroups);
-}
-
-void bsmm_bwd_weight_typed(real *dvals, const void *dy, const void *x, const BsMat *w, int N, int bf) {
-    const DevBsMat *d = dev_of(w);
-    if (N <= 0 || d->ngroups == 0) return;
-    check_aligned(dy, "dy");
-    check_aligned(x, "x");
-    BwArgs a = {dvals, dy, x, d->col_idx, d->grp_row, d->grp_k0, d->grp_cnt, N, w->rows, w->cols,
-                d->grp_gates == 4 ? w->nbr / 4 : 0, w->nnzb / 4};
-    switch (w->bs * 2 + bf) {
-    case 16: launch_bwd_weight<float, 8>(a, d->ngroups); break;
-    case 17: launch_bwd_weight<bf16, 8>(a, d->ngroups); break;
-    case 32: launch_bwd_weight<float, 16>(a, d->ngroups); break;
-    case 33: launch_bwd_weight<bf16, 16>(a, d->ngroups); break;
-    case 64: launch_bwd_weight<float, 32>(a, d->ngroups); break;
-    default: launch_bwd_weight<bf16, 32>(a, d->ngroups); break;
-    }
-}
-
-template <bool BF>
-void bsmm_bwd_weight_cuda(real *dvals, const real *dy, const real *x, const BsMat *w, int N) {
-    if (N <= 0) return;
-    bsmm_bwd_weight_typed(dvals, act_operand<BF>(dy, (size_t)N * w->rows, SCRATCH_DYBF16),
-                          act_operand<BF>(x, (size_t)N * w->cols, SCRATCH_XBF16), w, N, BF);
-}
-
 template void bsmm_fwd_cuda<false>(real *, const real *, const BsMat *, const real *, int, int);
 template void bsmm_fwd_cuda<true>(real *, const real *, const BsMat *, const real *, int, int);
 template void bsmm_bwd_data_cuda<false>(real *, const real *, const BsMat *, const real *, int, int);
 template void bsmm_bwd_data_cuda<true>(real *, const real *, const BsMat *, const real *, int, int);
-template void bsmm_bwd_weight_cuda<false>(real *, const real *, const real *, const BsMat *, int);
-template void bsmm_bwd_weight_cuda<true>(real *, const real *, const real *, const BsMat *, int);

@@ -14,7 +14,6 @@
 //     the mma's k order is permuted alike for both operands. The blocks' 64-byte rows arrive
 //     unpadded, and 8 lanes then read 128 contiguous bytes; the activations' 128-byte rows
 //     arrive swizzled (16-byte chunk c of row r at c ^ r % 8), which spreads each read too.
-#include <cudaTypedefs.h>
 #include <type_traits>
 #include "bsmm_tile.cuh"
 #include "bulk.cuh"
@@ -144,33 +143,11 @@ __global__ void __launch_bounds__(ST_WARPS * 32) bsmm_stream_kernel(const __grid
     tile_finish<32, ST_WARPS>(red, ST_ROWS, pc, p.part, p.count, &s_last, p.out, p.ld_out, n0, p.N, p.acc);
 }
 
-// The driver's tensor-map encoder, looked up once (the program links only the runtime).
-static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void) {
-    static PFN_cuTensorMapEncodeTiled_v12000 fn;
-    if (!fn) {
-        void *f = NULL;
-        cudaDriverEntryPointQueryResult q;
-        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q));
-        if (q != cudaDriverEntryPointSuccess || !f)
-            die("cuTensorMapEncodeTiled not found in the CUDA driver (needs driver 12.0 or newer)");
-        fn = (PFN_cuTensorMapEncodeTiled_v12000)f;
-    }
-    return fn;
-}
-
 // x [N, K] row-major, in boxes of 32 x 32: fp32 with the 128-byte rows swizzled, or bf16
 // with the 64-byte rows as they are.
 static CUtensorMap x_boxes(const void *x, bool xb, int N, int K) {
-    CUtensorMap m;
-    const size_t el = xb ? sizeof(bf16) : sizeof(real);
-    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)N}, strides[1] = {(cuuint64_t)K * el};
-    const cuuint32_t box[2] = {32, ST_ROWS}, estride[2] = {1, 1};
-    CUresult r = tensor_map_encoder()(&m, xb ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2,
-                                      (void *)x, dims, strides, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                      xb ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
-                                      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) die("internal: cuTensorMapEncodeTiled failed (%d) for x [%d, %d] at %p", (int)r, N, K, x);
-    return m;
+    return tensor_map_2d(x, xb ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, N, K, K, 32, ST_ROWS,
+                         xb ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 bool bsmm_stream_takes(const BsMat *w, int N) { return w->bs == 32 && N <= ST_MAX_N; }

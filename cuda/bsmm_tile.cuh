@@ -58,11 +58,19 @@ __device__ inline void mma_bf16(float *c, const uint32_t (&a)[4], uint32_t b0, u
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Element (row, col) of a shared bf16 operand, col a multiple of 8: rows ld apart, or (SW) the
+// bulk tensor copy's 64-byte swizzle, rows of 32 unpadded with 16-byte chunk c of row r at
+// c ^ (r / 2) % 4, which ldmatrix reads free of bank conflicts.
+template <bool SW>
+__device__ inline const bf16 *sm_at(const bf16 *M, int ld, int row, int col) {
+    return SW ? M + row * 32 + ((col >> 3) ^ ((row >> 1) & 3)) * 8 : M + row * ld + col;
+}
+
 // Each warp owns 32 rows (two m16 tiles) and all BS columns (BS/8 n8 tiles) of each of NB
 // products that share A (B operand q starts at B + q * bstep): A's fragments are read once.
 // acc[q][(mt*NT + nt)*4 + c] is row 16mt + g + 8(c/2), column 8nt + 2t + c%2 of the warp's rows
-// (g = lane/4, t = lane%4).
-template <int BS, int K, bool AK, bool BK, int NB>
+// (g = lane/4, t = lane%4). SW: both operands in sm_at's swizzled layout (32 wide, lda and ldb unused).
+template <int BS, int K, bool AK, bool BK, int NB, bool SW = false>
 __device__ inline void tile_mma(float (&acc)[NB][BS], const bf16 *A, int lda, const bf16 *B, int ldb, int bstep, int lt) {
     constexpr int NT = BS / 8;
     const int m_base = (lt / 32) * 32, lane = lt % 32, mat = lane >> 3, r = lane & 7;
@@ -72,8 +80,8 @@ __device__ inline void tile_mma(float (&acc)[NB][BS], const bf16 *A, int lda, co
 #pragma unroll
         for (int mt = 0; mt < 2; mt++) {
             int m0 = m_base + mt * 16;
-            const bf16 *p = AK ? A + (k0 + r + (mat >> 1) * 8) * lda + m0 + (mat & 1) * 8
-                               : A + (m0 + r + (mat & 1) * 8) * lda + k0 + (mat >> 1) * 8;
+            const bf16 *p = AK ? sm_at<SW>(A, lda, k0 + r + (mat >> 1) * 8, m0 + (mat & 1) * 8)
+                               : sm_at<SW>(A, lda, m0 + r + (mat & 1) * 8, k0 + (mat >> 1) * 8);
             ldsm_x4<AK>(a[mt], p);
         }
 #pragma unroll
@@ -83,7 +91,7 @@ __device__ inline void tile_mma(float (&acc)[NB][BS], const bf16 *A, int lda, co
             if constexpr (NT == 1) {
                 uint32_t t2[2];
                 const int m2 = mat & 1;
-                ldsm_x2<BK>(t2, BK ? Bq + (k0 + r + m2 * 8) * ldb : Bq + r * ldb + k0 + m2 * 8);
+                ldsm_x2<BK>(t2, BK ? sm_at<SW>(Bq, ldb, k0 + r + m2 * 8, 0) : sm_at<SW>(Bq, ldb, r, k0 + m2 * 8));
                 b[0][0] = t2[0];
                 b[0][1] = t2[1];
             } else {
@@ -91,8 +99,8 @@ __device__ inline void tile_mma(float (&acc)[NB][BS], const bf16 *A, int lda, co
                 for (int np = 0; np < NT / 2; np++) {
                     uint32_t t4[4];
                     const int n0 = np * 16;
-                    ldsm_x4<BK>(t4, BK ? Bq + (k0 + r + (mat & 1) * 8) * ldb + n0 + (mat >> 1) * 8
-                                       : Bq + (n0 + r + (mat >> 1) * 8) * ldb + k0 + (mat & 1) * 8);
+                    ldsm_x4<BK>(t4, BK ? sm_at<SW>(Bq, ldb, k0 + r + (mat & 1) * 8, n0 + (mat >> 1) * 8)
+                                       : sm_at<SW>(Bq, ldb, n0 + r + (mat >> 1) * 8, k0 + (mat & 1) * 8));
                     b[2 * np][0] = t4[0];
                     b[2 * np][1] = t4[1];
                     b[2 * np + 1][0] = t4[2];
@@ -262,4 +270,19 @@ __device__ inline void tile_finish(float *red, int rows, const MmPiece &pc, floa
         real *o = out + (long)(n0 + i / BS) * ld_out + (long)pc.ob * BS + i % BS;
         *o = acc ? *o + red[i] : red[i];
     }
+}
+
+// ---- host: the launchers' checks ----
+static inline const DevBsMat *dev_of(const BsMat *w) {
+    if (!w->dev) die("internal: block-sparse matrix used on cuda before bsmat_upload");
+    return (const DevBsMat *)w->dev;
+}
+
+static inline void check_aligned(const void *p, const char *what) {
+    if ((uintptr_t)p % 16) die("internal: bsmm %s pointer %p is not 16-byte aligned", what, p);
+}
+
+template <typename K>
+static inline void allow_smem(K kernel, size_t bytes) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }

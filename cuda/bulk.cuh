@@ -3,7 +3,13 @@
 // with count 1 flips phase when its one arrival (mbar_expect, which also announces the
 // bytes coming) and all those bytes have landed; waiters name the phase's parity.
 #pragma once
+#include <cudaTypedefs.h>
 #include <stdint.h>
+
+// Host: a tensor map over a row-major [rows, cols] array of bf16 or fp32 (type), rows ld
+// elements apart, read in boxes of box_rows x box_cols (tensor_map.cu).
+CUtensorMap tensor_map_2d(const void *p, CUtensorMapDataType type, int rows, int cols, long ld, int box_cols, int box_rows,
+                          CUtensorMapSwizzle swizzle);
 
 __device__ inline uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
