@@ -79,21 +79,31 @@ int *upload_ints(const int *h, int n) {
     return d;
 }
 
+// Groups with the most blocks first, in row order among equals: groups that run at once then
+// take about as long and walk their rows of N side by side, so the x slabs they share are
+// still in L2 (H200, 8192 ba_8 bf16: L2 hits 40% -> 53%, bwd-weight 2.52 -> 2.39 ms under ncu).
+typedef struct { int cnt, row, k0; } Group;
+static int most_blocks_first(const void *a, const void *b) {
+    const Group *x = (const Group *)a, *y = (const Group *)b;
+    return x->cnt != y->cnt ? y->cnt - x->cnt : x->k0 - y->k0;
+}
+
 // bwd_weight groups: consecutive blocks of one block row, at most 256/bs per group; over the
 // first gate's rows only when 4 gates share the mask (the kernel takes all 4 copies).
 static void upload_groups(DevBsMat *d, const BsMat *w) {
     int G = 256 / w->bs, n = 0, rows = w->ngates == 4 ? w->nbr / 4 : w->nbr;
     d->grp_gates = w->ngates == 4 ? 4 : 1;
     for (int br = 0; br < rows; br++) n += cdiv(w->row_ptr[br + 1] - w->row_ptr[br], G);
-    int *row = (int *)xmalloc(sizeof(int) * (size_t)(n + 1)), *k0 = (int *)xmalloc(sizeof(int) * (size_t)(n + 1));
-    int *cnt = (int *)xmalloc(sizeof(int) * (size_t)(n + 1));
+    Group *gr = (Group *)xmalloc(sizeof(Group) * (size_t)(n + 1));
     n = 0;
     for (int br = 0; br < rows; br++)
-        for (int k = w->row_ptr[br]; k < w->row_ptr[br + 1]; k += G, n++) {
-            row[n] = br;
-            k0[n] = k;
-            cnt[n] = w->row_ptr[br + 1] - k < G ? w->row_ptr[br + 1] - k : G;
-        }
+        for (int k = w->row_ptr[br]; k < w->row_ptr[br + 1]; k += G, n++)
+            gr[n] = (Group){w->row_ptr[br + 1] - k < G ? w->row_ptr[br + 1] - k : G, br, k};
+    qsort(gr, (size_t)n, sizeof *gr, most_blocks_first);
+    int *row = (int *)xmalloc(sizeof(int) * (size_t)(n + 1)), *k0 = (int *)xmalloc(sizeof(int) * (size_t)(n + 1));
+    int *cnt = (int *)xmalloc(sizeof(int) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) row[i] = gr[i].row, k0[i] = gr[i].k0, cnt[i] = gr[i].cnt;
+    free(gr);
     d->ngroups = n;
     d->grp_row = upload_ints(row, n);
     d->grp_k0 = upload_ints(k0, n);
