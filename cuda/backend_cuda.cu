@@ -79,36 +79,50 @@ int *upload_ints(const int *h, int n) {
     return d;
 }
 
-// Groups with the most blocks first, in row order among equals: groups that run at once then
-// take about as long and walk their rows of N side by side, so the x slabs they share are
-// still in L2 (H200, 8192 ba_8 bf16: L2 hits 40% -> 53%, bwd-weight 2.52 -> 2.39 ms under ncu).
-typedef struct { int cnt, row, k0; } Group;
+// bwd_weight groups: blocks of one block row, at most 256/bs per group; over the first gate's
+// rows only when 4 gates share the mask (the kernels take all 4 copies). Two lists:
+//   - the cp.async kernel's (one launch, bound by the products): rows cut into full groups and
+//     the rest (19 as 8, 8, 3), the groups with the most blocks first, so the CTAs that run at
+//     once take about as long and walk their rows of N side by side, sharing x slabs in L2
+//     (H200, 8192 ba_8 bf16: L2 hits 40% -> 53%; H100 fp32 bwd-weight 10.4 -> 9.7 ms);
+//   - the bulk-copy kernel's (a launch a wave, bound by L2 and DRAM): a row's blocks dealt
+//     evenly (19 as 7, 6, 6) and its groups side by side, rows with the fullest groups first,
+//     so a wave's groups take about as long and a row's groups share its dy slab in L2.
+typedef struct { int key, row, k0, cnt; } Group;
 static int most_blocks_first(const void *a, const void *b) {
     const Group *x = (const Group *)a, *y = (const Group *)b;
-    return x->cnt != y->cnt ? y->cnt - x->cnt : x->k0 - y->k0;
+    return x->key != y->key ? y->key - x->key : x->k0 - y->k0;
 }
 
-// bwd_weight groups: consecutive blocks of one block row, at most 256/bs per group; over the
-// first gate's rows only when 4 gates share the mask (the kernel takes all 4 copies).
-static void upload_groups(DevBsMat *d, const BsMat *w) {
+static void upload_group_list(BwGroups *l, const BsMat *w, int even) {
     int G = 256 / w->bs, n = 0, rows = w->ngates == 4 ? w->nbr / 4 : w->nbr;
-    d->grp_gates = w->ngates == 4 ? 4 : 1;
     for (int br = 0; br < rows; br++) n += cdiv(w->row_ptr[br + 1] - w->row_ptr[br], G);
     Group *gr = (Group *)xmalloc(sizeof(Group) * (size_t)(n + 1));
     n = 0;
-    for (int br = 0; br < rows; br++)
-        for (int k = w->row_ptr[br]; k < w->row_ptr[br + 1]; k += G, n++)
-            gr[n] = (Group){w->row_ptr[br + 1] - k < G ? w->row_ptr[br + 1] - k : G, br, k};
+    for (int br = 0; br < rows; br++) {
+        int k = w->row_ptr[br], len = w->row_ptr[br + 1] - k, ng = cdiv(len, G);
+        for (int q = 0; q < ng; q++, n++) {
+            int cnt = even ? len / ng + (q < len % ng) : (len - q * G < G ? len - q * G : G);
+            gr[n] = (Group){even ? cdiv(len, ng) : cnt, br, k, cnt};
+            k += cnt;
+        }
+    }
     qsort(gr, (size_t)n, sizeof *gr, most_blocks_first);
-    int *row = (int *)xmalloc(sizeof(int) * (size_t)(n + 1)), *k0 = (int *)xmalloc(sizeof(int) * (size_t)(n + 1));
-    int *cnt = (int *)xmalloc(sizeof(int) * (size_t)(n + 1));
-    for (int i = 0; i < n; i++) row[i] = gr[i].row, k0[i] = gr[i].k0, cnt[i] = gr[i].cnt;
+    int *f[3];
+    for (int j = 0; j < 3; j++) f[j] = (int *)xmalloc(sizeof(int) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) f[0][i] = gr[i].row, f[1][i] = gr[i].k0, f[2][i] = gr[i].cnt;
+    l->n = n;
+    l->row = upload_ints(f[0], n);
+    l->k0 = upload_ints(f[1], n);
+    l->cnt = upload_ints(f[2], n);
+    for (int j = 0; j < 3; j++) free(f[j]);
     free(gr);
-    d->ngroups = n;
-    d->grp_row = upload_ints(row, n);
-    d->grp_k0 = upload_ints(k0, n);
-    d->grp_cnt = upload_ints(cnt, n);
-    free(row); free(k0); free(cnt);
+}
+
+static void upload_groups(DevBsMat *d, const BsMat *w) {
+    d->grp_gates = w->ngates == 4 ? 4 : 1;
+    upload_group_list(&d->grp, w, 0);
+    upload_group_list(&d->wgrp, w, 1);
 }
 
 // Cuts each of the n lists ptr[i]..ptr[i+1] into pieces of at most `most` entries (an empty
@@ -179,8 +193,8 @@ static void cu_bsmat_release(BsMat *w) {
     DevBsMat *d = (DevBsMat *)w->dev;
     if (!d) return;
     void *all[] = {d->row_ptr, d->col_idx, d->col_ptr, d->csc_row, d->csc_blk, d->fwd_pieces, d->bwd_pieces,
-                   d->grp_row, d->grp_k0, d->grp_cnt};
-    for (int i = 0; i < 10; i++) cu_free(all[i]);
+                   d->grp.row, d->grp.k0, d->grp.cnt, d->wgrp.row, d->wgrp.k0, d->wgrp.cnt};
+    for (int i = 0; i < 13; i++) cu_free(all[i]);
     free(d);
     w->dev = NULL;
 }

@@ -224,15 +224,22 @@ MmPiece *pieces_to_device(const MmPiece *pc, int n);
 void *upload_pieces(const int *ptr, int n, int most, int *npieces);
 int count_pieces(const int *ptr, int n, int most);  // how many upload_pieces makes
 
+// bwd_weight groups: group g owns blocks [k0[g], k0[g] + cnt[g]) of block row row[g] (at most
+// 256/bs blocks of one row, so they share their dy slab).
+typedef struct {
+    int n;
+    int *row, *k0, *cnt;
+} BwGroups;
+
 // bsmat_upload's device copy of the indices (w->dev).
 typedef struct {
     int *row_ptr, *col_idx, *col_ptr, *csc_row, *csc_blk;
     // fwd / bwd_data work: each output block column's list cut into pieces (bsmm.cu, MmPiece)
     void *fwd_pieces, *bwd_pieces;
     int fwd_npieces, bwd_npieces;
-    // bwd_weight work list: group g owns blocks [grp_k0[g], grp_k0[g] + grp_cnt[g]) of block
-    // row grp_row[g] (at most 256/bs blocks of one row, so they share their dy slab); with
-    // grp_gates = 4 the rows are the first gate's and a group covers all 4 gates' copies.
-    int ngroups, grp_gates;
-    int *grp_row, *grp_k0, *grp_cnt;
+    // bwd_weight work lists (backend_cuda.cu upload_groups): grp for the cp.async kernel,
+    // wgrp for the bulk-copy one; with grp_gates = 4 the rows are the first gate's and a group
+    // covers all 4 gates' copies.
+    BwGroups grp, wgrp;
+    int grp_gates;
 } DevBsMat;
