@@ -145,11 +145,11 @@ static void bw_waves(K kernel, int threads, size_t smem, BwArgs a, A... maps) {
 }
 
 // ---- bf16, block 32, gate-stacked: every copy one bulk tensor copy ----
-// A stage is the dy boxes of the row's 4 gates and the x boxes of the group's blocks, each 64
-// rows x 32 columns (4 KB, in sm_at's swizzled layout), all issued by one thread and landing on
+// A stage is the dy boxes of the row's 4 gates and the x boxes of the group's blocks, each
+// BT_KC rows x 32 columns (in sm_at's swizzled layout), all issued by one thread and landing on
 // one mbarrier: the cp.async ring spent 6 copies, their addresses and a wait a thread a stage
 // (H200 ncu: 5 instructions per mma, 128 registers with spills). Warps whose block the group
-// lacks (a row's last group) skip their products, as nothing was copied for them.
+// lacks (groups of fewer than 8) skip their products, as nothing was copied for them.
 // Rows of N per stage and ring depth: 96 x 3 (216 KB), the most rows a stage with 2 stages in
 // flight (H200, 8192 ba_8, ncu: 64 x 4 2.31 ms, 48 x 5 2.39, 32 x 6 2.96, 96 x 3 2.13)
 #define BT_KC 96
