@@ -144,64 +144,73 @@ static void bw_waves(K kernel, int threads, size_t smem, BwArgs a, A... maps) {
     }
 }
 
-// ---- bf16, block 32, gate-stacked: every copy one bulk tensor copy ----
-// A stage is the dy boxes of the row's 4 gates and the x boxes of the group's blocks, each
-// BT_KC rows x 32 columns (in sm_at's swizzled layout), all issued by one thread and landing on
-// one mbarrier: the cp.async ring spent 6 copies, their addresses and a wait a thread a stage
+// ---- bf16, block 32: every copy one bulk tensor copy ----
+// A stage is the dy boxes of the row's NG gates and the x boxes of the group's blocks, each KC
+// rows x 32 columns (in sm_at's swizzled layout), all issued by one thread and landing on one
+// mbarrier: the cp.async ring spent 6 copies, their addresses and a wait a thread a stage
 // (H200 ncu: 5 instructions per mma, 128 registers with spills). Warps whose block the group
 // lacks (groups of fewer than 8) skip their products, as nothing was copied for them.
-// Rows of N per stage and ring depth: 96 x 3 (216 KB), the most rows a stage with 2 stages in
-// flight (H200, 8192 ba_8, ncu: 64 x 4 2.31 ms, 48 x 5 2.39, 32 x 6 2.96, 96 x 3 2.13)
-#define BT_KC 96
-#define BT_S 3
-#define BT_BOX (BT_KC * 32)            // elements of a box
-#define BT_STAGE ((4 + BW_M / 32) * BT_BOX * 2)
-#define BT_SMEM (1024 + BT_S * BT_STAGE + BT_S * 8)  // 1024: the ring's alignment
+// Gate-stacked (NG = 4): two halves of 2 gates, 96 rows x 3 stages (216 KB), the most rows a
+// stage with 2 stages in flight (H200, 8192 ba_8, ncu: 64 x 4 2.31 ms, 48 x 5 2.39, 32 x 6
+// 2.96, 96 x 3 2.13). One gate: 256 threads, 64 rows x 3 stages (109 KB, two CTAs an SM).
+template <int NG>
+struct Bt {
+    static constexpr int GP = NG == 4 ? 2 : 1, NT = BW_M * NG / GP;  // gates a thread, threads
+    static constexpr int KC = NG == 4 ? 96 : 64, S = 3;              // rows of N a stage, ring depth
+    static constexpr int BOX = KC * 32;                               // elements of a box
+    static constexpr size_t STAGE = (size_t)(NG + BW_M / 32) * BOX * 2;
+    static constexpr size_t SMEM = 1024 + S * STAGE + S * 8;          // 1024: the ring's alignment
+};
 
-__global__ void __launch_bounds__(2 * BW_M) bwd_weight_tma_kernel(const __grid_constant__ CUtensorMap dymap,
-                                                                  const __grid_constant__ CUtensorMap xmap, BwArgs p) {
+template <int NG>
+__global__ void __launch_bounds__(Bt<NG>::NT) bwd_weight_tma_kernel(const __grid_constant__ CUtensorMap dymap,
+                                                                    const __grid_constant__ CUtensorMap xmap, BwArgs p) {
+    using C = Bt<NG>;
     extern __shared__ unsigned char smem_raw[];
     unsigned char *smem = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);
-    uint64_t *bar = (uint64_t *)(smem + BT_S * BT_STAGE);
-    const int tid = threadIdx.x, gi = p.g0 + blockIdx.x, lt = tid % BW_M, g0 = tid / BW_M * 2, j = lt / 32;
-    const int br = p.g.row[gi], k0 = p.g.k0[gi], cnt = p.g.cnt[gi], nst = (p.N + BT_KC - 1) / BT_KC;
-    auto box = [&](int st, int b) { return (bf16 *)(smem + st % BT_S * BT_STAGE) + b * BT_BOX; };  // b: 4 gates, then x
-    if (tid < BT_S) mbar_init(bar + tid, 1);
+    uint64_t *bar = (uint64_t *)(smem + C::S * C::STAGE);
+    const int tid = threadIdx.x, gi = p.g0 + blockIdx.x, lt = tid % BW_M, g0 = tid / BW_M * C::GP, j = lt / 32;
+    const int br = p.g.row[gi], k0 = p.g.k0[gi], cnt = p.g.cnt[gi], nst = (p.N + C::KC - 1) / C::KC;
+    auto box = [&](int st, int b) { return (bf16 *)(smem + st % C::S * C::STAGE) + b * C::BOX; };  // b: NG gates, then x
+    if (tid < C::S) mbar_init(bar + tid, 1);
     mbar_init_fence();
     __syncthreads();
     int col[BW_M / 32];  // thread 0's: the blocks' x columns
     auto issue = [&](int st) {
-        uint64_t *b = bar + st % BT_S;
-        mbar_expect(b, (4 + cnt) * BT_BOX * 2);
-        for (int g = 0; g < 4; g++) tensor_load_2d(box(st, g), &dymap, (g * p.nr + br) * 32, st * BT_KC, b);
+        uint64_t *b = bar + st % C::S;
+        mbar_expect(b, (NG + cnt) * C::BOX * 2);
+        for (int g = 0; g < NG; g++) tensor_load_2d(box(st, g), &dymap, (g * p.nr + br) * 32, st * C::KC, b);
 #pragma unroll
         for (int k = 0; k < BW_M / 32; k++)
-            if (k < cnt) tensor_load_2d(box(st, 4 + k), &xmap, col[k] * 32, st * BT_KC, b);
+            if (k < cnt) tensor_load_2d(box(st, NG + k), &xmap, col[k] * 32, st * C::KC, b);
     };
     if (tid == 0) {
 #pragma unroll
         for (int k = 0; k < BW_M / 32; k++) col[k] = k < cnt ? p.col_idx[k0 + k] : 0;
-        for (int st = 0; st < BT_S - 1 && st < nst; st++) issue(st);
+        for (int st = 0; st < C::S - 1 && st < nst; st++) issue(st);
     }
-    float acc[2][32] = {};
+    float acc[C::GP][32] = {};
     for (int st = 0; st < nst; st++) {
-        mbar_wait(bar + st % BT_S, (st / BT_S) & 1);
+        mbar_wait(bar + st % C::S, (st / C::S) & 1);
         __syncthreads();  // every warp is past stage st - 1: its slot may be refilled
-        if (tid == 0 && st + BT_S - 1 < nst) issue(st + BT_S - 1);
-        if (j < cnt) tile_mma<32, BT_KC, true, true, 2, true>(acc, box(st, 4 + j), 32, box(st, g0), 32, BT_BOX, lt % 32);
+        if (tid == 0 && st + C::S - 1 < nst) issue(st + C::S - 1);
+        if (j < cnt)
+            tile_mma<32, C::KC, true, true, C::GP, true>(acc, box(st, NG + j), 32, box(st, g0), 32, C::BOX, lt % 32);
     }
-    bw_store<32, 2>(acc, p, k0, cnt, g0, lt);
+    bw_store<32, C::GP>(acc, p, k0, cnt, g0, lt);
 }
 
+template <int NG>
 static void bwd_weight_tma(BwArgs a, const BwGroups &g) {
+    using C = Bt<NG>;
     static thread_local bool ready;  // the attribute is per device: one per rank thread
-    if (!ready) allow_smem(bwd_weight_tma_kernel, BT_SMEM), ready = true;
-    const CUtensorMap dy = tensor_map_2d(a.dy, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.N, a.ld_dy, a.ld_dy, 32, BT_KC,
+    if (!ready) allow_smem(bwd_weight_tma_kernel<NG>, C::SMEM), ready = true;
+    const CUtensorMap dy = tensor_map_2d(a.dy, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.N, a.ld_dy, a.ld_dy, 32, C::KC,
                                          CU_TENSOR_MAP_SWIZZLE_64B);
-    const CUtensorMap x = tensor_map_2d(a.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.N, a.ld_x, a.ld_x, 32, BT_KC,
+    const CUtensorMap x = tensor_map_2d(a.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.N, a.ld_x, a.ld_x, 32, C::KC,
                                         CU_TENSOR_MAP_SWIZZLE_64B);
     a.g = g;
-    bw_waves(bwd_weight_tma_kernel, 2 * BW_M, BT_SMEM, a, dy, x);
+    bw_waves(bwd_weight_tma_kernel<NG>, C::NT, C::SMEM, a, dy, x);
 }
 
 template <typename T, int BS, int NG>
@@ -231,9 +240,11 @@ void bsmm_bwd_weight_typed(real *dvals, const void *dy, const void *x, const BsM
     case 32: launch_bwd_weight<float, 16>(a); break;
     case 33: launch_bwd_weight<bf16, 16>(a); break;
     case 64: launch_bwd_weight<float, 32>(a); break;
-    default:
-        if (a.nr) bwd_weight_tma(a, d->wgrp);
-        else launch_bwd_weight<bf16, 32>(a);
+    default:  // few rows (the kernel table's 32) stay on one cp.async launch: waves of one-stage
+              // groups cost more than they save (H100, one gate, N = 32: 117 -> 177 us)
+        if (N < 4 * (a.nr ? Bt<4>::KC : Bt<1>::KC)) launch_bwd_weight<bf16, 32>(a);
+        else if (a.nr) bwd_weight_tma<4>(a, d->wgrp);
+        else bwd_weight_tma<1>(a, d->wgrp);
         break;
     }
 }

@@ -132,6 +132,22 @@ TEST(gpu_bsmm_long_lists_match_cpu) {
     }
 }
 
+// bf16 weight gradients over a window's rows (from 4 stages of rows on: the bulk-copy kernel
+// and its waves), one gate and gate-stacked, on long lists and hubs, against the CPU.
+TEST(gpu_bsmm_bwd_weight_window_matches_cpu) {
+    const Backend *gpu = backend_cuda("bf16");
+    const char *descs[] = {"ba_8", "dense"};
+    const int Ns_win[] = {256, 300, 384, 1000}, gates[] = {1, 1, 4, 4};
+    unsigned long long s = 41;
+    for (int q = 0; q < 8; q++) {
+        Case c = case_make_nb(gpu, 32, descs[q / 4], 40, gates[q % 4], Ns_win[q % 4], &s);
+        double e = run_op(gpu, &c, BWD_WEIGHT, 0);
+        case_free(gpu, &c);
+        CHECK_MSG(e < tol_for("bf16"), "%s gates=%d N=%d: rel L2 %.3g (tol %g)", descs[q / 4], gates[q % 4], Ns_win[q % 4], e,
+                  tol_for("bf16"));
+    }
+}
+
 // Runs op with a fresh NaN-poisoned (or reset) output and returns the result bytes.
 static real *gpu_result(const Backend *gpu, Case *c, int op) {
     size_t n = op == FWD ? c->ny : op == BWD_DATA ? c->nx : c->nv;
