@@ -2,8 +2,9 @@
 // src/bsmm_cpu.c), dvals += dy^T x over the stored blocks, summed over all N rows of the
 // window. One CTA per group of blocks of a block row (DevBsMat's groups): its dy slab is read
 // once for all of them. Each output element is owned by one CTA: no atomics, the same bits
-// every run. bf16 gate-stacked block-32 matrices (the recurrent W_h in training) take
-// the bulk tensor copy engine's ring (bwd_weight_tma_kernel); the rest a cp.async ring.
+// every run. bf16 block-32 matrices over a window's rows (W_h and the mlstm's W_hj in
+// training) take the bulk tensor copy engine's ring (bwd_weight_tma_kernel); the rest (fp32,
+// blocks 8 and 16, few rows) a cp.async ring.
 // M = the group's blocks' columns stacked (256 rows), N = BS (times 4 gates), K = N rows.
 #include "bsmm_tile.cuh"
 #include "bulk.cuh"
@@ -19,7 +20,8 @@ struct Bw {
     static constexpr int NT = NG == 4 && sizeof(T) == 2 ? 2 * BW_M : BW_M;
     static constexpr int GP = NG * BW_M / NT;              // gates per thread
     static constexpr int E = 16 / sizeof(T);      // elements per 16-byte copy
-    // Rows of N per stage: bf16 4 gates 64 (half the barriers), one gate 32 (a 58 KB CTA, two
+    // Rows of N per stage (bf16 block 32 measured before the bulk-copy kernel took windows):
+    // bf16 4 gates 64 (half the barriers), one gate 32 (a 58 KB CTA, two
     // an SM, and no empty half stage at N = 32: H100 kernel table 10%, 260 -> 117 us); fp32
     // 32, but 24 for one gate, where 32 k-major padded rows (117 KB a CTA) would leave one CTA
     // an SM instead of two (at 32: 152 -> 259 us). (bf16 4 gates as two CTAs of 2 gates at 32
@@ -125,7 +127,6 @@ __global__ void __launch_bounds__(Bw<T, BS, NG>::NT) bsmm_bwd_weight_kernel(BwAr
     cp_wait<0>();
     bw_store<BS, C::GP>(acc, p, k0, cnt, g0, lt);
 }
-
 
 // The groups as launches of one wave each (as many CTAs as are resident at once): the CTAs of a
 // wave start together and walk their rows of N side by side, so the x and dy slabs they share
