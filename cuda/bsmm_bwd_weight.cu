@@ -47,7 +47,7 @@ typedef struct {
     int N, ld_dy, ld_x;
     int nr;                       // gate-stacked (NG = 4): block rows of one gate
     long gstride;                 // ... and stored blocks from one gate's copy of a block to the next
-    int g0;                       // the launch's first group (bw_waves)
+    int g0;                       // the launch's first group (bwd_weight_tma's waves)
 } BwArgs;
 
 // dvals += acc of gates g0.. of the group's blocks k0..k0+cnt-1: every load before any store,
@@ -128,23 +128,6 @@ __global__ void __launch_bounds__(Bw<T, BS, NG>::NT) bsmm_bwd_weight_kernel(BwAr
     bw_store<BS, C::GP>(acc, p, k0, cnt, g0, lt);
 }
 
-// The groups as launches of one wave each (as many CTAs as are resident at once): the CTAs of a
-// wave start together and walk their rows of N side by side, so the x and dy slabs they share
-// are still in L2 when the others read them; in one launch they drift apart as CTAs of
-// different lengths end and others start (H100, bf16 bwd-weight op, 8192 ba_8: 4.03 -> 3.83
-// ms; step 18432 ba_8 41.5 -> 39.6 ms). Not for the cp.async kernel, which the products bound:
-// there a CTA that ends early is better followed at once (fp32 8192 ba_8 bwd-weight 9.7 -> 12.1 ms).
-template <typename K, typename... A>
-static void bw_waves(K kernel, int threads, size_t smem, BwArgs a, A... maps) {
-    int per_sm = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
-    const int wave = per_sm > 0 ? per_sm * g_cuda.nsm : a.g.n;
-    for (a.g0 = 0; a.g0 < a.g.n; a.g0 += wave) {
-        kernel<<<a.g.n - a.g0 < wave ? a.g.n - a.g0 : wave, threads, smem, g_cuda.stream>>>(maps..., a);
-        LAUNCH_CHECK();
-    }
-}
-
 // ---- bf16, block 32: every copy one bulk tensor copy ----
 // A stage is the dy boxes of the row's NG gates and the x boxes of the group's blocks, each KC
 // rows x 32 columns (in sm_at's swizzled layout), all issued by one thread and landing on one
@@ -201,17 +184,32 @@ __global__ void __launch_bounds__(Bt<NG>::NT) bwd_weight_tma_kernel(const __grid
     bw_store<32, C::GP>(acc, p, k0, cnt, g0, lt);
 }
 
+// The groups go as launches of one wave each (as many CTAs as are resident at once): the CTAs of a
+// wave start together and walk their rows of N side by side, so the x and dy slabs they share
+// are still in L2 when the others read them; in one launch they drift apart as CTAs of
+// different lengths end and others start (H100, bf16 bwd-weight op, 8192 ba_8: 4.03 -> 3.83
+// ms; step 18432 ba_8 41.5 -> 39.6 ms). Not for the cp.async kernel, which the products bound:
+// there a CTA that ends early is better followed at once (fp32 8192 ba_8 bwd-weight 9.7 -> 12.1 ms).
 template <int NG>
 static void bwd_weight_tma(BwArgs a, const BwGroups &g) {
     using C = Bt<NG>;
-    static thread_local bool ready;  // the attribute is per device: one per rank thread
-    if (!ready) allow_smem(bwd_weight_tma_kernel<NG>, C::SMEM), ready = true;
+    static thread_local int wave;  // CTAs resident at once; per device, so one per rank thread
+    if (!wave) {
+        int per_sm = 0;
+        allow_smem(bwd_weight_tma_kernel<NG>, C::SMEM);
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bwd_weight_tma_kernel<NG>, C::NT, C::SMEM));
+        if (per_sm < 1) die("internal: bwd_weight_tma_kernel<%d> (%zu bytes of shared memory) fits no SM", NG, C::SMEM);
+        wave = per_sm * g_cuda.nsm;
+    }
     const CUtensorMap dy = tensor_map_2d(a.dy, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.N, a.ld_dy, a.ld_dy, 32, C::KC,
                                          CU_TENSOR_MAP_SWIZZLE_64B);
     const CUtensorMap x = tensor_map_2d(a.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.N, a.ld_x, a.ld_x, 32, C::KC,
                                         CU_TENSOR_MAP_SWIZZLE_64B);
     a.g = g;
-    bw_waves(bwd_weight_tma_kernel<NG>, C::NT, C::SMEM, a, dy, x);
+    for (a.g0 = 0; a.g0 < g.n; a.g0 += wave) {
+        bwd_weight_tma_kernel<NG><<<g.n - a.g0 < wave ? g.n - a.g0 : wave, C::NT, C::SMEM, g_cuda.stream>>>(dy, x, a);
+        LAUNCH_CHECK();
+    }
 }
 
 template <typename T, int BS, int NG>

@@ -96,9 +96,9 @@ static void kernel_row(int bs, double density, const char *prec, double copy_gbp
     double sparse = cb_sparse_ms(&w, k.vals, k.nsets < 8 ? k.nsets : 8, KROWS, bf, REPS, why, sizeof why);
     if (sparse >= 0) snprintf(sp, sizeof sp, "%.1f", sparse * 1e3);
     else snprintf(sp, sizeof sp, "n/a");
-    double gf = wbytes / (f * 1e-3) / 1e9, gd = wbytes / (bd * 1e-3) / 1e9, gb = wbytes / (fb * 1e-3) / 1e9;
+    double gf = wbytes / (f * 1e-3) / 1e9, gd = wbytes / (bd * 1e-3) / 1e9;
     char fbs[48] = "- | -";
-    if (fb > 0) snprintf(fbs, sizeof fbs, "%7.1f | %3.0f%%", fb * 1e3, 100 * gb / copy_gbps);
+    if (fb > 0) snprintf(fbs, sizeof fbs, "%7.1f | %3.0f%%", fb * 1e3, 100 * wbytes / (fb * 1e-3) / 1e9 / copy_gbps);
     double gw = 2.0 * k.nv * 4 / (bw * 1e-3) / 1e9;  // fp32 gradient read and written
     printf("| %2d | %5.1f%% | %s | %7.1f | %6.0f | %3.0f%% | %s | %7.1f | %6.0f | %3.0f%% | %7.1f | %6.0f | %7.1f | %7s |\n",
            bs, 100 * (double)w.nnzb / ((double)nb * nb), prec, f * 1e3, gf, 100 * gf / copy_gbps, fbs, bd * 1e3, gd,
