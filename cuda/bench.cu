@@ -48,6 +48,44 @@ extern "C" double cb_copy_gbps(void) {
     return 2.0 * c.bytes / (ms * 1e-3) / 1e9;
 }
 
+// The L2 read ceiling: every CTA of a full grid reads a buffer that fits in L2 (a quarter of
+// it) again and again, 16 bytes a load, 4 loads in flight a thread, around L1 (ld.global.cg).
+__global__ void l2_read_kernel(const uint4 *p, long n, int passes, unsigned *sink) {
+    unsigned x = 0;
+    const long stride = (long)gridDim.x * blockDim.x;
+    for (int pass = 0; pass < passes; pass++)
+        for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += 4 * stride) {
+            uint4 v[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) v[u] = i + u * stride < n ? __ldcg(p + i + u * stride) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+            for (int u = 0; u < 4; u++) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+        }
+    if (x == 0x9e3779b9u) *sink = x;  // never true for the buffer's bytes; keeps the loads
+}
+
+typedef struct { const uint4 *p; long n; unsigned *sink; int ctas; } L2Arg;
+enum { L2_PASSES = 20 };
+static void l2_once(void *arg, int iter) {
+    L2Arg *a = (L2Arg *)arg;
+    l2_read_kernel<<<a->ctas, 256>>>(a->p, a->n, L2_PASSES, a->sink);  // the default stream, as the copy's
+    LAUNCH_CHECK();
+}
+
+extern "C" double cb_l2_gbps(size_t l2_bytes) {
+    size_t bytes = l2_bytes / 4 / 16 * 16;
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    L2Arg a = {NULL, (long)(bytes / 16), NULL, prop.multiProcessorCount * 8};
+    CUDA_CHECK(cudaMalloc((void **)&a.p, bytes));
+    CUDA_CHECK(cudaMalloc(&a.sink, sizeof(unsigned)));
+    CUDA_CHECK(cudaMemset((void *)a.p, 1, bytes));
+    double ms = cb_time_ms(l2_once, &a, 2, 20);
+    CUDA_CHECK(cudaFree((void *)a.p));
+    CUDA_CHECK(cudaFree(a.sink));
+    return (double)L2_PASSES * bytes / (ms * 1e-3) / 1e9;
+}
+
 // ---- cuBLAS dense baseline: two weight copies (each far larger than L2) alternate ----
 typedef struct {
     int N, R, C, bf;

@@ -13,6 +13,8 @@ typedef void (*BenchFn)(void *arg, int iter);
 double cb_time_ms(BenchFn fn, void *arg, int warmup, int reps);
 // Device-to-device copy bandwidth, bytes read plus written, GB/s (median of a few 1 GB copies).
 double cb_copy_gbps(void);
+// L2 read bandwidth, GB/s: a buffer of a quarter of L2 read again and again by every SM.
+double cb_l2_gbps(size_t l2_bytes);
 // cuBLAS dense y[N,R] = x[N,C] W^T with W stored in bf16 (bf16 = 1) or fp32, fp32 accumulate.
 double cb_dense_ms(int N, int R, int C, int bf16, int reps);
 // cuSPARSE BSR SpMM of the same product with w's blocks (vals: `nsets` rotated fp32 weight

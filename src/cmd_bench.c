@@ -129,7 +129,8 @@ static void bench_kernels(const KFilter *f) {
     size_t l2;
     cb_device(dev, sizeof dev, &l2);
     double copy = cb_copy_gbps();
-    printf("device: %s\ndevice-to-device copy: %.0f GB/s (read + write)\n\n", dev, copy);
+    printf("device: %s\ndevice-to-device copy: %.0f GB/s (read + write); L2 read: %.0f GB/s\n\n", dev, copy,
+           cb_l2_gbps(l2));
     printf("block-sparse %d x %d weight, N = %d rows; us per call: median over groups of 10 calls issued back to back "
            "(%d calls), weights rotated "
            "through sets larger than L2; GB/s = stored weight bytes (bwd-weight: fp32 gradient read + write) / time\n\n",
