@@ -10,6 +10,9 @@
 // elements apart, read in boxes of box_rows x box_cols (tensor_map.cu).
 CUtensorMap tensor_map_2d(const void *p, CUtensorMapDataType type, int rows, int cols, long ld, int box_cols, int box_rows,
                           CUtensorMapSwizzle swizzle);
+// A bf16 [planes, rows, cols] array, contiguous, read in boxes of box_rows x box_cols of one plane.
+CUtensorMap tensor_map_3d_bf16(const void *p, int planes, int rows, int cols, int box_cols, int box_rows,
+                               CUtensorMapSwizzle swizzle);
 
 __device__ inline uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
@@ -43,6 +46,10 @@ __device__ inline uint64_t l2_evict_first() {
 __device__ inline void tensor_load_2d(void *dst, const void *map, int c0, int c1, uint64_t *bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)) : "memory");
+}
+__device__ inline void tensor_load_3d(void *dst, const void *map, int c0, int c1, int c2, uint64_t *bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar)) : "memory");
 }
 // bytes (a multiple of 16, both addresses 16-byte aligned) from global src to shared dst,
 // counted on bar, under L2 policy pol.

@@ -2,7 +2,7 @@
 // step of a layer, a CTA per tile (lstm_seq_tile.cuh); a window's launches replay as a CUDA
 // graph (lstm_seq_host.cu).
 #include <string.h>
-#include "lstm_seq_tile.cuh"
+#include "lstm_seq_bulk.cuh"
 
 // The step kernels' order: a kernel boundary, programmatic (PDL). Nothing the previous step
 // writes is read before pdl_wait; only then may the next step's CTAs start (a trigger before
@@ -19,6 +19,21 @@ template <typename T, int TM, bool FWD, int RING>
 __global__ void __launch_bounds__(Sq<T, TM, FWD, RING>::NT, Sq<T, TM, FWD, RING>::MINB) seq_step_kernel(SeqStep a) {
     extern __shared__ __align__(16) unsigned char smem[];
     seq_tile<T, TM, FWD, RING>(a, tile_here(), smem, PdlSync());
+}
+
+template <int TM>
+__global__ void __launch_bounds__(Sb<TM>::NT, Sb<TM>::MINB)
+    seq_step_bulk_kernel(const __grid_constant__ CUtensorMap dzmap, const __grid_constant__ CUtensorMap wmap, SeqStep a) {
+    extern __shared__ unsigned char smem_raw[];
+    seq_tile_bulk_bwd<TM>(a, tile_here(), smem_raw, &dzmap, &wmap, PdlSync());
+}
+
+SeqMaps seq_maps(const bf16 *dz, int T, int B, int H, const bf16 *w, long nnzb) {
+    SeqMaps m;
+    m.dz = tensor_map_3d_bf16(dz, T, B, 4 * H, SQ_BS, seq_tm(B), CU_TENSOR_MAP_SWIZZLE_64B);
+    m.w = tensor_map_2d(w, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (int)(nnzb * SQ_BS), SQ_BS, SQ_BS, SQ_BS, SQ_BS,
+                        CU_TENSOR_MAP_SWIZZLE_64B);
+    return m;
 }
 
 // Rows per CTA: the batch in one row tile where it can. The backward at 128 rows holds 4 dz
@@ -57,19 +72,32 @@ static bool deep_ring(long ctas) {
     return Sq<T, TM, true, RING_DEEP>::MINB >= 2 || ctas <= (long)Sq<T, TM, true>::MINB * g_cuda.nsm;
 }
 
+template <int TM>
+static void launch_bulk(const SeqStep &a, const SeqMaps &m, dim3 grid, cudaStream_t stream) {
+    using C = Sb<TM>;
+    static thread_local bool ready;  // the attribute is per device: one per rank thread
+    if (!ready) {
+        CUDA_CHECK(cudaFuncSetAttribute(seq_step_bulk_kernel<TM>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
+        ready = true;
+    }
+    launch_attr(attr_pdl(a.B > 64), seq_step_bulk_kernel<TM>, grid, dim3(C::NT), C::SMEM, stream, m.dz, m.w, a);
+}
+
 template <bool BF, bool FWD>
-void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream) {
+void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream, const SeqMaps *maps) {
     typedef typename std::conditional<BF, bf16, float>::type T;
     with_tm(a.B, [&](auto tm) {
         constexpr int TM = decltype(tm)::value;
         const dim3 grid(npieces, cdiv(a.B, TM));
+        if constexpr (BF && !FWD)
+            if (maps) return launch_bulk<TM>(a, *maps, grid, stream);
         if constexpr (FWD)
             if (deep_ring<T, TM>((long)grid.x * grid.y)) return launch<T, TM, FWD, RING_DEEP>(a, grid, stream);
         launch<T, TM, FWD, RING_SHALLOW>(a, grid, stream);
     });
 }
 
-template void seq_step_launch<false, false>(const SeqStep &, int, cudaStream_t);
-template void seq_step_launch<false, true>(const SeqStep &, int, cudaStream_t);
-template void seq_step_launch<true, false>(const SeqStep &, int, cudaStream_t);
-template void seq_step_launch<true, true>(const SeqStep &, int, cudaStream_t);
+template void seq_step_launch<false, false>(const SeqStep &, int, cudaStream_t, const SeqMaps *);
+template void seq_step_launch<false, true>(const SeqStep &, int, cudaStream_t, const SeqMaps *);
+template void seq_step_launch<true, false>(const SeqStep &, int, cudaStream_t, const SeqMaps *);
+template void seq_step_launch<true, true>(const SeqStep &, int, cudaStream_t, const SeqMaps *);

@@ -5,6 +5,7 @@
 // so one CTA reads each activation slab once for all four gate blocks and then applies the
 // cell in its epilogue: z, c and h never round-trip through a separate kernel.
 #pragma once
+#include "bulk.cuh"
 #include "common.cuh"
 
 #define SQ_BS 32        // the engine's block size (8 and 16 run step by step)
@@ -26,6 +27,7 @@ typedef struct {
     float *part;            // [piece][gridDim.y][tile] partial tiles of cut lists
     int *count;             // [list][gridDim.y] pieces finished (back to 0 when done)
     int B, H, epi;
+    int plane;              // the step of `in` within its window (fwd t, bwd t + 1): the tensor maps' third index
     const real *bias;
     // fwd at step t: z = z_t (input projection in; the full pre-activation out with EPI_SUM),
     // act = act_t, c0 = c_t, c1 = c_{t+1}, h1 = h_{t+1}, hb1 = its bf16 copy (bf16 mode)
@@ -46,6 +48,7 @@ __host__ __device__ inline P *seq_adv(P *p, long n) { return p ? p + n : p; }
 // element of in and x (the kernels' type).
 __host__ __device__ inline SeqStep seq_at(SeqStep w, int t, bool fwd, int T, int esize, int ntiles) {
     const long BH = (long)w.B * w.H, BG = 4 * BH;
+    w.plane = fwd ? t : t + 1;
     if (fwd) {
         w.in = (const char *)w.in + t * BH * esize;
         w.tok += t * w.B;
@@ -82,9 +85,18 @@ typedef struct {
     size_t base, entry, most;
 } SeqShape;
 
-// Launches one step on `stream`: BF selects bf16 tensor cores, FWD the direction.
+// The tensor maps the bf16 backward step kernel reads through (lstm_seq_bulk.cuh): dz over
+// the window's [T][B][4H] in boxes of TM rows x 32 of one step (SeqStep plane); w over W_h's
+// stored blocks as rows of 32.
+typedef struct {
+    CUtensorMap dz, w;
+} SeqMaps;
+SeqMaps seq_maps(const bf16 *dz, int T, int B, int H, const bf16 *w, long nnzb);
+
+// Launches one step on `stream`: BF selects bf16 tensor cores, FWD the direction; maps (bf16
+// backward only, else NULL) selects the bulk-copy form of the tile.
 template <bool BF, bool FWD>
-void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream);
+void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream, const SeqMaps *maps);
 // Launches the whole window in the persistent form (w as seq_at takes it).
 template <bool BF, bool FWD>
 void seq_window_launch(const SeqStep &w, const SeqWork &k, cudaStream_t stream);

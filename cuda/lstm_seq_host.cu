@@ -239,6 +239,14 @@ static SeqStep step_at(const Seq *s, const SeqStep &base, int t, int fwd, int T)
     return seq_at(base, t, fwd, T, s->bf ? (int)sizeof(bf16) : (int)sizeof(float), tiles(s->a.B));
 }
 
+// bf16: the backward step kernels copy through the bulk copy engine (lstm_seq_bulk.cuh)
+// unless SWLSTM_SEQ_COPY=cp (the cp.async ring, which the forward always runs; the tests run both).
+static bool bulk_copies(void) {
+    const char *e = getenv("SWLSTM_SEQ_COPY");
+    if (e && *e && strcmp(e, "cp") && strcmp(e, "bulk")) die("SWLSTM_SEQ_COPY=%s: expected cp or bulk", e);
+    return !(e && !strcmp(e, "cp"));
+}
+
 // The persistent form of direction fwd over T steps: its flags reset, then one launch.
 template <bool BF, bool FWD>
 static void record_window(const Seq *s, const SeqStep &base, int T) {
@@ -259,7 +267,7 @@ static void record_fwd(const Seq *s, const void *w, int T) {
     if (s->persist[1]) return record_window<BF, true>(s, base, T);
     for (int t = 0; t < T; t++) {
         SeqStep st = step_at(s, base, t, 1, T);
-        seq_step_launch<BF, true>(st, s->npieces[1], s->stream);
+        seq_step_launch<BF, true>(st, s->npieces[1], s->stream, NULL);
         if (!a.ln_gain) continue;
         lstm_fwd_on(s->stream, st.h1, st.c1, st.act, a.lnstat + t * (size_t)a.B * 8, st.z, st.c0, a.bias, a.ln_gain, a.B,
                     a.H, st.hb1);
@@ -276,9 +284,13 @@ static void record_bwd(const Seq *s, const void *w, int T) {
     CUDA_CHECK(cudaMemsetAsync(a.dc, 0, BH * sizeof(real), s->stream));
     const SeqStep base = window_base(s, w, 0);
     if (s->persist[0]) return record_window<BF, false>(s, base, T);
+    SeqMaps maps = {};
+    const bool bulk = BF && bulk_copies();
+    if (bulk) maps = seq_maps(s->dzb, T, a.B, a.H, (const bf16 *)w, a.wh->nnzb);
     for (int t = T - 1; t >= -1; t--) {
         SeqStep st = step_at(s, base, t, 0, T);
-        if (t < 0 || !a.ln_gain || st.in) seq_step_launch<BF, false>(st, s->npieces[0], s->stream);
+        if (t < 0 || !a.ln_gain || st.in)
+            seq_step_launch<BF, false>(st, s->npieces[0], s->stream, bulk ? &maps : NULL);
         if (t < 0 || !a.ln_gain) continue;
         lstm_bwd_on(s->stream, st.dz, a.dc, a.dbias, a.dln_gain, st.dh, a.dc, st.act, st.c1, st.c0,
                     a.z + t * BG, a.lnstat + t * (size_t)a.B * 8, a.ln_gain, a.B, a.H, st.dzb);

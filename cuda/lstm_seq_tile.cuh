@@ -234,30 +234,64 @@ __device__ inline void cell_bwd(const SeqStep &a, float *red, int n0, int col, i
 // after the first stages' weights are on their way and before anything the previous step
 // wrote is read; sync.done(...) after the epilogue of a finished list. RES: the tile's
 // weights lie at wres, entry after entry, loaded there first where load_w.
+// A tile's start, both forms: its piece (pc), and its list entries and (fwd, layer 0) its
+// rows' bytes staged in shared memory. Returns the entries to multiply, or -1 where the CTA
+// has nothing to do.
+template <bool FWD>
+__device__ inline int seq_tile_begin(const SeqStep &a, TileAt at, int TM, MmPiece &pc, int *s_idx, int *s_blk, int *s_tok) {
+    pc = a.pieces[at.piece];
+    if (!a.in) {  // no product: one CTA per list runs the epilogue alone
+        if (pc.rank) return -1;
+        pc.nparts = 1;
+        pc.end = pc.beg;
+    }
+    const int n0 = at.ty * TM, valid = min(TM, a.B - n0), total = pc.end - pc.beg;
+    for (int i = threadIdx.x; i < total; i += blockDim.x) {
+        s_idx[i] = a.idx[pc.beg + i];
+        s_blk[i] = a.blk[pc.beg + i];
+    }
+    if (FWD && a.xtab)  // the rows' bytes now, so the epilogue's table loads wait on nothing
+        for (int i = threadIdx.x; i < valid; i += blockDim.x) s_tok[i] = a.tok[n0 + i];
+    __syncthreads();
+    return total;
+}
+
+// A tile's end, both forms, once the ring is free: each group's tile to shared memory (fwd
+// keeps the 4 gates apart, bwd sums them in order), a cut list's pieces summed by the last,
+// then the cell (fwd) or its gradient (bwd).
+template <bool FWD, typename Sync>
+__device__ inline void seq_tile_end(const SeqStep &a, TileAt at, const MmPiece &pc, const float (&acc)[SQ_BS], float *red,
+                                    const int *s_tok, int TM, int *s_last, const Sync &sync) {
+    const int tid = threadIdx.x;
+    acc_store<SQ_BS>(red, acc, tid / TM, TM, tid % TM);
+    __syncthreads();
+    if (!FWD)
+        for (int i = tid; i < TM * SQ_BS; i += blockDim.x)
+            red[i] = ((red[i] + red[TM * SQ_BS + i]) + red[2 * TM * SQ_BS + i]) + red[3 * TM * SQ_BS + i];
+    __syncthreads();
+    if (!pieces_done(red, (FWD ? 4 : 1) * TM * SQ_BS, pc, at, a.part, a.count, s_last)) return;
+    __syncthreads();
+    const int n0 = at.ty * TM, col = pc.ob * SQ_BS + tid % SQ_BS;
+    if (FWD) cell_fwd(a, red, s_tok, TM, n0, col);
+    else cell_bwd(a, red, n0, col, at.ty);
+    sync.done(pc.ob, at.ty);
+}
+
 template <typename T, int TM, bool FWD, int RING, typename Sync>
 __device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const Sync &sync, T *wres = NULL,
                          bool load_w = false) {
     using C = Sq<T, TM, FWD, RING>;
     constexpr bool RES = C::RES;
+    static_assert(TM * SQ_BS / C::NT == SQ_PER, "epilogue rows per thread");
     __shared__ int s_last;
     int *s_idx = (int *)(smem + (C::RBYTES > C::RED ? C::RBYTES : C::RED)), *s_blk = s_idx + SQ_PIECE, *s_tok = s_blk + SQ_PIECE;
     const int tid = threadIdx.x, grp = tid / TM, lt = tid % TM;
-    MmPiece pc = a.pieces[at.piece];
-    if (!a.in) {  // no product: one CTA per list runs the epilogue alone
-        if (pc.rank) return;
-        pc.nparts = 1;
-        pc.end = pc.beg;
-    }
-    const int n0 = at.ty * TM, valid = min(TM, a.B - n0), total = pc.end - pc.beg;
+    MmPiece pc;
+    const int total = seq_tile_begin<FWD>(a, at, TM, pc, s_idx, s_blk, s_tok);
+    if (total < 0) return;
+    const int n0 = at.ty * TM, valid = min(TM, a.B - n0);
     const T *in = (const T *)a.in, *w = (const T *)a.w;
     const long ld_in = FWD ? a.H : 4L * a.H;
-    for (int i = tid; i < total; i += C::NT) {
-        s_idx[i] = a.idx[pc.beg + i];
-        s_blk[i] = a.blk[pc.beg + i];
-    }
-    if (FWD && a.xtab)  // the rows' bytes now, so the epilogue's table loads wait on nothing
-        for (int i = tid; i < valid; i += C::NT) s_tok[i] = a.tok[n0 + i];
-    __syncthreads();
     const SeqCopies<T, TM, FWD> cps(ld_in, a.H, a.gstride, valid);
     auto a_at = [&](int slot) { return (T *)(smem + slot * C::STAGE); };
     auto w_at = [&](int st) { return RES ? wres + st * C::W_ELEMS : a_at(st % C::S) + C::A_ELEMS; };
@@ -297,22 +331,7 @@ __device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const
     }
     cp_wait<0>();
     __syncthreads();
-
-    // Each group's tile to shared memory: fwd keeps the 4 gates apart, bwd sums them in order.
-    float *red = (float *)smem;
-    acc_store<SQ_BS>(red, acc, grp, TM, lt);
-    __syncthreads();
-    if (!FWD)
-        for (int i = tid; i < TM * SQ_BS; i += C::NT)
-            red[i] = ((red[i] + red[TM * SQ_BS + i]) + red[2 * TM * SQ_BS + i]) + red[3 * TM * SQ_BS + i];
-    __syncthreads();
-    if (!pieces_done(red, (FWD ? 4 : 1) * TM * SQ_BS, pc, at, a.part, a.count, &s_last)) return;
-    __syncthreads();
-    static_assert(TM * SQ_BS / C::NT == SQ_PER, "epilogue rows per thread");
-    const int col = pc.ob * SQ_BS + tid % SQ_BS;
-    if (FWD) cell_fwd(a, red, s_tok, TM, n0, col);
-    else cell_bwd(a, red, n0, col, at.ty);
-    sync.done(pc.ob, at.ty);
+    seq_tile_end<FWD>(a, at, pc, acc, (float *)smem, s_tok, TM, &s_last, sync);
 }
 
 // f(std::integral_constant<int, TM>) for the rows per CTA that B takes.

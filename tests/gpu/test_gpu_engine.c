@@ -2,8 +2,8 @@
 // fused step kernels, or in one persistent launch per direction) against the CPU reference
 // and against the GPU's own per-step ops, on shapes that reach every path of its kernels: hub lists cut into pieces, 1-2 row tiles of
 // 32/64/128 rows with odd B, layer norm on and off, 1-2 layers, the input projection fused
-// (E a multiple of 32) or not, windows of another length, the dense masks' cuBLAS path, and
-// both rings of the forward step kernel.
+// (E a multiple of 32) or not, windows of another length, the dense masks' cuBLAS path,
+// both rings of the forward step kernel and both copy forms of the bf16 backward's.
 #include "gpu_train.h"
 
 typedef struct {
@@ -122,6 +122,40 @@ static void check_ring(const char *ring) {
 }
 TEST(gpu_engine_shallow_ring_matches_cpu) { check_ring("shallow"); }
 TEST(gpu_engine_deep_ring_matches_cpu) { check_ring("deep"); }
+
+// The bf16 backward step kernel's two copy forms (lstm_seq_host.cu bulk_copies): the cp.async
+// ring against the CPU (the other tests run the bulk copy engine's), and the two giving the
+// same bits (the same products in the same order) on the sparse shapes: hub lists cut into
+// pieces, a second row tile of 2 rows (whose boxes' rows past B arrive as zeros), tiles of 64.
+TEST(gpu_engine_cp_ring_matches_cpu) {
+    setenv("SWLSTM_SEQ_COPY", "cp", 1);
+    check_engine("bf16", "on", 1e-2, 1e-2);
+    unsetenv("SWLSTM_SEQ_COPY");
+}
+
+TEST(gpu_engine_bulk_copies_same_bits) {
+    const Backend *gpu = backend_cuda("bf16");
+    for (int k = 0; k < 3; k++) {
+        const EngShape *s = &eshapes[k];
+        Batch b = batch_make(s->B, s->T, s->H, 11);
+        real *g[2];
+        double loss[2];
+        size_t n = 0;
+        for (int v = 0; v < 2; v++) {
+            setenv("SWLSTM_SEQ_COPY", v ? "bulk" : "cp", 1);
+            EngRun r = eng_run(s, gpu, "on", &b);
+            n = r.m->nparams;
+            g[v] = h_from(gpu, r.m->grads, n);
+            loss[v] = r.loss;
+            eng_free(&r);
+        }
+        unsetenv("SWLSTM_SEQ_COPY");
+        int same = loss[0] == loss[1] && memcmp(g[0], g[1], sizeof(real) * n) == 0;
+        free(g[0]); free(g[1]);
+        batch_free(&b);
+        CHECK_MSG(same, "%s H=%d B=%d: the bulk-copy backward gave other bits than the cp.async one", s->sparsity, s->H, s->B);
+    }
+}
 
 // A window of another length recaptures the graph; going back to the first length too. The
 // persistent form (bf16: its weights fit) takes the length as an argument of the same kernel.
