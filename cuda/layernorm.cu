@@ -77,20 +77,6 @@ void norm_act_fwd_cuda(real *u, real *s, real *stat, const real *x, const real *
     layernorm_fwd_with(u, stat, x, gain, bias, N, C, NormAct{mul ? s : NULL, mul, add, true});
 }
 
-// dbias[j] += sum_n dy[n][j], dgain[j] += sum_n dy[n][j] * xhat[n][j], in col_sum's order.
-__global__ void layernorm_param_grad_kernel(real *dgain, real *dbias, const real *dy, const real *x, const real *stat, int N,
-                                            int C) {
-    pdl_enter();
-    const int j = blockIdx.x * 32 + threadIdx.x;
-    float2 s = col_sum([&](long n, int c) {
-        float d = dy[n * C + c];
-        return make_float2(d, d * (x[n * C + c] - stat[2 * n]) * stat[2 * n + 1]);
-    }, 0, N, j, C);
-    if (threadIdx.y || j >= C) return;
-    dbias[j] += s.x;
-    dgain[j] += s.y;
-}
-
 // Row n = blockIdx.x through its norm (row_norm_bwd); dx may alias dy.
 __global__ void layernorm_bwd_kernel(real *dx, bf16 *dxb, const real *dy, const real *x, const real *stat, const real *gain,
                                      int C) {
@@ -104,6 +90,6 @@ __global__ void layernorm_bwd_kernel(real *dx, bf16 *dxb, const real *dy, const 
 void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
                         const real *gain, int N, int C) {
     if (N <= 0) return;
-    launch_pdl(layernorm_param_grad_kernel, cdiv(C, 32), col_threads(), 0, dgain, dbias, dy, x, stat, N, C);
+    launch_pdl(norm_param_grad_kernel<2>, cdiv(C, 32), col_threads(), 0, dgain, dbias, dy, x, stat, N, C, C);
     launch_pdl(layernorm_bwd_kernel, N, ROW_THREADS, 0, dx, twin_out(dx, (size_t)N * C), dy, x, stat, gain, C);
 }

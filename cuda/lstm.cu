@@ -69,21 +69,6 @@ __global__ void lstm_bwd_cell_kernel(real *dz, bf16 *dzb, real *dc_prev, const r
     }
 }
 
-// dbias[j] += sum_b dpre[b][j] and dln_gain[j] += sum_b dpre[b][j] * xhat[b][j] (either may
-// be NULL), in col_sum's order; xhat of column j from its gate's (mean, rstd).
-__global__ void ln_param_grad_kernel(real *dbias, real *dgain, const real *dpre, const real *z, const real *lnstat, int B,
-                                     int H) {
-    pdl_enter();
-    const int j = blockIdx.x * 32 + threadIdx.x, G = 4 * H, g2 = 2 * (j / H);
-    float2 s = col_sum([&](long b, int k) {
-        float d = dpre[b * G + k];
-        return make_float2(d, d * (z[b * G + k] - lnstat[b * 8 + g2]) * lnstat[b * 8 + g2 + 1]);
-    }, 0, B, j, G);
-    if (threadIdx.y || j >= G) return;
-    if (dbias) dbias[j] += s.x;
-    if (dgain) dgain[j] += s.y;
-}
-
 // Row b = blockIdx.x of dz through the layer norm of gate g = blockIdx.y, in place (row_norm_bwd).
 __global__ void ln_bwd_kernel(real *dz, bf16 *dzb, const real *z, const real *lnstat, const real *ln_gain, int H) {
     pdl_enter();
@@ -105,8 +90,8 @@ void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln
         if (dbias) colsum_acc(dbias, dz, B, 4 * H, s);
         return;
     }
-    launch_attr(attr_pdl(true), ln_param_grad_kernel, cdiv(4L * H, 32), col_threads(), 0, s, dbias, dln_gain, dz, z, lnstat,
-                B, H);
+    launch_attr(attr_pdl(true), norm_param_grad_kernel<8>, cdiv(4L * H, 32), col_threads(), 0, s, dln_gain, dbias,
+                (const real *)dz, z, lnstat, B, 4 * H, H);
     launch_attr(attr_pdl(true), ln_bwd_kernel, dim3(B, 4), ROW_THREADS, 0, s, dz, dzb, z, lnstat, ln_gain, H);
 }
 

@@ -96,3 +96,21 @@ __device__ inline auto col_sum(F f, long n0, long n1, int r, int R) {
     return t;
 }
 static inline dim3 col_threads() { return dim3(32, COL_LANES); }
+
+// A layer norm's parameter gradients over N rows of dy, x [N, C]: dbias[c] += sum_n dy[n][c],
+// dgain[c] += sum_n dy[n][c] * xhat[n][c] (either may be NULL), in col_sum's order. Columns
+// are normed in groups of `group` (the LSTM's 4 gates: H; a plain layer norm: C), group k of
+// row n by stat[n * SS + 2k] = (mean, rstd). A CTA of col_threads() per 32 columns.
+template <int SS>
+__global__ void norm_param_grad_kernel(real *dgain, real *dbias, const real *dy, const real *x, const real *stat, int N, int C,
+                                       int group) {
+    pdl_enter();
+    const int j = blockIdx.x * 32 + threadIdx.x, k = 2 * (j / group);
+    float2 s = col_sum([&](long n, int c) {
+        float d = dy[n * C + c];
+        return make_float2(d, d * (x[n * C + c] - stat[n * SS + k]) * stat[n * SS + k + 1]);
+    }, 0, N, j, C);
+    if (threadIdx.y || j >= C) return;
+    if (dbias) dbias[j] += s.x;
+    if (dgain) dgain[j] += s.y;
+}
