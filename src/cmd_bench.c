@@ -286,8 +286,8 @@ static void bench_train(int only, const char *dtype, const char *cell) {
     char dev[256];
     size_t l2;
     cb_device(dev, sizeof dev, &l2);
-    printf("device: %s\ntraining step (1 layer, E = 64, block 32, T = 128): medians of 5 steps after 2; "
-           "peak = device memory the run holds\n\n", dev);
+    printf("device: %s; L2 read: %.0f GB/s (the step kernels' ceiling)\ntraining step (1 layer, E = 64, block 32, T = 128): "
+           "medians of 5 steps after 2; peak = device memory the run holds\n\n", dev, cb_l2_gbps(l2));
     printf("| H | W_h mask | density | W_h weights | dtype | B | path | fwd ms | bwd+adam ms | step ms | chars/s | peak GiB |\n"
            "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     static const TrainRow rows[] = {
