@@ -2,7 +2,8 @@
 // stored bs x bs blocks (bsmat.h): vals[k*bs*bs + i*bs + j] = W[br*bs + i][bc*bs + j].
 //   fwd         y[N,rows] (=|+=) x[N,cols] W^T   one CTA per (block row, TM rows of N), CSR
 //   bwd_data    dx[N,cols] (=|+=) dy[N,rows] W   one CTA per (block column, TM rows), CSC
-//               (both: the same kernel, a cp.async pipeline over pieces of the block lists)
+//               (both: the same kernel, a cp.async pipeline over pieces of the block lists;
+//               bf16 block 32 on the bulk copy engine instead, bsmm_bulk.cu)
 //   bwd_weight  dvals += dy^T x, stored blocks    bsmm_bwd_weight.cu
 // Each output element is owned by one CTA and summed in a fixed order: no atomics, the
 // same bits every run. bf16 mode reads bf16 weights (the shadow) and rounds activations to
@@ -20,8 +21,6 @@
 // indices are copied to shared memory first, so no copy's address waits on a load; each
 // thread's copy addresses are fixed but for the slab and block. A column cut into several
 // pieces is finished by the CTA that completes last (pieces_done).
-#define MM_LIST 256
-static_assert(MM_LIST >= 2048 / 8, "a piece's indices (mm_piece_len) fit in shared memory");
 
 template <typename T, int BS, int TM, bool FWD>
 struct Mm {
@@ -49,16 +48,6 @@ struct Mm {
     static_assert(STAGE % 16 == 0 && (size_t)NT * BS * 4 <= RING, "ring layout");
 };
 
-typedef struct {
-    real *out;
-    const void *in;               // activations: bf16 or float, like the blocks
-    const void *w;
-    const MmPiece *pieces;        // one per blockIdx.x
-    const int *idx, *blk;         // entry p: input slab idx[p], block blk[p] (NULL: p)
-    float *part;                  // [piece][gridDim.y][TM * BS] partial tiles of cut columns
-    int *count;                   // [ob][gridDim.y] pieces finished (back to 0 when done)
-    int N, ld_in, ld_out, acc;
-} MmArgs;
 
 template <typename T, int BS, int TM, bool FWD>
 __global__ void __launch_bounds__(Mm<T, BS, TM, FWD>::NT) bsmm_mm_kernel(MmArgs p) {
@@ -192,6 +181,7 @@ static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals,
     a.in = act_operand<BF>(in, (size_t)N * a.ld_in, SCRATCH_XBF16);
     int np = FWD ? d->fwd_npieces : d->bwd_npieces, nob = FWD ? w->nbr : w->nbc;
     typedef typename std::conditional<BF, bf16, float>::type T;
+    if (BF && w->bs == 32 && bsmm_bulk_copies()) return bsmm_bulk_launch(a, np, nob, w->nnzb, pick_tm(a.N, np), FWD);
     switch (w->bs) {
     case 8: launch_mm_bs<T, 8, FWD>(a, np, nob); break;
     case 16: launch_mm_bs<T, 16, FWD>(a, np, nob); break;

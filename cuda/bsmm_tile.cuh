@@ -272,6 +272,23 @@ __device__ inline void tile_finish(float *red, int rows, const MmPiece &pc, floa
     }
 }
 
+// ---- bsmm.cu's products (fwd, bwd_data): their arguments, for both copy forms ----
+#define MM_LIST 256
+static_assert(MM_LIST >= 2048 / 8, "a piece's indices (mm_piece_len) fit in shared memory");
+typedef struct {
+    real *out;
+    const void *in;               // activations: bf16 or float, like the blocks
+    const void *w;
+    const MmPiece *pieces;        // one per blockIdx.x
+    const int *idx, *blk;         // entry p: input slab idx[p], block blk[p] (NULL: p)
+    float *part;                  // [piece][gridDim.y][TM * BS] partial tiles of cut columns
+    int *count;                   // [ob][gridDim.y] pieces finished (back to 0 when done)
+    int N, ld_in, ld_out, acc;
+} MmArgs;
+// bf16 block 32 on the bulk copy engine (bsmm_bulk.cu) unless SWLSTM_BSMM_COPY=cp (the tests run both).
+bool bsmm_bulk_copies(void);
+void bsmm_bulk_launch(const MmArgs &a, int npieces, int nob, long nnzb, int tm, bool fwd);
+
 // ---- host: the launchers' checks ----
 static inline const DevBsMat *dev_of(const BsMat *w) {
     if (!w->dev) die("internal: block-sparse matrix used on cuda before bsmat_upload");

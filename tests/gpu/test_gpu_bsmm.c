@@ -1,6 +1,7 @@
 // test_gpu_bsmm.c: the CUDA block-sparse matmuls against the CPU reference, every block size,
 // dense/random/ba/ws masks, odd N, both precisions, with and without accumulation; outputs
-// poisoned with NaN first; the same inputs twice give the same bits; the bf16 weight shadow.
+// poisoned with NaN first; the same inputs twice give the same bits; both copy forms of bf16
+// block 32 (the same bits); the bf16 weight shadow.
 #include "../../src/bsmat.h"
 #include "../../src/mask.h"
 #include "gpu_check.h"
@@ -108,7 +109,7 @@ TEST(gpu_bsmm_bf16_matches_cpu) { check_precision("bf16"); }
 
 // Lists longer than a piece (70 blocks a row, 280 a gate-stacked column; hubs of ba_8), so
 // pieces are summed by the fix-up, with row counts below, at and above one row tile (32),
-// and those of a time step on one gate's matrix (bf16: bsmm_walk.cu's 64- and 128-row tiles,
+// and those of a time step on one gate's matrix (the general kernels' 64- and 128-row tiles,
 // with and without acc).
 TEST(gpu_bsmm_long_lists_match_cpu) {
     const char *masks_long[] = {"dense", "ba_8"}, *precs[] = {"fp32", "bf16"};
@@ -159,8 +160,8 @@ static real *gpu_result(const Backend *gpu, Case *c, int op) {
     return h_from(gpu, c->d_out, n);
 }
 
-// Both precisions at 384 rows (the general kernel) and at 100 rows of one gate's matrix with
-// cut lists (in bf16, bsmm_walk.cu's kernel and its fix-up).
+// Both precisions at 384 rows and at 100 rows of one gate's matrix with cut lists (the
+// general kernels and their fix-up).
 TEST(gpu_bsmm_deterministic) {
     const char *precs[] = {"fp32", "bf16"};
     unsigned long long s = 77;
@@ -177,6 +178,45 @@ TEST(gpu_bsmm_deterministic) {
             if (!same) {
                 case_free(gpu, &c);
                 CHECK_MSG(0, "%s op %d N=%d: two runs on the same inputs differ", precs[p], op, c.N);
+            }
+        }
+        case_free(gpu, &c);
+    }
+}
+
+// bf16 block 32's two copy forms of fwd and bwd_data (bsmm_bulk.cu against bsmm.cu's cp.async
+// kernel, SWLSTM_BSMM_COPY): the cp.async one against the CPU (the other tests run the bulk
+// one), and the two giving the same bits (the same groups, entries and order) on long lists
+// cut into pieces, one gate and gate-stacked, dense, at 33 to 384 rows (32-, 64- and 128-row
+// tiles, partial last tiles).
+TEST(gpu_bsmm_cp_ring_matches_cpu) {
+    setenv("SWLSTM_BSMM_COPY", "cp", 1);
+    check_precision("bf16");
+    unsetenv("SWLSTM_BSMM_COPY");
+}
+
+TEST(gpu_bsmm_bulk_copies_same_bits) {
+    const Backend *gpu = backend_cuda("bf16");
+    const char *descs[] = {"ba_8", "ba_8", "dense"};
+    const int nbs[] = {70, 70, 6}, gates[] = {4, 1, 4}, Ns_b[] = {33, 100, 128, 384};
+    unsigned long long s = 57;
+    for (int q = 0; q < 12; q++) {
+        const int k = q / 4, N = Ns_b[q % 4];
+        Case c = case_make_nb(gpu, 32, descs[k], nbs[k], gates[k], N, &s);
+        for (int op = FWD; op <= BWD_DATA; op++) {
+            size_t n = op == FWD ? c.ny : c.nx;
+            setenv("SWLSTM_BSMM_COPY", "cp", 1);
+            real *a = gpu_result(gpu, &c, op);
+            setenv("SWLSTM_BSMM_COPY", "bulk", 1);
+            real *b = gpu_result(gpu, &c, op);
+            unsetenv("SWLSTM_BSMM_COPY");
+            int same = memcmp(a, b, sizeof(real) * n) == 0;
+            free(a);
+            free(b);
+            if (!same) {
+                case_free(gpu, &c);
+                CHECK_MSG(0, "%s gates=%d N=%d %s: the bulk-copy product differs from the cp.async one", descs[k], gates[k], N,
+                          op == FWD ? "fwd" : "bwd_data");
             }
         }
         case_free(gpu, &c);
