@@ -3,8 +3,8 @@
 // map over the input) and blocks onto one mbarrier, in the 64-byte swizzle tile_mma reads, so
 // no thread spends instructions on copies and no row is padded. H200, same call, against the
 // cp.async kernel (SWLSTM_BSMM_COPY=cp): the per-step path's 8192 ba_8 bsmm fwd at 128 rows
-// 83.2 -> 68.4 us, bwd-data 72.6 -> 62.9 us; kernel table bwd-data 10% N = 32 24.8 -> 20.7 us;
-// mlstm dense 2048 53.6 -> 46.7 ms a step, 8192 ba_7 68.4-68.5 -> 67.8-67.9.
+// 83.2 -> 68.1 us, bwd-data 73.1 -> 62.9 us; kernel table bwd-data N = 32, 10% 24.7 -> 20.4 us,
+// 100% 159 -> 112 us; mlstm dense 2048 53.5 -> 46.3 ms a step, 8192 ba_7 68.4 -> 67.8.
 #include <string.h>
 #include "bsmm_tile.cuh"
 #include "bulk.cuh"
