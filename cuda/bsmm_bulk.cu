@@ -5,15 +5,10 @@
 // cp.async kernel (SWLSTM_BSMM_COPY=cp): the per-step path's 8192 ba_8 bsmm fwd at 128 rows
 // 83.2 -> 68.1 us, bwd-data 73.1 -> 62.9 us; kernel table bwd-data N = 32, 10% 24.7 -> 20.4 us,
 // 100% 159 -> 112 us; mlstm dense 2048 53.5 -> 46.3 ms a step, 8192 ba_7 68.4 -> 67.8.
-#include <string.h>
 #include "bsmm_tile.cuh"
 #include "bulk.cuh"
 
-bool bsmm_bulk_copies(void) {
-    const char *e = getenv("SWLSTM_BSMM_COPY");
-    if (e && *e && strcmp(e, "cp") && strcmp(e, "bulk")) die("SWLSTM_BSMM_COPY=%s: expected cp or bulk", e);
-    return !(e && !strcmp(e, "cp"));
-}
+bool bsmm_bulk_copies(void) { return env_choice("SWLSTM_BSMM_COPY", "cp", "bulk") != 0; }
 
 // The same groups, entries and order as bsmm_mm_kernel (so the same bits): group g of stage st
 // takes entry st * KG + g. One thread issues a stage's KG activation boxes (TM rows x 32, from
@@ -46,9 +41,7 @@ __global__ void __launch_bounds__(Mb<TM>::NT) bsmm_bulk_kernel(const __grid_cons
         s_idx[i] = p.idx[pc.beg + i];
         s_blk[i] = p.blk ? p.blk[pc.beg + i] : pc.beg + i;
     }
-    if (tid < C::S) mbar_init(full + tid, 1);
-    mbar_init_fence();
-    __syncthreads();
+    mbar_init_all(full, C::S);
     pdl_enter();  // the input and the weights may come from the op before
     auto a_at = [&](int st, int gg) { return (bf16 *)(smem + st % C::S * C::STAGE) + gg * C::A_ELEMS; };
     auto w_at = [&](int st, int gg) { return (bf16 *)(smem + st % C::S * C::STAGE) + C::KG * C::A_ELEMS + gg * C::W_ELEMS; };
@@ -65,13 +58,10 @@ __global__ void __launch_bounds__(Mb<TM>::NT) bsmm_bulk_kernel(const __grid_cons
     if (tid == 0)
         for (int st = 0; st < C::S - 1 && st < nst; st++) issue(st);
     float acc[32] = {};
-    for (int st = 0; st < nst; st++) {
-        mbar_wait(full + st % C::S, (st / C::S) & 1);
-        __syncthreads();  // every warp is past stage st - 1: its slot may be refilled
-        if (tid == 0 && st + C::S - 1 < nst) issue(st + C::S - 1);
+    ring_walk<C::S>(full, nst, issue, [&](int st) {
         if (st * C::KG + g < cnt)  // nothing was copied for a group past the list's end
             tile_mma<32, 32, false, !FWD, 1, true>(reinterpret_cast<float (&)[1][32]>(acc), a_at(st, g), 32, w_at(st, g), 32, 0, lt);
-    }
+    });
     __syncthreads();  // every copy has landed and been read: the ring becomes red
     float *red = (float *)smem;
     acc_store<32>(red, acc, g, TM, lt);

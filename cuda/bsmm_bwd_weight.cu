@@ -156,9 +156,7 @@ __global__ void __launch_bounds__(Bt<NG>::NT) bwd_weight_tma_kernel(const __grid
     const int tid = threadIdx.x, gi = p.g0 + blockIdx.x, lt = tid % BW_M, g0 = tid / BW_M * C::GP, j = lt / 32;
     const int br = p.g.row[gi], k0 = p.g.k0[gi], cnt = p.g.cnt[gi], nst = (p.N + C::KC - 1) / C::KC;
     auto box = [&](int st, int b) { return (bf16 *)(smem + st % C::S * C::STAGE) + b * C::BOX; };  // b: NG gates, then x
-    if (tid < C::S) mbar_init(bar + tid, 1);
-    mbar_init_fence();
-    __syncthreads();
+    mbar_init_all(bar, C::S);
     int col[BW_M / 32];  // thread 0's: the blocks' x columns
     auto issue = [&](int st) {
         uint64_t *b = bar + st % C::S;
@@ -174,13 +172,10 @@ __global__ void __launch_bounds__(Bt<NG>::NT) bwd_weight_tma_kernel(const __grid
         for (int st = 0; st < C::S - 1 && st < nst; st++) issue(st);
     }
     float acc[C::GP][32] = {};
-    for (int st = 0; st < nst; st++) {
-        mbar_wait(bar + st % C::S, (st / C::S) & 1);
-        __syncthreads();  // every warp is past stage st - 1: its slot may be refilled
-        if (tid == 0 && st + C::S - 1 < nst) issue(st + C::S - 1);
+    ring_walk<C::S>(bar, nst, issue, [&](int st) {
         if (j < cnt)
             tile_mma<32, C::KC, true, true, C::GP, true>(acc, box(st, NG + j), 32, box(st, g0), 32, C::BOX, lt % 32);
-    }
+    });
     bw_store<32, C::GP>(acc, p, k0, cnt, g0, lt);
 }
 

@@ -21,6 +21,12 @@ __device__ inline void mbar_init(uint64_t *bar, int count) {
 }
 // After mbar_init and before any thread (or the copy engine) uses the barriers; then a __syncthreads.
 __device__ inline void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+// n barriers of count 1, ready for every thread of the CTA (a CTA-wide barrier: all threads call it).
+__device__ inline void mbar_init_all(uint64_t *bar, int n) {
+    if ((int)threadIdx.x < n) mbar_init(bar + threadIdx.x, 1);
+    mbar_init_fence();
+    __syncthreads();
+}
 
 __device__ inline void mbar_expect(uint64_t *bar, uint32_t bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
@@ -56,4 +62,17 @@ __device__ inline void tensor_load_3d(void *dst, const void *map, int c0, int c1
 __device__ inline void bulk_load_hint(void *dst, const void *src, uint32_t bytes, uint64_t *bar, uint64_t pol) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
                  ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(pol) : "memory");
+}
+
+// The CTA walks stages 0..n-1 of a ring of S slots, one barrier each: stages 0..S-2 already
+// issued, it waits for stage st, then (all threads past stage st - 1, so its slot is free)
+// thread 0 issues stage st + S - 1 and everyone uses stage st.
+template <int S, typename Issue, typename Use>
+__device__ inline void ring_walk(uint64_t *bar, int n, Issue issue, Use use) {
+    for (int st = 0; st < n; st++) {
+        mbar_wait(bar + st % S, (st / S) & 1);
+        __syncthreads();
+        if (threadIdx.x == 0 && st + S - 1 < n) issue(st + S - 1);
+        use(st);
+    }
 }

@@ -1,7 +1,6 @@
 // lstm_seq.cu: the recurrent engine's step kernel (lstm_seq.cuh): one launch runs one time
 // step of a layer, a CTA per tile (lstm_seq_tile.cuh); a window's launches replay as a CUDA
 // graph (lstm_seq_host.cu).
-#include <string.h>
 #include "lstm_seq_bulk.cuh"
 
 // The step kernels' order: a kernel boundary, programmatic (PDL). Nothing the previous step
@@ -64,11 +63,7 @@ static void launch(const SeqStep &a, dim3 grid, cudaStream_t stream) {
 // the tests run either ring on any shape.
 template <typename T, int TM>
 static bool deep_ring(long ctas) {
-    const char *e = getenv("SWLSTM_SEQ_RING");
-    if (e && *e) {
-        if (strcmp(e, "shallow") && strcmp(e, "deep")) die("SWLSTM_SEQ_RING=%s: expected shallow or deep", e);
-        return !strcmp(e, "deep");
-    }
+    if (int c = env_choice("SWLSTM_SEQ_RING", "shallow", "deep"); c >= 0) return c;
     return Sq<T, TM, true, RING_DEEP>::MINB >= 2 || ctas <= (long)Sq<T, TM, true>::MINB * g_cuda.nsm;
 }
 

@@ -22,8 +22,7 @@ struct Sb {
     static constexpr size_t RING = S * STAGE, RED = (size_t)4 * TM * SQ_BS * sizeof(float);
     static constexpr size_t TAIL = S * sizeof(uint64_t) + 2 * SQ_PIECE * sizeof(int);
     static constexpr size_t SMEM = 1024 + (RING > RED ? RING : RED) + TAIL;  // 1024: the ring's alignment
-    static constexpr int BY_SMEM = (int)(227 * 1024 / (SMEM + 1024));
-    static constexpr int MINB = BY_SMEM < 1024 / NT ? BY_SMEM : 1024 / NT;
+    static constexpr int MINB = seq_ctas_per_sm(SMEM, NT);
     static_assert(STAGE % 1024 == 0 && (TM * SQ_BS * sizeof(bf16)) % 512 == 0, "swizzled boxes on 512-byte boundaries");
 };
 
@@ -39,9 +38,7 @@ __device__ void seq_tile_bulk_bwd(const SeqStep &a, TileAt at, unsigned char *sm
     MmPiece pc;
     const int total = seq_tile_begin<false>(a, at, TM, pc, s_idx, s_blk, NULL);
     if (total < 0) return;
-    if (tid < C::S) mbar_init(full + tid, 1);
-    mbar_init_fence();
-    __syncthreads();
+    mbar_init_all(full, C::S);
     const int n0 = at.ty * TM;
     auto a_at = [&](int st) { return (bf16 *)(smem + st % C::S * C::STAGE); };
     auto w_at = [&](int st) { return a_at(st) + C::A_ELEMS; };
@@ -63,13 +60,10 @@ __device__ void seq_tile_bulk_bwd(const SeqStep &a, TileAt at, unsigned char *sm
     if (tid == 0)
         for (int st = 0; st < AHEAD && st < total; st++) issue_a(st);
     float acc[SQ_BS] = {};
-    for (int st = 0; st < total; st++) {
-        mbar_wait(full + st % C::S, (st / C::S) & 1);
-        __syncthreads();  // every warp is past entry st - 1: its slot may be refilled
-        if (tid == 0 && st + AHEAD < total) issue_w(st + AHEAD), issue_a(st + AHEAD);
+    ring_walk<C::S>(full, total, [&](int st) { issue_w(st), issue_a(st); }, [&](int st) {
         tile_mma<SQ_BS, SQ_BS, false, true, 1, true>(reinterpret_cast<float (&)[1][SQ_BS]>(acc), a_at(st) + grp * TM * SQ_BS,
                                                      SQ_BS, w_at(st) + grp * SQ_BS * SQ_BS, SQ_BS, 0, lt);
-    }
+    });
     __syncthreads();  // every copy has landed and been read: the ring becomes red
     seq_tile_end<false>(a, at, pc, acc, (float *)smem, NULL, TM, &s_last, sync);
 }

@@ -241,11 +241,7 @@ static SeqStep step_at(const Seq *s, const SeqStep &base, int t, int fwd, int T)
 
 // bf16: the backward step kernels copy through the bulk copy engine (lstm_seq_bulk.cuh)
 // unless SWLSTM_SEQ_COPY=cp (the cp.async ring, which the forward always runs; the tests run both).
-static bool bulk_copies(void) {
-    const char *e = getenv("SWLSTM_SEQ_COPY");
-    if (e && *e && strcmp(e, "cp") && strcmp(e, "bulk")) die("SWLSTM_SEQ_COPY=%s: expected cp or bulk", e);
-    return !(e && !strcmp(e, "cp"));
-}
+static bool bulk_copies(void) { return env_choice("SWLSTM_SEQ_COPY", "cp", "bulk") != 0; }
 
 // The persistent form of direction fwd over T steps: its flags reset, then one launch.
 template <bool BF, bool FWD>

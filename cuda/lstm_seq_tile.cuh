@@ -25,6 +25,13 @@
 // the epilogue's space.
 enum SeqRing { RING_SHALLOW, RING_DEEP, RING_RESIDENT };
 
+// CTAs per SM of a step kernel with smem bytes of shared memory and nt threads: as many as
+// shared memory holds (227 KB, 1 KB reserved per CTA), at most 1024 threads' worth, so that a
+// thread may use 64 registers (128 where one CTA of 512 is alone on its SM).
+constexpr int seq_ctas_per_sm(size_t smem, int nt) {
+    return (int)(227 * 1024 / (smem + 1024)) < 1024 / nt ? (int)(227 * 1024 / (smem + 1024)) : 1024 / nt;
+}
+
 template <typename T, int TM, bool FWD, int RING = RING_SHALLOW>
 struct Sq {
     static constexpr bool RES = RING == RING_RESIDENT;
@@ -44,8 +51,7 @@ struct Sq {
     // CTAs per SM: 1024 threads' worth, fewer where shared memory (227 KB, 1 KB reserved per
     // CTA) holds fewer; the register budget follows, so a CTA alone on its SM may use 128.
     // fp32's 3xTF32 tiles spill at 64 registers: one CTA (H100, 8192 ba_8 step 55.6 -> 54.5 ms).
-    static constexpr int BY_SMEM = RES || sizeof(T) == 4 ? 1 : (int)(227 * 1024 / (SMEM + 1024));
-    static constexpr int MINB = BY_SMEM < 1024 / NT ? BY_SMEM : 1024 / NT;
+    static constexpr int MINB = RES || sizeof(T) == 4 ? 1 : seq_ctas_per_sm(SMEM, NT);
     static_assert(STAGE % 16 == 0, "ring layout");
 };
 
