@@ -79,8 +79,7 @@ static void launch(MmArgs a, int npieces, int nob, long nnzb) {
     a.count = (int *)cuda_scratch(SCRATCH_COUNT, sizeof(int) * (size_t)nob * gy);
     const CUtensorMap am = tensor_map_2d(a.in, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.N, a.ld_in, a.ld_in, 32, TM,
                                          CU_TENSOR_MAP_SWIZZLE_64B);
-    const CUtensorMap wm = tensor_map_2d(a.w, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (int)(nnzb * 32), 32, 32, 32, 32,
-                                         CU_TENSOR_MAP_SWIZZLE_64B);
+    const CUtensorMap wm = tensor_map_blocks(a.w, nnzb);
     launch_pdl(bsmm_bulk_kernel<TM, FWD>, dim3(npieces, gy), C::NT, C::SMEM, am, wm, a);
 }
 

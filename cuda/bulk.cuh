@@ -10,6 +10,9 @@
 // elements apart, read in boxes of box_rows x box_cols (tensor_map.cu).
 CUtensorMap tensor_map_2d(const void *p, CUtensorMapDataType type, int rows, int cols, long ld, int box_cols, int box_rows,
                           CUtensorMapSwizzle swizzle);
+// A block-32 matrix's nnzb stored bf16 blocks as rows of 32, read a block (32 x 32) at a time
+// in the 64-byte swizzle (bsmm_tile.cuh sm_at).
+CUtensorMap tensor_map_blocks(const void *w, long nnzb);
 // A bf16 [planes, rows, cols] array, contiguous, read in boxes of box_rows x box_cols of one plane.
 CUtensorMap tensor_map_3d_bf16(const void *p, int planes, int rows, int cols, int box_cols, int box_rows,
                                CUtensorMapSwizzle swizzle);

@@ -30,8 +30,7 @@ __global__ void __launch_bounds__(Sb<TM>::NT, Sb<TM>::MINB)
 SeqMaps seq_maps(const bf16 *dz, int T, int B, int H, const bf16 *w, long nnzb) {
     SeqMaps m;
     m.dz = tensor_map_3d_bf16(dz, T, B, 4 * H, SQ_BS, seq_tm(B), CU_TENSOR_MAP_SWIZZLE_64B);
-    m.w = tensor_map_2d(w, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (int)(nnzb * SQ_BS), SQ_BS, SQ_BS, SQ_BS, SQ_BS,
-                        CU_TENSOR_MAP_SWIZZLE_64B);
+    m.w = tensor_map_blocks(w, nnzb);
     return m;
 }
 

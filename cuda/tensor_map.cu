@@ -39,6 +39,10 @@ CUtensorMap tensor_map_2d(const void *p, CUtensorMapDataType type, int rows, int
     return tensor_map(p, type, 2, dims, pitch, box, swizzle);
 }
 
+CUtensorMap tensor_map_blocks(const void *w, long nnzb) {
+    return tensor_map_2d(w, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (int)(nnzb * 32), 32, 32, 32, 32, CU_TENSOR_MAP_SWIZZLE_64B);
+}
+
 CUtensorMap tensor_map_3d_bf16(const void *p, int planes, int rows, int cols, int box_cols, int box_rows,
                                CUtensorMapSwizzle swizzle) {
     const cuuint64_t dims[3] = {(cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)planes};
