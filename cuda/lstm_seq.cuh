@@ -9,7 +9,7 @@
 #include "common.cuh"
 
 #define SQ_BS 32        // the engine's block size (8 and 16 run step by step)
-#define SQ_PIECE 16     // most list entries per CTA; longer lists (hubs) are cut into pieces
+#define SQ_PIECE 24     // most list entries per CTA; longer lists (hubs) are cut into pieces
 
 // Epilogues: EPI_CELL applies the cell (fwd) or its gradient (bwd); EPI_SUM only adds the
 // product in (z_t += W_h h_t, or dh += dz W_h), for layer norm, whose row statistics need

@@ -12,14 +12,18 @@
 // Row tiles of B rows (both directions).
 static int tiles(int B) { return cdiv(B, seq_tm(B)); }
 
-// List entries per CTA: half of SQ_PIECE where the forward's pieces of that length still
-// fill at most one wave (two CTAs per SM), so the short lists of a narrow mask run as
-// shorter chains side by side (H100, H = 4096 ba_4: 10.2 -> 9.2 ms per step); else SQ_PIECE,
-// as finer cuts of a grid that already takes several waves only add partial tiles
-// (H = 8192 ba_8: 20.5 ms at 16, 22.1 at 11, 24.9 at 8).
+// List entries per CTA (at most SQ_PIECE): 8 where the forward's pieces of 8 still fill at
+// most one wave (two CTAs per SM), so the short lists of a narrow mask run as shorter chains
+// side by side (H100, H = 4096 ba_4: 10.2 -> 9.2 ms per step); 24 where pieces of 16 would
+// take more than two waves, as fewer lists are then cut and summed across CTAs (H100, 18432
+// ba_8, 834 pieces of 16: 38.5 -> 35.8 ms per step); else 16 (8192 ba_8, 366 pieces: 16.9 ms
+// at 16, 17.0-17.1 at 24, 17.5 at 32; 20.5 at 16, 22.1 at 11, 24.9 at 8 in an earlier tree).
+// SWLSTM_SEQ_PIECE=n (1..SQ_PIECE) overrides it (the tests run long pieces on small masks).
 static int piece_len(const BsMat *w, int B) {
-    int half = SQ_PIECE / 2;
-    return (long)count_pieces(w->row_ptr, w->nbc, half) * tiles(B) <= 2L * g_cuda.nsm ? half : SQ_PIECE;
+    if (const char *e = getenv("SWLSTM_SEQ_PIECE"); e && *e) return (int)parse_long("SWLSTM_SEQ_PIECE", e, 1, SQ_PIECE);
+    const long wave = 2L * g_cuda.nsm, nt = tiles(B);
+    if (count_pieces(w->row_ptr, w->nbc, 8) * nt <= wave) return 8;
+    return count_pieces(w->row_ptr, w->nbc, 16) * nt > 2 * wave ? 24 : 16;
 }
 
 // A piece's list entries (the weights it keeps resident).

@@ -123,6 +123,15 @@ static void check_ring(const char *ring) {
 TEST(gpu_engine_shallow_ring_matches_cpu) { check_ring("shallow"); }
 TEST(gpu_engine_deep_ring_matches_cpu) { check_ring("deep"); }
 
+// Pieces of the longest length the step kernels take (SQ_PIECE, 24: what 18432 ba_8 runs),
+// against the CPU: ba_4's hubs cut into pieces of 24 and shorter ones.
+TEST(gpu_engine_long_pieces_match_cpu) {
+    setenv("SWLSTM_SEQ_PIECE", "24", 1);
+    check_engine("fp32", "on", 1e-5, 1e-4);
+    check_engine("bf16", "on", 1e-2, 1e-2);
+    unsetenv("SWLSTM_SEQ_PIECE");
+}
+
 // The bf16 backward step kernel's two copy forms (lstm_seq_host.cu bulk_copies): the cp.async
 // ring against the CPU (the other tests run the bulk copy engine's), and the two giving the
 // same bits (the same products in the same order) on the sparse shapes: hub lists cut into
