@@ -77,6 +77,14 @@ static void launch_bulk(const SeqStep &a, const SeqMaps &m, dim3 grid, cudaStrea
     launch_attr(attr_pdl(a.B > 64), seq_step_bulk_kernel<TM>, grid, dim3(C::NT), C::SMEM, stream, m.dz, m.w, a);
 }
 
+int seq_step_ctas_per_sm(bool bf, bool fwd, bool bulk, int B) {
+    return with_tm(B, [&](auto tm) {
+        constexpr int TM = decltype(tm)::value;
+        if (!bf) return fwd ? Sq<float, TM, true>::MINB : Sq<float, TM, false>::MINB;
+        return fwd ? Sq<bf16, TM, true>::MINB : bulk ? Sb<TM>::MINB : Sq<bf16, TM, false>::MINB;
+    });
+}
+
 template <bool BF, bool FWD>
 void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream, const SeqMaps *maps) {
     typedef typename std::conditional<BF, bf16, float>::type T;

@@ -9,7 +9,7 @@
 #include "common.cuh"
 
 #define SQ_BS 32        // the engine's block size (8 and 16 run step by step)
-#define SQ_PIECE 24     // most list entries per CTA; longer lists (hubs) are cut into pieces
+#define SQ_PIECE 32     // most list entries per CTA; longer lists (hubs) are cut into pieces
 
 // Epilogues: EPI_CELL applies the cell (fwd) or its gradient (bwd); EPI_SUM only adds the
 // product in (z_t += W_h h_t, or dh += dz W_h), for layer norm, whose row statistics need
@@ -101,5 +101,8 @@ void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream, const S
 template <bool BF, bool FWD>
 void seq_window_launch(const SeqStep &w, const SeqWork &k, cudaStream_t stream);
 SeqShape seq_window_shape(bool bf, bool fwd, int B);
+// CTAs per SM of the step kernel that a direction runs for B rows (the forward's shallow
+// ring; bulk: the bf16 backward's bulk-copy form).
+int seq_step_ctas_per_sm(bool bf, bool fwd, bool bulk, int B);
 // Rows per CTA for a batch of B rows (32, 64 or 128), both directions.
 int seq_tm(int B);

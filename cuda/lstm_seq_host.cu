@@ -12,18 +12,26 @@
 // Row tiles of B rows (both directions).
 static int tiles(int B) { return cdiv(B, seq_tm(B)); }
 
-// List entries per CTA (at most SQ_PIECE): 8 where the forward's pieces of 8 still fill at
+// bf16: the backward step kernels copy through the bulk copy engine (lstm_seq_bulk.cuh)
+// unless SWLSTM_SEQ_COPY=cp (the cp.async ring, which the forward always runs; the tests run both).
+static bool bulk_copies(void) { return env_choice("SWLSTM_SEQ_COPY", "cp", "bulk") != 0; }
+
+// List entries per CTA in direction fwd: 8 where the forward's pieces of 8 still fill at
 // most one wave (two CTAs per SM), so the short lists of a narrow mask run as shorter chains
-// side by side (H100, H = 4096 ba_4: 10.2 -> 9.2 ms per step); 24 where pieces of 16 would
-// take more than two waves, as fewer lists are then cut and summed across CTAs (H100, 18432
-// ba_8, 834 pieces of 16: 38.5 -> 35.8 ms per step); else 16 (8192 ba_8, 366 pieces: 16.9 ms
-// at 16, 17.0-17.1 at 24, 17.5 at 32; 20.5 at 16, 22.1 at 11, 24.9 at 8 in an earlier tree).
-// SWLSTM_SEQ_PIECE=n (1..SQ_PIECE) overrides it (the tests run long pieces on small masks).
-static int piece_len(const BsMat *w, int B) {
+// side by side (H100, H = 4096 ba_4: 10.2 -> 9.2 ms per step); SQ_PIECE where pieces of 16
+// would take more than two waves of the direction's step kernel, as fewer lists are then cut
+// and summed across CTAs (H100: 18432 ba_8, 834 pieces, 38.5 -> 35.8 ms per step at 24; the
+// 8192 ba_8 backward at 128 rows, one CTA an SM, 10.6-10.7 -> 10.4-10.5 ms at 24, 10.2 at 32);
+// else 16 (its forward, two CTAs an SM: 6.2 ms at 16, 6.6 at 24, 7.3 at 32). The counts are
+// the mask's rows', which its columns match in number. SWLSTM_SEQ_PIECE=n (1..SQ_PIECE)
+// overrides it (the tests run long pieces on small masks).
+static int piece_len(const Seq *s, int fwd) {
     if (const char *e = getenv("SWLSTM_SEQ_PIECE"); e && *e) return (int)parse_long("SWLSTM_SEQ_PIECE", e, 1, SQ_PIECE);
-    const long wave = 2L * g_cuda.nsm, nt = tiles(B);
-    if (count_pieces(w->row_ptr, w->nbc, 8) * nt <= wave) return 8;
-    return count_pieces(w->row_ptr, w->nbc, 16) * nt > 2 * wave ? 24 : 16;
+    const BsMat *w = s->a.wh;
+    const long nt = tiles(s->a.B), nsm = g_cuda.nsm;
+    if (count_pieces(w->row_ptr, w->nbc, 8) * nt <= 2 * nsm) return 8;
+    const long slots = nsm * seq_step_ctas_per_sm(s->bf, fwd, s->bf && bulk_copies(), s->a.B);
+    return count_pieces(w->row_ptr, w->nbc, 16) * nt > 2 * slots ? SQ_PIECE : 16;
 }
 
 // A piece's list entries (the weights it keeps resident).
@@ -151,8 +159,7 @@ void *seq_create_cuda(SeqArgs *a) {
     } else {
         int persist = !a->ln_gain && a->persistent;  // layer norm's whole-row statistics need a kernel between steps
         if (persist) s->flags = (int *)cu_alloc(2 * sizeof(int) * (size_t)s->nlists * tiles(a->B));
-        int len = piece_len(a->wh, a->B);  // one length for both directions
-        for (int d = 0; d < 2; d++) s->persist[d] = upload_lists(s, a->wh, d, len, persist);
+        for (int d = 0; d < 2; d++) s->persist[d] = upload_lists(s, a->wh, d, piece_len(s, d), persist);
         int gy = tiles(a->B), most = s->npieces[0] > s->npieces[1] ? s->npieces[0] : s->npieces[1];
         // a partial tile per piece and row tile: 4 gates x 32 columns x (tiles x rows < B + 128)
         CUDA_CHECK(cudaMalloc(&s->part, sizeof(float) * (size_t)most * (a->B + 128) * 4 * SQ_BS));
@@ -243,9 +250,6 @@ static SeqStep step_at(const Seq *s, const SeqStep &base, int t, int fwd, int T)
     return seq_at(base, t, fwd, T, s->bf ? (int)sizeof(bf16) : (int)sizeof(float), tiles(s->a.B));
 }
 
-// bf16: the backward step kernels copy through the bulk copy engine (lstm_seq_bulk.cuh)
-// unless SWLSTM_SEQ_COPY=cp (the cp.async ring, which the forward always runs; the tests run both).
-static bool bulk_copies(void) { return env_choice("SWLSTM_SEQ_COPY", "cp", "bulk") != 0; }
 
 // The persistent form of direction fwd over T steps: its flags reset, then one launch.
 template <bool BF, bool FWD>
