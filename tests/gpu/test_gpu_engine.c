@@ -12,7 +12,7 @@ typedef struct {
 } EngShape;
 
 static const EngShape eshapes[] = {
-    {"ba_4", 2048, 0, 1, 67, 9, 64},      // hub lists longer than a piece (16); 67 rows: one fwd tile of 128
+    {"ba_4", 2048, 0, 1, 67, 9, 64},      // hub lists longer than a piece (8 here); 67 rows: one fwd tile of 128
     {"random_0.2", 512, 1, 2, 130, 6, 32}, // two fwd tiles of 128 (the second of 2 rows), layer norm, 2 layers
     {"ws_4_0.2", 256, 0, 2, 33, 7, 24},   // tiles of 64; input not fused
     {"dense", 256, 1, 1, 5, 4, 64},       // tiles of 32; dense: the steps on cuBLAS
