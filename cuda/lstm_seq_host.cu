@@ -250,7 +250,6 @@ static SeqStep step_at(const Seq *s, const SeqStep &base, int t, int fwd, int T)
     return seq_at(base, t, fwd, T, s->bf ? (int)sizeof(bf16) : (int)sizeof(float), tiles(s->a.B));
 }
 
-
 // The persistent form of direction fwd over T steps: its flags reset, then one launch.
 template <bool BF, bool FWD>
 static void record_window(const Seq *s, const SeqStep &base, int T) {
