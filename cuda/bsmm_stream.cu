@@ -156,11 +156,7 @@ template <bool XB>
 static void stream_launch(real *y, const void *x, const BsMat *w, const bf16 *wb, int N, int acc) {
     const DevBsMat *d = (const DevBsMat *)w->dev;
     static thread_local bool ready;  // the attribute is per device: one per rank thread
-    if (!ready) {
-        CUDA_CHECK(cudaFuncSetAttribute(bsmm_stream_kernel<XB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)St<XB>::SMEM));
-        ready = true;
-    }
+    if (!ready) allow_smem(bsmm_stream_kernel<XB>, St<XB>::SMEM), ready = true;
     const int gy = cdiv(N, ST_ROWS);
     StArgs a = {y, wb, (const MmPiece *)d->fwd_pieces, d->col_idx,
                 (float *)cuda_scratch(SCRATCH_PART, sizeof(float) * (size_t)d->fwd_npieces * gy * ST_ROWS * 32),

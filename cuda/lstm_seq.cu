@@ -50,10 +50,7 @@ template <typename T, int TM, bool FWD, int RING>
 static void launch(const SeqStep &a, dim3 grid, cudaStream_t stream) {
     using C = Sq<T, TM, FWD, RING>;
     static thread_local bool ready;  // the attribute is per device: one per rank thread
-    if (!ready) {
-        CUDA_CHECK(cudaFuncSetAttribute(seq_step_kernel<T, TM, FWD, RING>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
-        ready = true;
-    }
+    if (!ready) allow_smem(seq_step_kernel<T, TM, FWD, RING>, C::SMEM), ready = true;
     launch_attr(attr_pdl(a.B > 64), seq_step_kernel<T, TM, FWD, RING>, grid, dim3(C::NT), C::SMEM, stream, a);
 }
 
@@ -70,10 +67,7 @@ template <int TM>
 static void launch_bulk(const SeqStep &a, const SeqMaps &m, dim3 grid, cudaStream_t stream) {
     using C = Sb<TM>;
     static thread_local bool ready;  // the attribute is per device: one per rank thread
-    if (!ready) {
-        CUDA_CHECK(cudaFuncSetAttribute(seq_step_bulk_kernel<TM>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
-        ready = true;
-    }
+    if (!ready) allow_smem(seq_step_bulk_kernel<TM>, C::SMEM), ready = true;
     launch_attr(attr_pdl(a.B > 64), seq_step_bulk_kernel<TM>, grid, dim3(C::NT), C::SMEM, stream, m.dz, m.w, a);
 }
 

@@ -71,11 +71,7 @@ static size_t window_most() {
 template <typename T, int TM, bool FWD>
 static void (*window_kernel())(SeqStep, SeqWork) {
     static thread_local bool ready;
-    if (!ready) {
-        CUDA_CHECK(cudaFuncSetAttribute(seq_window_kernel<T, TM, FWD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)window_most<T, TM, FWD>()));
-        ready = true;
-    }
+    if (!ready) allow_smem(seq_window_kernel<T, TM, FWD>, window_most<T, TM, FWD>()), ready = true;
     return seq_window_kernel<T, TM, FWD>;
 }
 
