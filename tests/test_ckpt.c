@@ -2,8 +2,8 @@
 // atomic commit.
 #ifndef SW_DOUBLE
 #include "test.h"
-#include "ckpt.h"
-#include "common.h"
+#include "io/ckpt.h"
+#include "base/common.h"
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>

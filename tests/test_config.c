@@ -1,8 +1,8 @@
 // test_config.c: defaults, file and command-line parsing, errors, canonical text round trip.
 #ifndef SW_DOUBLE
-#include "common.h"
-#include "config.h"
-#include "opts.h"
+#include "base/common.h"
+#include "model/config.h"
+#include "cli/opts.h"
 #include "test.h"
 #include <stdlib.h>
 #include <string.h>

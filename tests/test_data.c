@@ -1,7 +1,7 @@
 // test_data.c: corpus readers (raw, gzip, zip), split arithmetic and batch stripes.
 #ifndef SW_DOUBLE
-#include "common.h"
-#include "data.h"
+#include "base/common.h"
+#include "train/data.h"
 #include "test.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 // per rank against the one-rank layout, the gradient bucket plan, and the NCCL id exchange
 // through a file and over loopback TCP (other ranks are forked children).
 #ifndef SW_DOUBLE
-#include "dist.h"
+#include "train/dist.h"
 #include "test.h"
 #include <stdio.h>
 #include <stdlib.h>

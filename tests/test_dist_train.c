@@ -4,9 +4,9 @@
 #ifndef SW_DOUBLE
 #include <stdlib.h>
 #include <string.h>
-#include "../src/dist.h"
-#include "../src/eval.h"
-#include "../src/model_io.h"
+#include "train/dist.h"
+#include "train/eval.h"
+#include "model/model_io.h"
 #include "test.h"
 
 enum { B = 4, T = 8, LEN = 4096 };

@@ -4,8 +4,8 @@
 #ifndef SW_DOUBLE
 #include <stdlib.h>
 #include <string.h>
-#include "../src/model_io.h"
-#include "../src/verbs.h"
+#include "model/model_io.h"
+#include "cli/verbs.h"
 #include "test.h"
 
 // ---- a reader for the JSON subset of a safetensors header ----

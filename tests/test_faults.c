@@ -10,10 +10,10 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "atomic_file.h"
-#include "backend.h"
-#include "model_io.h"
-#include "npy.h"
+#include "io/atomic_file.h"
+#include "ops/backend.h"
+#include "model/model_io.h"
+#include "io/npy.h"
 #include "test.h"
 
 typedef void (*SaveFn)(const char *path, int version);  // writes version 0 or 1 of a file

@@ -3,10 +3,10 @@
 #ifndef SW_DOUBLE
 #include <stdlib.h>
 #include <string.h>
-#include "../src/docs.h"
-#include "../src/feature_extract.h"
-#include "../src/model_io.h"
-#include "../src/npy.h"
+#include "features/docs.h"
+#include "features/feature_extract.h"
+#include "model/model_io.h"
+#include "io/npy.h"
 #include "test.h"
 
 TEST(npy_write_read_roundtrip) {

@@ -5,7 +5,7 @@
 #ifdef SW_DOUBLE
 #include <stdlib.h>
 #include <string.h>
-#include "../src/model.h"
+#include "model/model.h"
 #include "test.h"
 
 typedef struct {

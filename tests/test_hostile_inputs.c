@@ -3,9 +3,9 @@
 #ifndef SW_DOUBLE
 #include <stdlib.h>
 #include <string.h>
-#include "backend.h"
-#include "model_io.h"
-#include "npy.h"
+#include "ops/backend.h"
+#include "model/model_io.h"
+#include "io/npy.h"
 #include "test.h"
 
 static const char *npy_file(const char *name, const char *descr, const char *shape, const void *data, size_t n) {

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "common.h"
-#include "mask.h"
-#include "png.h"
+#include "base/common.h"
+#include "sparse/mask.h"
+#include "io/png.h"
 
 static int at(const Mask *m, int r, int c) { return m->m[(size_t)r * m->nc + c]; }
 

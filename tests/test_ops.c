@@ -5,7 +5,7 @@
 // outputs poisoned (NAN) beforehand, accumulate flags, aliasing, and bitwise-equal
 // results with 1 and 2 threads.
 #include "test.h"
-#include "backend.h"
+#include "ops/backend.h"
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>

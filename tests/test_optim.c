@@ -1,8 +1,8 @@
 // test_optim.c: learning-rate schedules, clipping, and the CPU Adam / sumsq / axpy ops.
 #ifndef SW_DOUBLE
 #include "test.h"
-#include "backend.h"
-#include "optim.h"
+#include "ops/backend.h"
+#include "train/optim.h"
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../src/bigram.h"
-#include "../src/logreg.h"
-#include "../src/npy.h"
-#include "../src/probe.h"
+#include "features/bigram.h"
+#include "probe/logreg.h"
+#include "io/npy.h"
+#include "probe/probe.h"
 #include "probe_fixture.h"
 
 // n rows of d features in [-1, 1); y = [x0 + 0.5 x1 + noise * u > 0] (u uniform in [-1, 1)).

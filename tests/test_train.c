@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "../src/ckpt.h"
-#include "../src/model_io.h"
+#include "io/ckpt.h"
+#include "model/model_io.h"
 #include "test.h"
 
 // A 40 kB corpus: Tiny Shakespeare's start when present, else generated English-like text.

@@ -3,8 +3,8 @@
 #ifndef SW_DOUBLE
 #include <stdlib.h>
 #include <string.h>
-#include "../src/model_io.h"
-#include "../src/unit_page.h"
+#include "model/model_io.h"
+#include "features/unit_page.h"
 #include "test.h"
 
 Model *test_tiny_model(void);  // test_features.c: H = 32, one layer

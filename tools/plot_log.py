@@ -4,7 +4,7 @@
     python3 tools/plot_log.py checkpoints/tiny --out tiny_bpc.png
     python3 tools/plot_log.py runs/dense runs/ba2 --labels dense,ba_2 --out cmp.png
 
-Each RUN is a run directory (its log.jsonl) or a log.jsonl file (src/train_log.c writes it).
+Each RUN is a run directory (its log.jsonl) or a log.jsonl file (src/train/train_log.c writes it).
 Panels: train (smoothed) and valid bpc against steps, the same against characters seen, and
 training throughput (chars/s) against steps. Several runs overlay, one colour each.
 """

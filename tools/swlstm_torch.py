@@ -12,10 +12,10 @@ windows of seq_length. As a module:
     model = SwLSTM.load("tiny.safetensors")          # the EMA weights when the file has them
     logits, state = model(tokens)                   # tokens: LongTensor [B, T] of bytes
 
-The math follows src/model_step.c and src/lstm_cpu.c: embedding -> per layer z = W_x x + W_h h,
+The math follows src/model/model_step.c and src/ops/lstm_cpu.c: embedding -> per layer z = W_x x + W_h h,
 optional per-gate layer norm (eps 1e-5, gain, no shift), + bias, gates i, f, g, o (sigmoid, sigmoid,
 tanh, sigmoid), c = f c + i g, h = o tanh(c) -> head -> logits. With `cell = mlstm`
-(src/mlstm_step.c), lin(v) = LayerNorm(W v) with gain and shift: m = lin_m(x), a = lin_a(x);
+(src/model/mlstm_step.c), lin(v) = LayerNorm(W v) with gain and shift: m = lin_m(x), a = lin_a(x);
 u = lin_s0(h) * m; u = relu(lin_s1(u) + a); u = relu(lin_sj(u)) for j = 2..depth-1; z = W_h u,
 then the gates as above with layer norm. Block-sparse matrices stay parameters of their stored
 blocks; each forward scatters them into the dense matrix.
@@ -209,7 +209,7 @@ class SwLSTM(torch.nn.Module):
 
 
 def _layer_norm(v, gain, shift):
-    """Over the last axis, as src/layernorm.h: biased variance, eps 1e-5."""
+    """Over the last axis, as src/ops/layernorm.h: biased variance, eps 1e-5."""
     mean = v.mean(-1, keepdim=True)
     var = ((v - mean) ** 2).mean(-1, keepdim=True)
     return (v - mean) * torch.rsqrt(var + LN_EPS) * gain + shift
@@ -227,7 +227,7 @@ class _Dense(torch.nn.Module):
 # ---- `swlstm eval` in PyTorch: data, splits, stripes ----
 
 def read_data(path):
-    """Bytes of a raw file, a .gz (or dictzip .dz) or a single-entry .zip, as src/data.c reads them."""
+    """Bytes of a raw file, a .gz (or dictzip .dz) or a single-entry .zip, as src/train/data.c reads them."""
     if path.endswith((".gz", ".dz")):
         with gzip.open(path, "rb") as f:
             return f.read()
@@ -242,7 +242,7 @@ def read_data(path):
 
 
 def split_sizes(split, n):
-    """src/data.c split_sizes: fractions (with '.', 'e' or 'E') or byte counts."""
+    """src/train/data.c split_sizes: fractions (with '.', 'e' or 'E') or byte counts."""
     parts = split.split(",")
     fractions = any(ch in split for ch in ".eE")
     sizes, used = [], 0
@@ -265,7 +265,7 @@ def eval_batch_for(n, batch, T):
 @torch.no_grad()
 def eval_bpc(model, data, batch, T, device="cpu"):
     """Mean bits per character over B stripes of `data`, each from a zero state, windows of
-    T steps with carried state: what src/eval.c eval_bpc computes."""
+    T steps with carried state: what src/train/eval.c eval_bpc computes."""
     B = eval_batch_for(len(data), batch, T)
     stripe = len(data) // B
     if stripe < 2:

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "backend.h"
+#include "ops/backend.h"
 #include "harness.h"
-#include "model_io.h"
+#include "model/model_io.h"
 
 static uint64_t le(const uint8_t *p, int n) {
     uint64_t x = 0;

@@ -2,7 +2,7 @@
 // validates must survive config_to_text -> config_from_text unchanged.
 #include <stdlib.h>
 #include <string.h>
-#include "config.h"
+#include "model/config.h"
 #include "harness.h"
 
 FUZZ_TARGET(config) {

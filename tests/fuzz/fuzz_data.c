@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "data.h"
+#include "train/data.h"
 #include "harness.h"
 
 static Dataset d;  // static: a die() longjmps past the block, and its mapping must be undone

@@ -2,7 +2,7 @@
 // labelled), and the byte-bigram features built from them. Byte 0 picks labelled,
 // preprocessing and max_docs; the rest is the file.
 #include <stdlib.h>
-#include "bigram.h"
+#include "features/bigram.h"
 #include "harness.h"
 
 static BigramVocab vocab;  // 256 KiB: static, not allocated per input

@@ -1,7 +1,7 @@
 // fuzz_labels.c: text label files (one integer per line), as `probe --labels L.txt` reads them.
 #include <stdlib.h>
 #include "harness.h"
-#include "npy.h"
+#include "io/npy.h"
 
 FUZZ_TARGET(labels) {
     const char *path = fuzz_file(data, size, ".txt");

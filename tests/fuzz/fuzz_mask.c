@@ -3,7 +3,7 @@
 // have every block row and column non-empty (mask.h's promise).
 #include <stdlib.h>
 #include "harness.h"
-#include "mask.h"
+#include "sparse/mask.h"
 
 static void check_rows_cols(const Mask *m) {
     for (int r = 0; r < m->nr; r++) {

@@ -1,7 +1,7 @@
 // fuzz_npy.c: .npy files as feature matrices and as label arrays (`probe` reads both).
 #include <stdlib.h>
 #include "harness.h"
-#include "npy.h"
+#include "io/npy.h"
 
 FUZZ_TARGET(npy) {
     const char *path = fuzz_file(data, size, ".npy");

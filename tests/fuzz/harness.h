@@ -5,7 +5,7 @@
 #include <setjmp.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "common.h"
+#include "base/common.h"
 
 typedef int (*fuzz_fn)(const uint8_t *data, size_t size);
 void fuzz_register(const char *name, fuzz_fn fn);

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../../src/backend.h"
+#include "ops/backend.h"
 #include "../test.h"
 
 #define TOL_FP32 1e-5

@@ -2,8 +2,8 @@
 // byte stream, and trainer-like steps (clipped AdamW, carried state) that can stop and go on.
 #pragma once
 #include <stdio.h>
-#include "../../src/model.h"
-#include "../../src/optim.h"
+#include "model/model.h"
+#include "train/optim.h"
 #include "gpu_check.h"
 
 typedef struct {

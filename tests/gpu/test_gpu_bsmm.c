@@ -2,8 +2,8 @@
 // dense/random/ba/ws masks, odd N, both precisions, with and without accumulation; outputs
 // poisoned with NaN first; the same inputs twice give the same bits; both copy forms of bf16
 // block 32 (the same bits); the bf16 weight shadow.
-#include "../../src/bsmat.h"
-#include "../../src/mask.h"
+#include "sparse/bsmat.h"
+#include "sparse/mask.h"
 #include "gpu_check.h"
 
 static const char *masks[] = {"dense", "random_0.2", "ba_2", "ws_4_0.2"};

@@ -1,7 +1,7 @@
 // test_gpu_ckpt.c: checkpoints move between devices: a run saved on the GPU resumes on the
 // CPU and the other way round (same weights, moments and carried state to the bit, then the
 // same losses within fp32 tolerance); two GPU training runs end with identical bits.
-#include "../../src/model_io.h"
+#include "model/model_io.h"
 #include "gpu_train.h"
 
 enum { B = 8, T = 16, BEFORE = 5, AFTER = 5 };

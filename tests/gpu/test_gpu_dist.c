@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "../../src/dist.h"
-#include "../../src/model_io.h"
+#include "train/dist.h"
+#include "model/model_io.h"
 #include "gpu_train.h"
 
 enum { STEPS = 20, HALF = 10, B = 8 };

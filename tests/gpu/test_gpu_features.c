@@ -1,8 +1,8 @@
 // test_gpu_features.c: `features` on the GPU against the CPU reference: the same checkpoint
 // and documents give the same feature rows within fp32 (and bf16) tolerance.
 #include <string.h>
-#include "../../src/feature_extract.h"
-#include "../../src/model_io.h"
+#include "features/feature_extract.h"
+#include "model/model_io.h"
 #include "gpu_check.h"
 
 // A random 2-layer small-world model saved as a checkpoint, and 41 documents of many lengths.

@@ -1,8 +1,8 @@
-// test_gpu_probe.c: the L2 probe solver with its products on the GPU (cuda/logreg.cu)
+// test_gpu_probe.c: the L2 probe solver with its products on the GPU (cuda/probe/logreg.cu)
 // against the CPU twin: each product, then whole fits and a whole probe sweep.
 #include <string.h>
-#include "../../src/logreg_cuda.h"
-#include "../../src/probe.h"
+#include "probe/logreg_cuda.h"
+#include "probe/probe.h"
 #include "../probe_fixture.h"
 #include "gpu_check.h"
 

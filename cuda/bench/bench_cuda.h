@@ -1,0 +1,30 @@
+// bench_cuda.h: GPU timing helpers behind `swlstm bench` (src/cli/cmd_bench.c); cuda/bench/bench.cu.
+#pragma once
+#include <stddef.h>
+#include "sparse/bsmat.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// One timed call; `iter` counts calls so that inputs can rotate.
+typedef void (*BenchFn)(void *arg, int iter);
+// Milliseconds per call after `warmup` calls: the median over groups of 10 calls issued back
+// to back between two CUDA events (launch gaps hide behind running work, as in training).
+double cb_time_ms(BenchFn fn, void *arg, int warmup, int reps);
+// Device-to-device copy bandwidth, bytes read plus written, GB/s (median of a few 1 GB copies).
+double cb_copy_gbps(void);
+// L2 read bandwidth, GB/s: a buffer of a quarter of L2 read again and again by every SM.
+double cb_l2_gbps(size_t l2_bytes);
+// cuBLAS dense y[N,R] = x[N,C] W^T with W stored in bf16 (bf16 = 1) or fp32, fp32 accumulate.
+double cb_dense_ms(int N, int R, int C, int bf16, int reps);
+// cuSPARSE BSR SpMM of the same product with w's blocks (vals: `nsets` rotated fp32 weight
+// sets on the device). Returns < 0 and says why in `why` when cuSPARSE refuses the problem.
+double cb_sparse_ms(const BsMat *w, const float *vals, int nsets, int N, int bf16, int reps, char *why, size_t whylen);
+// "NVIDIA H100 80GB HBM3, 132 SMs, 50 MB L2"
+void cb_device(char *buf, size_t n, size_t *l2_bytes);
+// GPU memory in use on the device (all allocations of this process and others), GiB.
+double cb_mem_used_gib(void);
+
+#ifdef __cplusplus
+}
+#endif

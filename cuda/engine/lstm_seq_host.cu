@@ -1,0 +1,363 @@
+// lstm_seq_host.cu: the recurrent engine's host side (backend.h seq_*): work lists over the
+// mask, the engine's bf16 copies of h and dz, and one CUDA graph per direction that replays
+// a window's step launches (captured once, relaunched every window: no per-step launch cost
+// on the host, and the GPU runs the steps back to back). CPU twin: the per-step loop of
+// src/model/model_step.c, which the CPU backend always runs.
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "engine/lstm_seq_host.cuh"
+
+// Row tiles of B rows (both directions).
+static int tiles(int B) { return cdiv(B, seq_tm(B)); }
+
+// bf16: the backward step kernels copy through the bulk copy engine (lstm_seq_bulk.cuh)
+// unless SWLSTM_SEQ_COPY=cp (the cp.async ring, which the forward always runs; the tests run both).
+static bool bulk_copies(void) { return env_choice("SWLSTM_SEQ_COPY", "cp", "bulk") != 0; }
+
+// List entries per CTA in direction fwd: 8 where the forward's pieces of 8 still fill at
+// most one wave (two CTAs per SM), so the short lists of a narrow mask run as shorter chains
+// side by side (H100, H = 4096 ba_4: 10.2 -> 9.2 ms per step); SQ_PIECE where pieces of 16
+// would take more than two waves of the direction's step kernel, as fewer lists are then cut
+// and summed across CTAs (H100: 18432 ba_8, 834 pieces, 38.5 -> 35.8 ms per step at 24; the
+// 8192 ba_8 backward at 128 rows, one CTA an SM, 10.6-10.7 -> 10.4-10.5 ms at 24, 10.2 at 32);
+// else 16 (its forward, two CTAs an SM: 6.2 ms at 16, 6.6 at 24, 7.3 at 32). The counts are
+// the mask's rows', which its columns match in number. SWLSTM_SEQ_PIECE=n (1..SQ_PIECE)
+// overrides it (the tests run long pieces on small masks).
+static int piece_len(const Seq *s, int fwd) {
+    if (const char *e = getenv("SWLSTM_SEQ_PIECE"); e && *e) return (int)parse_long("SWLSTM_SEQ_PIECE", e, 1, SQ_PIECE);
+    const BsMat *w = s->a.wh;
+    const long nt = tiles(s->a.B), nsm = g_cuda.nsm;
+    if (count_pieces(w->row_ptr, w->nbc, 8) * nt <= 2 * nsm) return 8;
+    const long slots = nsm * seq_step_ctas_per_sm(s->bf, fwd, s->bf && bulk_copies(), s->a.B);
+    return count_pieces(w->row_ptr, w->nbc, 16) * nt > 2 * slots ? SQ_PIECE : 16;
+}
+
+// A piece's list entries (the weights it keeps resident).
+static int piece_entries(const MmPiece *p) { return p->end - p->beg; }
+
+typedef struct { int cost, piece; } Unit;
+static int costliest_first(const void *a, const void *b) {
+    const Unit *x = (const Unit *)a, *y = (const Unit *)b;
+    return x->cost != y->cost ? y->cost - x->cost : x->piece - y->piece;
+}
+
+// The persistent form's share-out: each piece, with its row tiles, to one of one CTA per SM,
+// costliest first (its entries plus about two for the epilogue) to the least loaded CTA
+// whose shared memory still holds the piece's weights. Returns 0 where they do not all fit
+// (H = 8192 ba_8's 35 MB of bf16 W_h against 132 x 227 KB): the engine then runs a kernel
+// per step, streaming the weights.
+static int plan_window(Seq *s, int fwd, const MmPiece *pc, int np) {
+    const int nt = tiles(s->a.B), G = np < g_cuda.nsm ? np : g_cuda.nsm;
+    const SeqShape sh = seq_window_shape(s->bf, fwd, s->a.B);
+    const long room = ((long)sh.most - (long)sh.base) / (long)sh.entry;  // entries a CTA can hold
+    Unit *u = (Unit *)xmalloc(sizeof(Unit) * (size_t)np);
+    for (int i = 0; i < np; i++) u[i] = (Unit){(piece_entries(&pc[i]) + 2) * nt, i};
+    qsort(u, (size_t)np, sizeof *u, costliest_first);
+    long *load = (long *)xcalloc((size_t)G, sizeof(long));
+    int *held = (int *)xcalloc((size_t)G, sizeof(int)), *cta = (int *)xmalloc(sizeof(int) * (size_t)np);
+    int *off = (int *)xmalloc(sizeof(int) * (size_t)np), *ptr = (int *)xcalloc((size_t)G + 1, sizeof(int));
+    int ok = G > 0, wres = 0;
+    for (int i = 0; i < np && ok; i++) {
+        int e = piece_entries(&pc[u[i].piece]), b = -1;
+        for (int g = 0; g < G; g++)
+            if (held[g] + e <= room && (b < 0 || load[g] < load[b])) b = g;
+        if (b < 0) ok = 0;
+        else cta[i] = b, off[i] = held[b], held[b] += e, load[b] += u[i].cost, ptr[b + 1] += nt;
+        if (ok && held[b] > wres) wres = held[b];
+    }
+    if (ok) {
+        int n = np * nt, *items = (int *)xmalloc(sizeof(int) * (size_t)n), *roff = (int *)xmalloc(sizeof(int) * (size_t)n);
+        for (int g = 0; g < G; g++) ptr[g + 1] += ptr[g];
+        int *fill = (int *)xmalloc(sizeof(int) * (size_t)G);
+        memcpy(fill, ptr, sizeof(int) * (size_t)G);
+        for (int i = 0; i < np; i++)
+            for (int ty = 0; ty < nt; ty++, fill[cta[i]]++) items[fill[cta[i]]] = u[i].piece * nt + ty, roff[fill[cta[i]]] = off[i];
+        s->work[fwd] = (SeqWork){upload_ints(ptr, G + 1), upload_ints(items, n), upload_ints(roff, n),
+                                 s->flags + (size_t)fwd * s->nlists * nt, 0, G, wres};
+        free(items); free(roff); free(fill);
+    }
+    free(u); free(load); free(held); free(cta); free(off); free(ptr);
+    return ok;
+}
+
+// The mask's lists from gate 0 of the stacked W_h: rows (fwd) or columns (bwd) of the mask,
+// entries (slab index, gate-0 block), cut into pieces of at most `most`. Gate g's copy of
+// block k is k + g * gstride. Returns whether the persistent form's share-out was made (if
+// `persist` asks for it).
+static int upload_lists(Seq *s, const BsMat *w, int fwd, int most, int persist) {
+    int nr = s->nlists, n0 = w->row_ptr[nr];
+    int *ptr = (int *)xcalloc((size_t)nr + 1, sizeof(int)), *idx = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
+    int *blk = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
+    if (fwd) {
+        memcpy(ptr, w->row_ptr, sizeof(int) * (size_t)(nr + 1));
+        for (int k = 0; k < n0; k++) idx[k] = w->col_idx[k], blk[k] = k;
+    } else {
+        for (int j = 0, q = 0; j < nr; j++) {
+            for (int p = w->col_ptr[j]; p < w->col_ptr[j + 1]; p++)
+                if (w->csc_row[p] < nr) idx[q] = w->csc_row[p], blk[q++] = w->csc_blk[p];
+            ptr[j + 1] = q;
+        }
+    }
+    MmPiece *pc = cut_pieces(ptr, nr, most, &s->npieces[fwd]);
+    s->pieces[fwd] = pieces_to_device(pc, s->npieces[fwd]);
+    s->idx[fwd] = upload_ints(idx, n0);
+    s->blk[fwd] = upload_ints(blk, n0);
+    int planned = persist && plan_window(s, fwd, pc, s->npieces[fwd]);
+    free(ptr); free(idx); free(blk); free(pc);
+    return planned;
+}
+
+// The engine takes block 32 and W_h stacked from one square mask (4 gates), with offsets
+// into the slabs and the weights that fit the step kernels' int arithmetic.
+static int engine_takes(const SeqArgs *a) {
+    const BsMat *w = a->wh;
+    int fits = (long)w->nnzb * SQ_BS * SQ_BS <= INT_MAX && 4L * a->H * 128 <= INT_MAX;
+    return fits && w->bs == SQ_BS && w->ngates == 4 && w->nbr == 4 * w->nbc;
+}
+
+// The layer's fp32 z, act or dz [T*B, 4H]: device memory where something writes it, else
+// only address space (mmap'd without access): a key under which its bf16 twin serves every
+// reader, and a fault, not stale values, for any access. In bf16 mode without layer norm
+// the steps write dz and act only in bf16 (act packed for the step kernels alone), and in
+// either precision z is never filled where the steps read the input's table: 14 GiB of the
+// 21 at H = 18432 in bf16.
+static real *fp32_or_key(size_t bytes, int key) {
+    if (!key) return (real *)cu_alloc(bytes);
+    void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) die("out of address space for a %zu-byte key (mmap)", bytes);
+    return (real *)p;
+}
+
+static void free_fp32_or_key(real *p, size_t bytes, int key) {
+    if (key) munmap(p, bytes);
+    else CUDA_CHECK(cudaFree(p));
+}
+
+// Values in the layer's z, act or dz over the window: [T*B, 4H].
+static size_t zcount(const SeqArgs *a) { return (size_t)a->T * a->B * 4 * a->H; }
+static size_t zbytes(const SeqArgs *a) { return sizeof(real) * zcount(a); }
+
+template <bool BF>
+void *seq_create_cuda(SeqArgs *a) {
+    if (!engine_takes(a)) return NULL;
+    Seq *s = (Seq *)xcalloc(1, sizeof *s);
+    s->dense = bsmat_is_dense(a->wh);  // its cell kernels write z and dz in fp32
+    s->z_key = a->xtab && !a->ln_gain && !s->dense;
+    s->dz_key = BF && !a->ln_gain && !s->dense;
+    a->z = fp32_or_key(zbytes(a), s->z_key);
+    a->dz = fp32_or_key(zbytes(a), s->dz_key);
+    a->act = fp32_or_key(zbytes(a), s->dz_key);  // wherever dz is bf16 only, so is act (actb)
+    if (s->dz_key) CUDA_CHECK(cudaMalloc(&s->actb, sizeof(bf16) * zcount(a)));
+    s->a = *a;
+    s->bf = BF;
+    s->nlists = a->wh->nbc;
+    s->gstride = a->wh->nnzb / 4;
+    if (s->dense) {
+        seq_dense_alloc(s);
+    } else {
+        int persist = !a->ln_gain && a->persistent;  // layer norm's whole-row statistics need a kernel between steps
+        if (persist) s->flags = (int *)cu_alloc(2 * sizeof(int) * (size_t)s->nlists * tiles(a->B));
+        for (int d = 0; d < 2; d++) s->persist[d] = upload_lists(s, a->wh, d, piece_len(s, d), persist);
+        int gy = tiles(a->B), most = s->npieces[0] > s->npieces[1] ? s->npieces[0] : s->npieces[1];
+        // a partial tile per piece and row tile: 4 gates x 32 columns x (tiles x rows < B + 128)
+        CUDA_CHECK(cudaMalloc(&s->part, sizeof(float) * (size_t)most * (a->B + 128) * 4 * SQ_BS));
+        CUDA_CHECK(cudaMalloc(&s->count, sizeof(int) * (size_t)s->nlists * gy));
+        CUDA_CHECK(cudaMemset(s->count, 0, sizeof(int) * (size_t)s->nlists * gy));
+    }
+    size_t BH = (size_t)a->B * a->H;
+    if (BF) {
+        CUDA_CHECK(cudaMalloc(&s->hb, sizeof(bf16) * BH * (a->T + 1)));
+        twin_register(a->h, s->hb, BH * (a->T + 1));
+    }
+    if (!a->ln_gain && !s->dense) CUDA_CHECK(cudaMalloc(&s->dbpart, sizeof(float) * (size_t)a->T * tiles(a->B) * 4 * a->H));
+    CUDA_CHECK(cudaStreamCreate(&s->stream));  // blocking: ordered with the default stream's work
+    colsum_reserve(a->B, 4 * a->H);
+    return s;
+}
+
+void seq_free_cuda(void *p) {
+    Seq *s = (Seq *)p;
+    if (!s) return;
+    for (int d = 0; d < 2; d++) {
+        if (s->g[d].exec) CUDA_CHECK(cudaGraphExecDestroy(s->g[d].exec));
+        CUDA_CHECK(cudaFree(s->pieces[d]));
+        CUDA_CHECK(cudaFree(s->idx[d]));
+        CUDA_CHECK(cudaFree(s->blk[d]));
+        CUDA_CHECK(cudaFree((void *)s->work[d].ptr));
+        CUDA_CHECK(cudaFree((void *)s->work[d].items));
+        CUDA_CHECK(cudaFree((void *)s->work[d].roff));
+    }
+    CUDA_CHECK(cudaFree(s->flags));
+    CUDA_CHECK(cudaFree(s->part));
+    CUDA_CHECK(cudaFree(s->count));
+    CUDA_CHECK(cudaFree(s->hb));
+    CUDA_CHECK(cudaFree(s->dzb));
+    CUDA_CHECK(cudaFree(s->actb));
+    CUDA_CHECK(cudaFree(s->dbpart));
+    CUDA_CHECK(cudaFree(s->wd));
+    CUDA_CHECK(cudaFree(s->dwd));
+    CUDA_CHECK(cudaStreamDestroy(s->stream));
+    twin_forget(s->a.h);
+    twin_forget(s->a.dz);
+    free_fp32_or_key(s->a.z, zbytes(&s->a), s->z_key);
+    free_fp32_or_key(s->a.dz, zbytes(&s->a), s->dz_key);
+    free_fp32_or_key(s->a.act, zbytes(&s->a), s->dz_key);
+    free(s);
+}
+
+// The window's arguments as seq_at takes them (step 0's, lstm_seq.cuh).
+static SeqStep window_base(const Seq *s, const void *w, int fwd) {
+    const SeqArgs &a = s->a;
+    size_t BH = (size_t)a.B * a.H;
+    SeqStep st = {};
+    st.pieces = s->pieces[fwd];
+    st.idx = s->idx[fwd];
+    st.blk = s->blk[fwd];
+    st.gstride = s->gstride;
+    st.w = w;
+    st.part = s->part;
+    st.count = s->count;
+    st.B = a.B;
+    st.H = a.H;
+    st.bias = a.bias;
+    st.epi = a.ln_gain ? EPI_SUM : EPI_CELL;
+    st.act = a.act;
+    st.actb = s->actb;
+    st.c0 = a.c;
+    st.c1 = a.c + BH;
+    if (fwd) {
+        st.xtab = a.xtab;
+        st.tok = a.tok;
+        st.in = seq_h_operand(s, 0);
+        st.z = a.z;
+        st.h1 = a.h + BH;
+        st.hb1 = s->bf ? s->hb + BH : NULL;
+    } else {
+        st.in = seq_dz_operand(s, 0);
+        st.dh = a.dh;
+        st.dc = a.dc;
+        st.dz = a.dz;
+        st.dzb = s->bf ? s->dzb : NULL;
+        st.dbpart = s->dbpart;
+    }
+    return st;
+}
+
+// Step t of direction fwd (seq_at with this engine's element size and row tiles).
+static SeqStep step_at(const Seq *s, const SeqStep &base, int t, int fwd, int T) {
+    return seq_at(base, t, fwd, T, s->bf ? (int)sizeof(bf16) : (int)sizeof(float), tiles(s->a.B));
+}
+
+// The persistent form of direction fwd over T steps: its flags reset, then one launch.
+template <bool BF, bool FWD>
+static void record_window(const Seq *s, const SeqStep &base, int T) {
+    SeqWork k = s->work[FWD];
+    k.T = T;
+    CUDA_CHECK(cudaMemsetAsync(k.flags, 0, sizeof(int) * (size_t)s->nlists * tiles(s->a.B), s->stream));
+    seq_window_launch<BF, FWD>(base, k, s->stream);
+}
+
+// Forward, as model_step.c's loop: z_t += W_h h_t, then the cell (fused, or lstm_fwd after
+// the product where layer norm needs whole rows).
+template <bool BF>
+static void record_fwd(const Seq *s, const void *w, int T) {
+    const SeqArgs &a = s->a;
+    size_t BH = (size_t)a.B * a.H;
+    if (BF) to_bf16(s->hb, a.h, BH, s->stream);
+    const SeqStep base = window_base(s, w, 1);
+    if (s->persist[1]) return record_window<BF, true>(s, base, T);
+    for (int t = 0; t < T; t++) {
+        SeqStep st = step_at(s, base, t, 1, T);
+        seq_step_launch<BF, true>(st, s->npieces[1], s->stream, NULL);
+        if (!a.ln_gain) continue;
+        lstm_fwd_on(s->stream, st.h1, st.c1, st.act, a.lnstat + t * (size_t)a.B * 8, st.z, st.c0, a.bias, a.ln_gain, a.B,
+                    a.H, st.hb1);
+    }
+}
+
+// Backward: at step t, dh_{t+1} gets dz_{t+1} W_h (none at the last step), then the cell's
+// gradient gives dz_t; finally (t = -1) the carried h's gradient dh_0 = dz_0 W_h.
+template <bool BF>
+static void record_bwd(const Seq *s, const void *w, int T) {
+    const SeqArgs &a = s->a;
+    size_t BH = (size_t)a.B * a.H, BG = 4 * BH;
+    CUDA_CHECK(cudaMemsetAsync(a.dh, 0, BH * sizeof(real), s->stream));
+    CUDA_CHECK(cudaMemsetAsync(a.dc, 0, BH * sizeof(real), s->stream));
+    const SeqStep base = window_base(s, w, 0);
+    if (s->persist[0]) return record_window<BF, false>(s, base, T);
+    SeqMaps maps = {};
+    const bool bulk = BF && bulk_copies();
+    if (bulk) maps = seq_maps(s->dzb, T, a.B, a.H, (const bf16 *)w, a.wh->nnzb);
+    for (int t = T - 1; t >= -1; t--) {
+        SeqStep st = step_at(s, base, t, 0, T);
+        if (t < 0 || !a.ln_gain || st.in)
+            seq_step_launch<BF, false>(st, s->npieces[0], s->stream, bulk ? &maps : NULL);
+        if (t < 0 || !a.ln_gain) continue;
+        lstm_bwd_on(s->stream, st.dz, a.dc, a.dbias, a.dln_gain, st.dh, a.dc, st.act, st.c1, st.c0,
+                    a.z + t * BG, a.lnstat + t * (size_t)a.B * 8, a.ln_gain, a.B, a.H, st.dzb);
+    }
+}
+
+// Replays direction d's graph for T steps, capturing it first if T or the weights changed.
+template <bool BF>
+static void replay(Seq *s, int fwd, int T) {
+    const SeqArgs &a = s->a;
+    const void *w = weight_operand<BF>(a.wh_vals, (size_t)bsmat_nvals(a.wh));
+    Graph *g = &s->g[fwd];
+    if (!g->exec || g->T != T || g->w != w) {
+        if (g->exec) CUDA_CHECK(cudaGraphExecDestroy(g->exec));
+        cudaGraph_t graph;
+        CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
+        if (fwd) s->dense ? seq_dense_record_fwd<BF>(s, w, T) : record_fwd<BF>(s, w, T);
+        else s->dense ? seq_dense_record_bwd<BF>(s, T) : record_bwd<BF>(s, w, T);
+        CUDA_CHECK(cudaStreamEndCapture(s->stream, &graph));
+        CUDA_CHECK(cudaGraphInstantiate(&g->exec, graph, 0));
+        CUDA_CHECK(cudaGraphDestroy(graph));
+        g->T = T;
+        g->w = w;
+    }
+    CUDA_CHECK(cudaGraphLaunch(g->exec, s->stream));
+}
+
+template <bool BF>
+void seq_fwd_cuda(void *p, int T) {
+    replay<BF>((Seq *)p, 1, T);
+}
+
+// After the steps (on the default stream, which waits for the engine's stream): dbias from
+// the step kernels' tile sums (layer norm summed it per step), and dW_h from the engine's
+// own copies.
+template <bool BF>
+void seq_bwd_cuda(void *p, int T) {
+    Seq *s = (Seq *)p;
+    const SeqArgs &a = s->a;
+    if (BF && !s->dzb) {  // evaluation-only windows never need it
+        CUDA_CHECK(cudaMalloc(&s->dzb, sizeof(bf16) * zcount(&a)));
+        twin_register(a.dz, s->dzb, zcount(&a));
+    }
+    replay<BF>(s, 0, T);
+    int N = T * a.B;
+    if (s->dense) return seq_dense_bwd_weight<BF>(s, T);  // dW_h and dbias its own way
+    if (!a.ln_gain) colsum_acc(a.dbias, s->dbpart, T * tiles(a.B), 4 * a.H);
+    bsmm_bwd_weight_typed(a.dwh, seq_dz_operand(s, 0), seq_h_operand(s, 0), a.wh, N, BF);
+}
+
+const char *seq_path_cuda(void *p) {
+    const Seq *s = (const Seq *)p;
+    if (s->dense) return "engine for dense W_h (a cuBLAS product and the cell per step; whole window per launch graph)";
+    static const char *forms[2][2] = {
+        {"fused engine (a kernel per time step; whole window per launch graph)",
+         "fused engine (forward: a kernel per time step; backward: one persistent launch, weights resident)"},
+        {"fused engine (forward: one persistent launch, weights resident; backward: a kernel per time step)",
+         "persistent engine (one launch per direction, weights resident in shared memory, steps ordered by per-list flags)"}};
+    return forms[s->persist[1]][s->persist[0]];
+}
+
+template void *seq_create_cuda<false>(SeqArgs *);
+template void *seq_create_cuda<true>(SeqArgs *);
+template void seq_fwd_cuda<false>(void *, int);
+template void seq_fwd_cuda<true>(void *, int);
+template void seq_bwd_cuda<false>(void *, int);
+template void seq_bwd_cuda<true>(void *, int);

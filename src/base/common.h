@@ -1,0 +1,54 @@
+// common.h: the numeric type, fatal errors, checked allocation and file helpers.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// `real` is the CPU reference's float type. The default build uses float; the
+// gradient-check build compiles the same sources with -DSW_DOUBLE.
+#ifdef SW_DOUBLE
+typedef double real;
+#else
+typedef float real;
+#endif
+
+#define SW_VOCAB 256
+// The embedding gradient sums each row's occurrences in runs of this many, then the runs
+// (both backends: src/ops/embed_cpu.c says the order).
+#define SW_EMBED_RUN 64
+#define SW_MAX_LAYERS 8
+#define SW_MAX_DEPTH 8   // mlstm internal steps
+
+// Prints "swlstm: error: <context: ><message>" on one line and exits with status 1 at once
+// (no atexit handlers: other threads may be inside CUDA or NCCL calls).
+__attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
+// Test hook: when set, die() calls it after printing instead of exiting. The fuzz harnesses
+// (tests/fuzz/) set one that longjmps back, so a clean error on bad input is not a crash.
+// The hook must not return.
+extern void (*die_hook)(void);
+// Names the calling thread in its later errors and warnings, e.g. "rank 1 of 2" ("" = none).
+void die_context(const char *ctx);
+// Prints "swlstm: warning: <message>".
+void warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+double now_sec(void);              // monotonic seconds
+FILE *xfopen(const char *path, const char *mode, const char *what);
+// Reads a whole (small) file; *len gets its size. NUL-terminated.
+char *read_text_file(const char *path, size_t *len, const char *what);
+int ends_with(const char *s, const char *suffix);
+int mkdir_p(const char *path);     // 0 on success
+// Command-line numbers: die "<what> = '<s>': expected ..." unless s is a number in [lo, hi].
+long parse_long(const char *what, const char *s, long lo, long hi);
+double parse_double(const char *what, const char *s, double lo, double hi);
+
+#ifdef __cplusplus
+}
+#endif

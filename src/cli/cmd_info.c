@@ -1,0 +1,82 @@
+// cmd_info.c: the `info` verb: what a checkpoint holds.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model/model_io.h"
+#include "cli/verbs.h"
+
+static void print_sections(const Ckpt *c) {
+    printf("file: %s (%zu bytes), format version %u, %d sections:", c->path, c->len, c->version, c->nsec);
+    for (int i = 0; i < c->nsec; i++) printf(" %s(%llu)", c->sec[i].tag, (unsigned long long)c->sec[i].len);
+    printf("\n");
+}
+
+static void print_mask(const char *what, int l, const Mask *mk, int bs) {
+    MaskStats st = mask_stats(mk);
+    printf("  layer %d %s: %d x %d blocks of %d, %ld stored (%.2f%%), degree %d/%.1f/%d, "
+           "path length %.2f, clustering %.3f\n", l, what, mk->nr, mk->nc, bs, st.blocks,
+           100 * st.density, st.deg_min, st.deg_mean, st.deg_max, st.avg_path, st.clustering);
+}
+
+// The paper's mixing measure: units reachable from a unit within 1..D internal steps of one
+// time step (the LSTM cell: the one hop of W_h).
+static void print_reach(int l, const Mask *steps, int D) {
+    double share[SW_MAX_DEPTH];
+    mask_reach(steps, D, share);
+    printf("  layer %d: units reachable within 1..%d internal step(s):", l, D);
+    for (int k = 0; k < D; k++) printf(" %.1f%%", 100 * share[k]);
+    printf("\n");
+}
+
+static void print_model(const Ckpt *c, const Config *cfg) {
+    Mask masks[SW_MAX_MASKS];
+    int n = ckpt_masks(c, masks, SW_MAX_MASKS), per = model_masks_per_layer(cfg), mlstm = per > 2;
+    printf("model: embed %d, %d layer(s) of %d units, cell %s", cfg->embed_size, cfg->num_layers, cfg->hidden_size, cfg->cell);
+    if (mlstm) printf(" (depth %d)", cfg->depth);
+    printf(", block %d, sparsity %s, layer_norm %s\n", cfg->block_size, cfg->sparsity, mlstm || cfg->layer_norm ? "true" : "false");
+    for (int i = 0; i < n; i++) {
+        char what[16];
+        if (i % per < 2) snprintf(what, sizeof what, "%s", i % per ? "W_x" : mlstm ? "gates" : "W_h");
+        else snprintf(what, sizeof what, "W_h%d", i % per - 2);
+        if (masks[i].nr) print_mask(what, i / per, &masks[i], cfg->block_size);
+        if (i % per == per - 1 && n == per * cfg->num_layers) print_reach(i / per, &masks[i / per * per + (mlstm ? 2 : 0)], mlstm ? per - 2 : 1);
+    }
+    // The CUDA backend's engine takes block 32 (lstm_seq_host.cu); the CPU always runs per step.
+    printf("recurrent path on cuda: %s\n", cfg->block_size != 32 || !engine_wanted(cfg) ? "per-step ops"
+           : strcmp(cfg->engine, "persistent") ? "fused engine (a window per CUDA graph of fused step kernels)"
+           : "persistent engine where the weights fit in shared memory and layer norm is off, else fused step kernels");
+    for (int i = 0; i < n; i++) mask_free(&masks[i]);
+    const CkptSection *p = ckpt_find(c, "params", 1);
+    printf("parameters: %llu stored (fp32), %.0f for the same shapes dense\n",
+           (unsigned long long)(p->len / 4), model_dense_params(cfg));
+}
+
+static void print_state(const Ckpt *c) {
+    TrainState ts;
+    if (!ckpt_train_state(c, &ts)) { printf("training state: none (weights only)\n"); return; }
+    printf("training state: step %ld, %llu chars seen, %.1f s of training, best valid bpc ",
+           ts.step, (unsigned long long)ts.bytes_seen, ts.elapsed_sec);
+    if (isfinite(ts.best_valid_bpc)) printf("%.4f\n", ts.best_valid_bpc);
+    else printf("none yet\n");
+    if (ts.data_len) printf("trained on: %llu bytes of data, fingerprint %08x\n", (unsigned long long)ts.data_len, ts.data_crc);
+}
+
+int cmd_info(int argc, char **argv) {
+    if (argc != 2 || argv[1][0] == '-') {
+        printf("usage: swlstm info CKPT\nPrints a checkpoint's format version, sections, shapes, masks,\n"
+               "parameter counts, training step, best valid bpc and config.\n");
+        return argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? 0 : 2;
+    }
+    Ckpt c;
+    ckpt_read(&c, argv[1]);
+    Config cfg;
+    ckpt_config(&c, &cfg);
+    print_sections(&c);
+    print_model(&c, &cfg);
+    print_state(&c);
+    char *text = config_to_text(&cfg);
+    printf("config:\n%s", text);
+    free(text);
+    ckpt_close(&c);
+    return 0;
+}

@@ -1,0 +1,170 @@
+// cmd_mask.c: `swlstm mask`: build a sparsity mask, print its graph statistics next to those of
+// a random mask with the same expected block count, optionally draw it as a PNG.
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/common.h"
+#include "sparse/mask.h"
+#include "model/model.h"
+#include "cli/verbs.h"
+
+typedef struct {
+    int hidden, block, json, depth;
+    const char *sparsity, *image;
+    long seed;
+} MaskArgs;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: swlstm mask --hidden H --block B --sparsity DESC [--seed S] [--depth D] [--image FILE.png]\n"
+            "                   [--json]\n"
+            "  --hidden H       hidden size; a multiple of B\n"
+            "  --block B        block size: 8, 16 or 32\n"
+            "  --sparsity DESC  dense | random_<density> | ba_<m> | ws_<k>_<p>\n"
+            "  --seed S         mask seed (default 1)\n"
+            "  --depth D        also the mixing of D stacked masks: the share of units reachable within\n"
+            "                   1..D hops, with the masks of the internal steps of an mlstm layer 0 of\n"
+            "                   mask_seed S (D = 1: the mask itself, the plain LSTM's one hop per step)\n"
+            "  --image FILE     draw the layout (stored blocks black) as a greyscale PNG\n"
+            "  --json           print one JSON object instead of the table\n"
+            "Prints blocks stored, density, blocks per block row, the average shortest path length and\n"
+            "the clustering coefficient of the layout read as an undirected graph, beside a random mask\n"
+            "with the same expected block count (small-world: paths as short, clustering higher).\n");
+}
+
+// Returns the value of option `key` at argv[*i] (advancing *i past it), or NULL if argv[*i]
+// is another option. ("--key=value" arrives split, see opts.h.)
+static const char *opt_value(int argc, char **argv, int *i, const char *key) {
+    if (strcmp(argv[*i], key)) return NULL;
+    if (*i + 1 >= argc) die("mask: option %s needs a value", key);
+    return argv[++*i];
+}
+
+static MaskArgs parse_args(int argc, char **argv) {
+    MaskArgs a = {0, 0, 0, 1, NULL, NULL, 1};
+    const char *v;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) a.json = 1;
+        else if ((v = opt_value(argc, argv, &i, "--hidden"))) a.hidden = (int)parse_long("--hidden", v, 1, 1 << 20);
+        else if ((v = opt_value(argc, argv, &i, "--block"))) a.block = (int)parse_long("--block", v, 1, 1 << 20);
+        else if ((v = opt_value(argc, argv, &i, "--sparsity"))) a.sparsity = v;
+        else if ((v = opt_value(argc, argv, &i, "--seed"))) a.seed = parse_long("--seed", v, 0, LONG_MAX);
+        else if ((v = opt_value(argc, argv, &i, "--depth"))) a.depth = (int)parse_long("--depth", v, 1, SW_MAX_DEPTH);
+        else if ((v = opt_value(argc, argv, &i, "--image"))) a.image = v;
+        else die("mask: unknown option '%s' (see swlstm mask --help)", argv[i]);
+    }
+    if (!a.hidden) die("mask: --hidden is required (a positive multiple of --block)");
+    if (!a.sparsity) die("mask: --sparsity is required (dense, random_<density>, ba_<m> or ws_<k>_<p>)");
+    if (a.block != 8 && a.block != 16 && a.block != 32) die("mask: option --block: '%d' is not 8, 16 or 32", a.block);
+    if (a.hidden % a.block) die("mask: option --hidden: %d is not a multiple of --block %d", a.hidden, a.block);
+    return a;
+}
+
+// The random descriptor whose expected block count (diagonal always stored) matches `blocks`.
+static void random_like(char *desc, size_t len, long blocks, int n) {
+    double p = n > 1 ? (double)(blocks - n) / ((double)n * n - n) : 1.0;
+    snprintf(desc, len, "random_%.4g", fmin(1.0, fmax(p, 1e-9)));
+}
+
+// Small-world coefficient sigma = (C / C_rand) / (L / L_rand) (Humphries and Gurney, 2008).
+static double sigma(const MaskStats *s, const MaskStats *r) {
+    return (s->clustering / r->clustering) / (s->avg_path / r->avg_path);
+}
+
+static void json_num(const char *key, double x, const char *sep) {
+    if (isfinite(x)) printf("\"%s\":%.6g%s", key, x, sep);
+    else printf("\"%s\":null%s", key, sep);
+}
+
+static void json_stats(const char *key, const char *desc, const MaskStats *s, const char *sep) {
+    printf("\"%s\":{\"sparsity\":\"%s\",\"blocks\":%ld,", key, desc, s->blocks);
+    json_num("density", s->density, ",");
+    printf("\"deg_min\":%d,", s->deg_min);
+    json_num("deg_mean", s->deg_mean, ",");
+    printf("\"deg_max\":%d,", s->deg_max);
+    json_num("avg_path", s->avg_path, ",");
+    json_num("clustering", s->clustering, "}");
+    printf("%s", sep);
+}
+
+// share[k]: units reachable within k+1 hops of `depth` masks of desc (the mlstm's internal
+// steps of layer 0, or with depth 1 the mask of seed itself).
+static void reach_of(const MaskArgs *a, const char *desc, int n, double *share) {
+    Mask steps[SW_MAX_DEPTH];
+    for (int j = 0; j < a->depth; j++)
+        steps[j] = mask_make(desc, n, n, a->depth > 1 ? model_step_mask_seed(a->seed, 0, j) : (uint64_t)a->seed);
+    mask_reach(steps, a->depth, share);
+    for (int j = 0; j < a->depth; j++) mask_free(&steps[j]);
+}
+
+static void json_reach(const char *key, const double *share, int depth, const char *sep) {
+    printf("\"%s\":[", key);
+    for (int k = 0; k < depth; k++) printf("%.6g%s", share[k], k + 1 < depth ? "," : "]");
+    printf("%s", sep);
+}
+
+static void print_json(const MaskArgs *a, int n, const char *rdesc, const MaskStats *s, const MaskStats *r,
+                       const double reach[2][SW_MAX_DEPTH]) {
+    printf("{\"hidden\":%d,\"block\":%d,\"seed\":%ld,\"rows\":%d,\"cols\":%d,\"path_sources\":%d,\"depth\":%d,",
+           a->hidden, a->block, a->seed, n, n, mask_path_sources(n), a->depth);
+    json_stats("mask", a->sparsity, s, ",");
+    json_stats("random", rdesc, r, ",");
+    json_reach("reach", reach[0], a->depth, ",");
+    json_reach("random_reach", reach[1], a->depth, ",");
+    json_num("sigma", sigma(s, r), "}\n");
+}
+
+static void print_table(const MaskArgs *a, int n, const char *rdesc, const MaskStats *s, const MaskStats *r,
+                        const double reach[2][SW_MAX_DEPTH]) {
+    const MaskStats *st[2] = {s, r};
+    char deg[2][64], path_label[64], rs[2][SW_MAX_DEPTH * 8 + 1] = {"", ""}, reach_label[64];
+    for (int i = 0; i < 2; i++) snprintf(deg[i], sizeof deg[i], "%d/%.2f/%d", st[i]->deg_min, st[i]->deg_mean, st[i]->deg_max);
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < a->depth; k++)
+            snprintf(rs[i] + strlen(rs[i]), sizeof rs[i] - strlen(rs[i]), "%s%.1f", k ? "/" : "", 100 * reach[i][k]);
+    snprintf(reach_label, sizeof reach_label, "%% reachable, 1..%d hops", a->depth);
+    int nsrc = mask_path_sources(n);
+    if (nsrc < n) snprintf(path_label, sizeof path_label, "avg path (%d sources)", nsrc);
+    else snprintf(path_label, sizeof path_label, "avg path length");
+    printf("layout: %d x %d blocks of %dx%d (hidden %d), seed %ld\n", n, n, a->block, a->block, a->hidden, a->seed);
+    printf("%-22s %18s %18s\n", "", a->sparsity, rdesc);
+    printf("%-22s %18ld %18ld\n", "blocks stored", s->blocks, r->blocks);
+    printf("%-22s %18.4f %18.4f\n", "density", s->density, r->density);
+    printf("%-22s %18s %18s\n", "degree min/mean/max", deg[0], deg[1]);
+    printf("%-22s %18.4f %18.4f\n", path_label, s->avg_path, r->avg_path);
+    printf("%-22s %18.4f %18.4f\n", "clustering", s->clustering, r->clustering);
+    printf("%-22s %18s %18s\n", reach_label, rs[0], rs[1]);
+    printf("small-world sigma = (C/C_rand) / (L/L_rand) = %.3f\n", sigma(s, r));
+    if (nsrc < n) printf("note: avg path sampled from %d of %d nodes (fixed seed); exact up to %d nodes\n", nsrc, n, MASK_STATS_EXACT_MAX);
+}
+
+int cmd_mask(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+    MaskArgs a = parse_args(argc, argv);
+    int n = a.hidden / a.block;
+    char err[512], rdesc[64];
+    if (mask_check_desc(a.sparsity, n, n, err, sizeof err)) die("mask: %s", err);
+    Mask m = mask_make(a.sparsity, n, n, (uint64_t)a.seed);
+    MaskStats s = mask_stats(&m);
+    random_like(rdesc, sizeof rdesc, s.blocks, n);
+    Mask rm = mask_make(rdesc, n, n, (uint64_t)a.seed);
+    MaskStats r = mask_stats(&rm);
+    double reach[2][SW_MAX_DEPTH];
+    reach_of(&a, a.sparsity, n, reach[0]);
+    reach_of(&a, rdesc, n, reach[1]);
+    if (a.json) print_json(&a, n, rdesc, &s, &r, reach);
+    else print_table(&a, n, rdesc, &s, &r, reach);
+    if (a.image) {
+        mask_write_png(&m, a.image);
+        if (!a.json) printf("image: %s\n", a.image);
+    }
+    mask_free(&rm);
+    mask_free(&m);
+    return 0;
+}

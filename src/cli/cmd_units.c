@@ -1,0 +1,88 @@
+// cmd_units.c: the `units` verb: one LSTM unit's value after every byte of a text, written
+// as an HTML page with the text coloured by the value (the sentiment-neuron view).
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "io/atomic_file.h"
+#include "features/feature_extract.h"
+#include "features/unit_page.h"
+#include "cli/verbs.h"
+
+typedef struct {
+    const char *ckpt, *input, *out;
+    long unit, max_bytes;
+    FeatOpts fo;
+} UnitsArgs;
+
+static void units_usage(void) {
+    printf("usage: swlstm units CKPT --unit K --input FILE --out PAGE.html [--max-bytes N]\n"
+           "                   [--state c|h] [--tanh] [--layer N] [--device cpu|cuda] [--precision fp32|bf16]\n"
+           "Runs the bytes of FILE (as they are, from a zero state) through the model and writes the\n"
+           "value of unit K (cell state c by default) after every byte as an HTML page: the text\n"
+           "coloured green (positive) to red (negative), each character's value in its tooltip.\n");
+}
+
+static void parse_units_args(int argc, char **argv, UnitsArgs *a) {
+    feat_opts_default(&a->fo);
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (feat_opts_parse(&a->fo, argc, argv, &i, "units")) continue;
+        if (o[0] != '-') {
+            if (a->ckpt) die("units: unexpected argument '%s' (checkpoint already given: '%s')", o, a->ckpt);
+            a->ckpt = o;
+            continue;
+        }
+        if (!v) die("units: option '%s' needs a value (see swlstm units --help)", o);
+        i++;
+        if (!strcmp(o, "--unit")) a->unit = parse_long("units --unit", v, 0, INT_MAX);
+        else if (!strcmp(o, "--input")) a->input = v;
+        else if (!strcmp(o, "--out")) a->out = v;
+        else if (!strcmp(o, "--max-bytes")) a->max_bytes = parse_long("units --max-bytes", v, 1, LONG_MAX);
+        else die("units: unknown option '%s' (see swlstm units --help)", o);
+    }
+    if (!a->ckpt || !a->input || !a->out || a->unit < 0)
+        die("units: usage: swlstm units CKPT --unit K --input FILE --out PAGE.html");
+    if (a->fo.mean || a->fo.state == 'b') die("units: one state per byte: use --state c or h (not --mean or both)");
+}
+
+// val[t] = unit k of the chosen state after byte t, one byte at a time from a zero state.
+static float *unit_values(Model *m, const FeatOpts *o, int k, const uint8_t *text, size_t n) {
+    Infer *s = infer_create(m, 1, 0);
+    float *row = xmalloc(m->H * sizeof(float)), *val = xmalloc((n + 1) * sizeof(float));
+    infer_reset(m, s);
+    for (size_t t = 0; t < n; t++) {
+        int tok = text[t];
+        infer_step(m, s, &tok, 1, NULL);
+        infer_get(m, s, o->layer, o->state, 1, row);
+        val[t] = o->tanh_c ? tanhf(row[k]) : row[k];
+    }
+    infer_free(m, s);
+    free(row);
+    return val;
+}
+
+int cmd_units(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { units_usage(); return 0; }
+    UnitsArgs a = {.unit = -1};
+    parse_units_args(argc, argv, &a);
+    size_t n;
+    uint8_t *text = (uint8_t *)read_text_file(a.input, &n, "units --input");
+    if (a.max_bytes && (size_t)a.max_bytes < n) n = (size_t)a.max_bytes;
+    Model *m = feat_model_load(a.ckpt, &a.fo);
+    if (a.unit >= m->H) die("units --unit = '%ld': expected 0 to %d (the model's hidden size is %d)", a.unit, m->H - 1, m->H);
+    float *val = unit_values(m, &a.fo, (int)a.unit, text, n);
+    char title[512];
+    snprintf(title, sizeof title, "unit %ld (%s%s, layer %d) over %s", a.unit, a.fo.tanh_c ? "tanh " : "",
+             a.fo.state == 'h' ? "h" : "c", a.fo.layer, a.input);
+    size_t len;
+    char *page = unit_page_html(text, n, val, title, &len);
+    AtomicFile *f = af_open(a.out, "output page");  // a reader never sees a partial page
+    af_write(f, page, len);
+    af_commit(f);
+    model_free(m);
+    free(page); free(val); free(text);
+    return 0;
+}

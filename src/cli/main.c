@@ -1,0 +1,57 @@
+// main.c: ./swlstm VERB ... dispatch and help.
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include "base/common.h"
+#include "cli/opts.h"
+#include "cli/verbs.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} Verb;
+
+static const Verb verbs[] = {
+    {"train", cmd_train, "train a char-LM from a config file (CONFIG [--key=value ...] [--resume CKPT])"},
+    {"eval", cmd_eval, "bits per character of a checkpoint on a split"},
+    {"sample", cmd_sample, "stream bytes sampled from a checkpoint"},
+    {"info", cmd_info, "describe a checkpoint: format, shapes, masks, step, config"},
+    {"mask", cmd_mask, "build a sparsity mask and print its graph statistics"},
+    {"features", cmd_features, "extract per-document features from a checkpoint to .npy"},
+    {"probe", cmd_probe, "fit and score logistic-regression probes on features"},
+    {"export", cmd_export, "write a checkpoint's weights as a safetensors file (for PyTorch)"},
+    {"units", cmd_units, "one unit's value at every byte of a text, as a coloured HTML page"},
+    {"bench", cmd_bench, "benchmark kernels and training throughput (GPU)"},
+};
+#define NVERBS (int)(sizeof verbs / sizeof verbs[0])
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: swlstm VERB [options]    (swlstm VERB --help for a verb's options;\n"
+               "                                 every option reads --opt value or --opt=value)\n\nverbs:\n");
+    for (int i = 0; i < NVERBS; i++) fprintf(f, "  %-9s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(f, "  %-9s %s\n", "help", "this text");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        if (argc >= 3 && strcmp(argv[1], "help") == 0) {
+            for (int i = 0; i < NVERBS; i++)
+                if (!strcmp(verbs[i].name, argv[2])) {
+                    char *args[] = {argv[2], "--help", NULL};
+                    return verbs[i].fn(2, args);
+                }
+        }
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (int i = 0; i < NVERBS; i++)
+        if (!strcmp(verbs[i].name, argv[1])) {
+            int n;
+            char **args = opts_split(argc - 1, argv + 1, &n);
+            int rc = verbs[i].fn(n, args);
+            free(args);
+            return rc;
+        }
+    die("unknown verb '%s' (expected one of: train eval sample info mask features probe export units bench help)", argv[1]);
+}

@@ -1,0 +1,160 @@
+// feature_extract.c: batched feature extraction through the Infer API, with sorted documents.
+#include "features/feature_extract.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "model/model_io.h"
+
+const char feat_opts_usage[] =
+    "  --state c|h|both   final cell state c (default), hidden state h, or [c, h]\n"
+    "  --layer N          0-based layer (default: the last)\n"
+    "  --tanh             tanh of c\n"
+    "  --mean             mean of h over the document's steps instead of a final state\n"
+    "  --batch-size B     documents per batch (default 256)\n"
+    "  --no-preprocess    feed lines as they are (default: \"\\n \" + stripped line + \" \")\n"
+    "  --max-docs N       only the first N documents of each file\n"
+    "  --device cpu|cuda  (default cpu)   --precision fp32|bf16\n"
+    "  --progress         progress on stderr even when it is not a terminal\n"
+    "  --raw-weights      the trained weights, not their moving average (checkpoints with ema > 0)\n";
+
+void feat_opts_default(FeatOpts *o) {
+    *o = (FeatOpts){.layer = -1, .batch = 256, .progress = -1, .preprocess = 1, .device = "cpu"};
+}
+
+static char parse_state(const char *v, const char *verb) {
+    if (!strcmp(v, "c") || !strcmp(v, "h")) return v[0];
+    if (!strcmp(v, "both")) return 'b';
+    die("%s --state = '%s': expected c, h or both", verb, v);
+}
+
+int feat_opts_parse(FeatOpts *o, int argc, char **argv, int *i, const char *verb) {
+    const char *a = argv[*i];
+    if (!strcmp(a, "--tanh")) return o->tanh_c = 1;
+    if (!strcmp(a, "--mean")) return o->mean = 1;
+    if (!strcmp(a, "--no-preprocess")) return !(o->preprocess = 0);
+    if (!strcmp(a, "--progress")) return o->progress = 1;
+    if (!strcmp(a, "--raw-weights")) return o->raw_weights = 1;
+    static const char *valued[] = {"--state", "--layer", "--batch-size", "--max-docs", "--device", "--precision"};
+    int k = 0;
+    while (k < 6 && strcmp(a, valued[k])) k++;
+    if (k == 6) return 0;
+    if (*i + 1 >= argc) die("%s: option '%s' needs a value", verb, a);
+    const char *v = argv[++*i];
+    char what[64];
+    snprintf(what, sizeof what, "%s %s", verb, a);
+    if (k == 0) o->state = parse_state(v, verb);
+    if (k == 1) o->layer = (int)parse_long(what, v, 0, SW_MAX_LAYERS - 1);
+    if (k == 2) o->batch = (int)parse_long(what, v, 1, 1 << 20);
+    if (k == 3) o->max_docs = parse_long(what, v, 1, 1L << 40);
+    if (k == 4) o->device = v;
+    if (k == 5) o->precision = v;
+    return 1;
+}
+
+static void feat_opts_check(FeatOpts *o, const Model *m) {
+    if (o->layer >= m->L) die("--layer %d: the model has %d layers (0..%d)", o->layer, m->L, m->L - 1);
+    if (o->layer < 0) o->layer = m->L - 1;
+    if (o->mean && (o->state || o->tanh_c)) die("--mean replaces the final state: drop --state/--tanh");
+    if (o->tanh_c && o->state == 'h') die("--tanh applies to c: use --state c or both");
+    if (!o->state) o->state = 'c';
+}
+
+Model *feat_model_load(const char *ckpt, FeatOpts *o) {
+    const char *prec = o->precision ? o->precision : !strcmp(o->device, "cpu") ? "fp32" : NULL;
+    Model *m = model_load(ckpt, o->device, prec);
+    if (!o->raw_weights) model_use_ema(m);
+    feat_opts_check(o, m);
+    return m;
+}
+
+int feat_dim(const Model *m, const FeatOpts *o) { return o->state == 'b' && !o->mean ? 2 * m->H : m->H; }
+
+// ---- progress on stderr ----
+
+typedef struct { int on, done, total; double t0, last; } Progress;
+
+static void progress_show(Progress *p, int final) {
+    double now = now_sec();
+    if (!p->on || (!final && now - p->last < 1)) return;
+    p->last = now;
+    double rate = p->done / fmax(now - p->t0, 1e-9);
+    fprintf(stderr, "\rfeatures: %d/%d docs, %.1f docs/s%s", p->done, p->total, rate, final ? "\n" : "");
+    fflush(stderr);
+}
+
+// ---- extraction ----
+
+typedef struct {
+    Model *m;
+    Infer *s;
+    const Docs *d;
+    const FeatOpts *o;
+    float *out, *c, *h;    // out [n, D]; c, h: host rows [maxB, H]
+    int D, *tok;
+    Progress prog;
+} Extract;
+
+// Longer documents first; equal lengths keep input order (a stable, deterministic order).
+static int by_len_desc(const void *a, const void *b, void *docs) {
+    int i = *(const int *)a, j = *(const int *)b;
+    size_t li = doc_len(docs, i), lj = doc_len(docs, j);
+    return li != lj ? (li < lj ? 1 : -1) : (i > j) - (i < j);
+}
+
+// Sorted rows [a, b) just finished: their state goes to their documents' output rows.
+static void collect(Extract *e, const int *rows, int a, int b) {
+    const Model *m = e->m;
+    int H = m->H, l = e->o->layer;
+    char st = e->o->mean ? 's' : e->o->state;
+    if (st != 'h') infer_get(m, e->s, l, st == 's' ? 's' : 'c', b, e->c);
+    if (st == 'h' || st == 'b') infer_get(m, e->s, l, 'h', b, e->h);
+    for (int r = a; r < b; r++) {
+        float *dst = e->out + (size_t)rows[r] * e->D, *c = e->c + (size_t)r * H, *h = e->h + (size_t)r * H;
+        float len = (float)doc_len(e->d, rows[r]);  // for the mean; empty documents give 0
+        for (int j = 0; st != 'h' && j < H; j++)
+            dst[j] = e->o->tanh_c ? tanhf(c[j]) : st == 's' ? (len > 0 ? c[j] / len : 0) : c[j];
+        if (st == 'h' || st == 'b') memcpy(dst + (st == 'b' ? H : 0), h, H * sizeof(float));
+    }
+    e->prog.done += b - a;
+    progress_show(&e->prog, 0);
+}
+
+// Rows [0, n) of a sorted batch that are longer than t bytes.
+static int running(const Docs *d, const int *rows, int n, size_t t) {
+    while (n > 0 && doc_len(d, rows[n - 1]) <= t) n--;
+    return n;
+}
+
+static void run_batch(Extract *e, const int *rows, int nb) {
+    infer_reset(e->m, e->s);
+    int n = running(e->d, rows, nb, 0);
+    if (n < nb) collect(e, rows, n, nb);  // empty documents: the zero state
+    for (size_t t = 0; n > 0; t++) {
+        for (int r = 0; r < n; r++) e->tok[r] = doc_bytes(e->d, rows[r])[t];
+        infer_step(e->m, e->s, e->tok, n, NULL);
+        int next = running(e->d, rows, n, t + 1);
+        if (next < n) collect(e, rows, next, n);
+        n = next;
+    }
+}
+
+float *features_extract(Model *m, const Docs *d, const FeatOpts *o) {
+    int B = d->n < o->batch ? d->n : o->batch;
+    Extract e = {.m = m, .d = d, .o = o, .D = feat_dim(m, o)};
+    e.out = xcalloc((size_t)d->n * e.D + 1, sizeof(float));
+    if (B == 0) return e.out;
+    int *order = xmalloc(d->n * sizeof(int));
+    for (int i = 0; i < d->n; i++) order[i] = i;
+    qsort_r(order, d->n, sizeof(int), by_len_desc, (void *)d);
+    e.s = infer_create(m, B, o->mean);
+    e.c = xmalloc((size_t)B * m->H * sizeof(float));
+    e.h = xmalloc((size_t)B * m->H * sizeof(float));
+    e.tok = xmalloc(B * sizeof(int));
+    e.prog = (Progress){.on = o->progress < 0 ? isatty(2) : o->progress, .total = d->n, .t0 = now_sec(), .last = now_sec()};
+    for (int i = 0; i < d->n; i += B) run_batch(&e, order + i, d->n - i < B ? d->n - i : B);
+    progress_show(&e.prog, 1);
+    infer_free(m, e.s);
+    free(e.c); free(e.h); free(e.tok); free(order);
+    return e.out;
+}

@@ -1,0 +1,190 @@
+// ckpt.c: the checkpoint container. Layout (little-endian):
+//   "SWLSTMCK" u32 version u32 nsections
+//   nsections x { tag[8] (NUL-padded) u64 len u32 crc32(payload) payload[len] }
+//   "SWLSTMEN" u32 crc32(every byte before "SWLSTMEN")
+// The trailing CRC covers headers and tags too, so any flipped byte or truncation is caught.
+// Payloads are not aligned inside the file: readers memcpy them out.
+#include "io/ckpt.h"
+#include "io/atomic_file.h"
+#include "base/common.h"
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+static const char MAGIC[8] = {'S', 'W', 'L', 'S', 'T', 'M', 'C', 'K'};
+static const char ENDMAGIC[8] = {'S', 'W', 'L', 'S', 'T', 'M', 'E', 'N'};
+enum { HEADER_BYTES = 16, SECHDR_BYTES = 20, TRAILER_BYTES = 12 };
+
+static uint32_t crc_of(uint32_t crc, const void *p, size_t n) {
+    return (uint32_t)crc32_z(crc, (const Bytef *)p, n);
+}
+
+static void put_le(uint8_t *dst, uint64_t x, int nbytes) {
+    for (int i = 0; i < nbytes; i++) dst[i] = (uint8_t)(x >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *src, int nbytes) {
+    uint64_t x = 0;
+    for (int i = nbytes - 1; i >= 0; i--) x = (x << 8) | src[i];
+    return x;
+}
+
+// ---- writing ----
+
+typedef struct {
+    char tag[9];
+    uint8_t *data;
+    size_t len;
+} WSection;
+
+struct CkptWriter {
+    WSection *sec;
+    int n, cap;
+};
+
+CkptWriter *ckpt_writer_new(void) { return xcalloc(1, sizeof(CkptWriter)); }
+
+void ckpt_add(CkptWriter *w, const char *tag, const void *data, size_t len) {
+    size_t tl = strlen(tag);
+    if (tl == 0 || tl > 8) die("checkpoint section tag '%s' must be 1 to 8 characters", tag);
+    for (int i = 0; i < w->n; i++)
+        if (strcmp(w->sec[i].tag, tag) == 0) die("checkpoint section '%s' added twice", tag);
+    if (w->n == w->cap) w->sec = xrealloc(w->sec, (size_t)(w->cap = w->cap ? 2 * w->cap : 8) * sizeof(WSection));
+    WSection *s = &w->sec[w->n++];
+    memset(s->tag, 0, sizeof s->tag);
+    memcpy(s->tag, tag, tl);
+    s->data = xmalloc(len);
+    if (len) memcpy(s->data, data, len);
+    s->len = len;
+}
+
+// The file being written: `crc` runs over every byte so far.
+typedef struct {
+    AtomicFile *f;
+    uint32_t crc;
+} Out;
+
+static void out_put(Out *o, const void *p, size_t n) {
+    af_write(o->f, p, n);
+    o->crc = crc_of(o->crc, p, n);
+}
+
+static void write_body(Out *o, const CkptWriter *w) {
+    uint8_t hdr[HEADER_BYTES];
+    memcpy(hdr, MAGIC, 8);
+    put_le(hdr + 8, CKPT_VERSION, 4);
+    put_le(hdr + 12, (uint64_t)w->n, 4);
+    out_put(o, hdr, sizeof hdr);
+    for (int i = 0; i < w->n; i++) {
+        const WSection *s = &w->sec[i];
+        uint8_t sh[SECHDR_BYTES];
+        memcpy(sh, s->tag, 8);
+        put_le(sh + 8, s->len, 8);
+        put_le(sh + 16, crc_of(0, s->data, s->len), 4);
+        out_put(o, sh, sizeof sh);
+        out_put(o, s->data, s->len);
+    }
+    uint8_t tr[TRAILER_BYTES];
+    memcpy(tr, ENDMAGIC, 8);
+    put_le(tr + 8, o->crc, 4);
+    out_put(o, tr, sizeof tr);
+}
+
+static void writer_free(CkptWriter *w) {
+    for (int i = 0; i < w->n; i++) free(w->sec[i].data);
+    free(w->sec);
+    free(w);
+}
+
+void ckpt_commit(CkptWriter *w, const char *path) {
+    Out o = {af_open(path, "checkpoint"), 0};
+    write_body(&o, w);
+    af_commit(o.f);
+    writer_free(w);
+}
+
+// ---- reading ----
+
+static void read_all(Ckpt *c, const char *path) {
+    FILE *f = xfopen(path, "rb", "checkpoint");
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) die("checkpoint '%s': cannot stat: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) die("checkpoint '%s': not a regular file", path);
+    c->len = (size_t)st.st_size;
+    c->buf = xmalloc(c->len);
+    if (fread(c->buf, 1, c->len, f) != c->len) die("checkpoint '%s': read failed (file changed while reading?)", path);
+    fclose(f);
+}
+
+// A valid tag is 1-8 printable characters followed only by NUL padding.
+static int tag_ok(const uint8_t *t) {
+    int i = 0;
+    while (i < 8 && t[i] > 0x20 && t[i] < 0x7f) i++;
+    if (i == 0) return 0;
+    for (; i < 8; i++)
+        if (t[i]) return 0;
+    return 1;
+}
+
+// Parses section headers between HEADER_BYTES and `end`, checking bounds and payload CRCs.
+static void read_sections(Ckpt *c, size_t end) {
+    const char *path = c->path;
+    uint64_t nsec = get_le(c->buf + 12, 4);
+    if (nsec > (end - HEADER_BYTES) / SECHDR_BYTES || nsec > INT_MAX)
+        die("checkpoint '%s': truncated or corrupt (header claims %llu sections)", path, (unsigned long long)nsec);
+    c->nsec = (int)nsec;
+    c->sec = xcalloc(nsec, sizeof(CkptSection));
+    size_t off = HEADER_BYTES;
+    for (int i = 0; i < c->nsec; i++) {
+        if (end - off < SECHDR_BYTES) die("checkpoint '%s': truncated (section %d of %d is missing)", path, i + 1, c->nsec);
+        const uint8_t *h = c->buf + off;
+        CkptSection *s = &c->sec[i];
+        if (!tag_ok(h)) die("checkpoint '%s': section %d has a malformed tag (corrupt file)", path, i + 1);
+        memcpy(s->tag, h, 8);
+        s->len = get_le(h + 8, 8);
+        s->crc = (uint32_t)get_le(h + 16, 4);
+        off += SECHDR_BYTES;
+        if (s->len > (uint64_t)(end - off))
+            die("checkpoint '%s': truncated (section '%s' needs %llu bytes, %zu remain)", path, s->tag,
+                (unsigned long long)s->len, end - off);
+        s->data = c->buf + off;
+        if (crc_of(0, s->data, (size_t)s->len) != s->crc)
+            die("checkpoint '%s': section '%s' is corrupt (CRC mismatch)", path, s->tag);
+        off += (size_t)s->len;
+    }
+    if (off != end) die("checkpoint '%s': corrupt (%zu unexpected bytes after the last section)", path, end - off);
+}
+
+void ckpt_read(Ckpt *c, const char *path) {
+    memset(c, 0, sizeof *c);
+    c->path = xstrdup(path);
+    read_all(c, path);
+    if (c->len < 8) die("checkpoint '%s': not a swlstm checkpoint (only %zu bytes)", path, c->len);
+    if (memcmp(c->buf, MAGIC, 8) != 0) die("checkpoint '%s': not a swlstm checkpoint", path);
+    if (c->len < HEADER_BYTES + TRAILER_BYTES) die("checkpoint '%s': truncated (%zu bytes)", path, c->len);
+    c->version = (uint32_t)get_le(c->buf + 8, 4);
+    if (c->version != CKPT_VERSION)
+        die("checkpoint '%s': checkpoint format version %u, this swlstm reads version %d", path, c->version, CKPT_VERSION);
+    size_t end = c->len - TRAILER_BYTES;
+    read_sections(c, end);
+    if (memcmp(c->buf + end, ENDMAGIC, 8) != 0) die("checkpoint '%s': truncated or corrupt (end marker missing)", path);
+    if (crc_of(0, c->buf, end) != (uint32_t)get_le(c->buf + end + 8, 4))
+        die("checkpoint '%s': corrupt (file CRC mismatch)", path);
+}
+
+const CkptSection *ckpt_find(const Ckpt *c, const char *tag, int required) {
+    for (int i = 0; i < c->nsec; i++)
+        if (strcmp(c->sec[i].tag, tag) == 0) return &c->sec[i];
+    if (required) die("checkpoint '%s': has no '%s' section", c->path, tag);
+    return NULL;
+}
+
+void ckpt_close(Ckpt *c) {
+    free(c->buf);
+    free(c->sec);
+    free(c->path);
+    memset(c, 0, sizeof *c);
+}

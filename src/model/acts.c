@@ -1,0 +1,117 @@
+// acts.c: activation buffers of a training window and the carried (truncated-BPTT) state.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model/mlstm.h"
+
+static real *ralloc(const Backend *be, size_t n) { return be->alloc(n * sizeof(real)); }
+
+// The backend's engine for layer l over these buffers (NULL: per-step ops); it sets the
+// layer's z, act and dz.
+static void *seq_for(const Model *m, Acts *a, int l) {
+    if (!m->be->seq_create || !engine_wanted(&m->cfg)) return NULL;
+    const Layer *L = &m->layer[l];
+    real *P = m->params, *G = m->grads;
+    SeqArgs s = {a->B, a->T, m->H, &L->wh, P + L->off_wh, P + L->off_b, m->ln ? P + L->off_g : NULL,
+                 G + L->off_wh, G + L->off_b, m->ln ? G + L->off_g : NULL,
+                 NULL, NULL, a->lnstat[l], a->h[l], a->c[l], NULL, a->dh[l], a->dc[l],
+                 l ? NULL : a->xtab, a->tok, !strcmp(m->cfg.engine, "persistent")};
+    void *seq = m->be->seq_create(&s);
+    a->z[l] = s.z;
+    a->act[l] = s.act;
+    a->dz[l] = s.dz;
+    return seq;
+}
+
+// Layer 0's input is one of 256 byte embeddings, so its dense projection W_x Emb[tok] is a
+// row of the table Emb W_x^T [256, 4H]: 256 rows of product a window instead of T*B (16384
+// at B = T = 128), and the table's gradient is dz summed by byte (model_step.c). (Layer 0's
+// W_x is always dense; the mlstm keeps its own input products.)
+int input_table(const Model *m) {
+    return !m->mlstm;
+}
+
+// The mlstm runs per-step ops: its internal steps need whole-row layer norms between products.
+// auto takes the engine in both precisions: it is the faster path in every shape measured
+// (fp32 too since its dense path: H100, dense 2048 64.3 -> 40.1 ms a step, 8192 ba_8 86.1 -> 78.7).
+int engine_wanted(const Config *cfg) {
+    return !strcmp(cfg->cell, "lstm") && strcmp(cfg->engine, "steps");
+}
+
+const char *acts_path(const Model *m, const Acts *a) {
+    if (m->mlstm && mlstm_replays(m)) return "per-step ops, each window's steps replayed as one launch per direction";
+    if (!a->seq[0]) return "per-step ops";
+    static _Thread_local char path[256];
+    snprintf(path, sizeof path, "%s%s", m->be->seq_path(a->seq[0]),
+             input_table(m) ? "; layer 0's input projection from a table of the 256 bytes' rows" : "");
+    return path;
+}
+
+Acts *acts_create(const Model *m, int B, int T) {
+    const Backend *be = m->be;
+    Acts *a = xcalloc(1, sizeof *a);
+    size_t N = (size_t)B * T, H = (size_t)m->H, G = 4 * H;
+    a->B = B;
+    a->T = T;
+    a->tok = be->alloc(N * sizeof(int));
+    a->tgt = be->alloc(N * sizeof(int));
+    if (input_table(m)) {
+        a->xtab = ralloc(be, SW_VOCAB * G);
+        a->dxtab = ralloc(be, SW_VOCAB * G);
+        a->dembx = ralloc(be, SW_VOCAB * (size_t)m->E);
+    } else {
+        a->x0 = ralloc(be, N * m->E);
+        a->dx0 = ralloc(be, N * m->E);
+    }
+    for (int l = 0; l < m->L; l++) {
+        a->lnstat[l] = m->ln ? ralloc(be, N * 8) : NULL;
+        a->h[l] = ralloc(be, (N + B) * H);
+        a->c[l] = ralloc(be, (N + B) * H);
+        a->dh[l] = ralloc(be, (N + B) * H);
+        a->dc[l] = ralloc(be, (size_t)B * H);
+        a->seq[l] = seq_for(m, a, l);
+        if (!a->seq[l]) a->z[l] = ralloc(be, N * G), a->act[l] = ralloc(be, N * G), a->dz[l] = ralloc(be, N * G);
+        a->ml[l] = m->mlstm ? mlstm_acts_create(m, l, B, T, 1) : NULL;
+        if (m->mlstm && be->keep_lowp) {  // the mlstm's first internal step reads h, its gate product's backward dz
+            be->keep_lowp(a->h[l], (N + B) * H);
+            be->keep_lowp(a->dz[l], N * G);
+        }
+    }
+    a->logits = ralloc(be, N * SW_VOCAB);
+    a->loss = ralloc(be, N);
+    a->loss_host = xcalloc(N, sizeof(real));
+    return a;
+}
+
+void acts_free(const Model *m, Acts *a) {
+    if (!a) return;
+    const Backend *be = m->be;
+    be->free(a->tok); be->free(a->tgt); be->free(a->x0); be->free(a->dx0);
+    be->free(a->xtab); be->free(a->dxtab); be->free(a->dembx);
+    for (int l = 0; l < m->L; l++) {
+        if (!a->seq[l]) be->free(a->z[l]), be->free(a->act[l]), be->free(a->dz[l]);
+        if (a->lnstat[l]) be->free(a->lnstat[l]);
+        be->free(a->h[l]); be->free(a->c[l]); be->free(a->dh[l]); be->free(a->dc[l]);
+        if (a->seq[l]) be->seq_free(a->seq[l]);
+        mlstm_acts_free(m, a->ml[l]);
+    }
+    be->free(a->logits); be->free(a->loss);
+    free(a->loss_host);
+    free(a);
+}
+
+void acts_reset_state(const Model *m, Acts *a) {
+    size_t bytes = (size_t)a->B * m->H * sizeof(real);
+    for (int l = 0; l < m->L; l++) {
+        m->be->zero(a->h[l], bytes);
+        m->be->zero(a->c[l], bytes);
+    }
+}
+
+void acts_carry_state(const Model *m, Acts *a) {
+    size_t blk = (size_t)a->B * m->H, bytes = blk * sizeof(real);
+    for (int l = 0; l < m->L; l++) {
+        m->be->copy(a->h[l], a->h[l] + (size_t)a->T_run * blk, bytes);
+        m->be->copy(a->c[l], a->c[l] + (size_t)a->T_run * blk, bytes);
+    }
+}

@@ -1,0 +1,64 @@
+// config.h: training configuration, read from `key = value` files and --key=value flags.
+#pragma once
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CFG_STR 512
+
+typedef struct {
+    // data and run
+    char data[CFG_STR];          // corpus path: raw, .gz or single-entry .zip
+    char split[CFG_STR];         // "0.9,0.05,0.05" fractions or byte counts
+    char out_dir[CFG_STR];       // run directory: checkpoints and log.jsonl
+    char device[16];             // cpu | cuda
+    char precision[16];          // fp32 | bf16 (cuda only)
+    char init_from[CFG_STR];     // checkpoint to take weights from ("" = none)
+    long seed;                   // init and data-independent randomness
+    int threads;                 // CPU threads (0 = all cores)
+    // model
+    int hidden_size, num_layers, embed_size, block_size;
+    char sparsity[64];           // mask of W_h (and W_x above layer 0): dense|random_<d>|ba_<m>|ws_<k>_<p>
+    char input_sparsity[64];     // mask of W_x above layer 0 ("" = same as sparsity)
+    long mask_seed;
+    int layer_norm;              // 0/1 (true/false in files)
+    char engine[16];             // auto | on | persistent | steps: the recurrent engine (model.h engine_wanted)
+    char cell[16];               // lstm | mlstm (the paper's deep-update cell, src/model/mlstm_step.c)
+    int depth;                   // mlstm internal steps (>= 2), each with its own mask
+    char init[16];               // uniform | identity (I on the diagonal blocks of recurrent matrices)
+    double ema;                  // decay of the weights' moving average (0 = off)
+    // optimisation
+    int batch_size, seq_length;
+    double learning_rate, min_lr;        // min_lr: floor of cosine/linear decay (absolute)
+    char lr_schedule[16];                // constant | cosine | linear
+    long warmup_steps, max_steps;
+    double beta1, beta2, adam_eps, weight_decay, grad_clip;
+    char nan_policy[16];                 // stop | skip
+    // logging, evaluation, checkpoints
+    long log_every, eval_every, eval_bytes, save_every;
+    // data parallel (docs/MULTIGPU.md)
+    int gpus;                    // GPUs (ranks) of this process
+    char dist_init[CFG_STR];     // how ranks of several processes find rank 0 ("" = SWLSTM_DIST_INIT)
+    double dist_bucket_mb;       // all-reduce bucket size
+} Config;
+
+void config_defaults(Config *c);
+// Loads a config file; errors name the file, line, key and value.
+void config_load_file(Config *c, const char *path);
+// Sets one key. `where` names the source for errors ("tiny.cfg:12", "command line").
+// An unknown key is an error that names the closest known key.
+void config_set(Config *c, const char *key, const char *value, const char *where);
+// Applies command-line options, each "--key=value" or "--key" "value" (dashes read as '_').
+void config_apply_overrides(Config *c, int n, char **args);
+// Cross-key checks (block_size divides hidden_size, valid descriptors, ...). Dies on error.
+void config_validate(const Config *c);
+// Canonical text: every key as "key = value\n". Caller frees.
+char *config_to_text(const Config *c);
+// Parses text made by config_to_text (or any config text). `where` names its origin.
+void config_from_text(Config *c, const char *text, const char *where);
+// Prints every key with its default and a one-line description.
+void config_print_help(void);
+
+#ifdef __cplusplus
+}
+#endif

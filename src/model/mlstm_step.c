@@ -1,0 +1,200 @@
+// mlstm_step.c: forward and backward of the deep-update mLSTM layer (mlstm.h) over a window,
+// and its inference step. As for the LSTM layer, the input projections of a whole window are
+// one product each, the internal steps and gates run step by step, and weight gradients are
+// summed over the window in one call per matrix.
+#include <stdlib.h>
+#include <string.h>
+#include "model/mlstm.h"
+
+#define P(off) (m->params + (off))
+#define GR(off) (m->grads + (off))
+
+// Row-major [rows, H] buffers; "per step" ones hold every step of the window (row t*B + b).
+struct MlstmActs {
+    size_t N;                         // rows of the window
+    real *xpre, *xn, *xstat;          // m then a: [2][N][H] before and after their norms, [2][N][2]
+    real *spre[SW_MAX_DEPTH];         // W_hj times the step's input, per step
+    real *sstat[SW_MAX_DEPTH];        // its norm's (mean, rstd), [N][2]
+    real *s0;                         // lin_h0 output (before * m), per step
+    real *u[SW_MAX_DEPTH];            // internal step outputs, per step
+    // training only
+    real *dx;                         // [2][N][H]: gradients at m, a, then at their pre-norm values
+    real *ds[SW_MAX_DEPTH];           // gradients at spre, per step
+    real *du;                         // [B][H] gradient at the current internal output
+    real *dxin;                       // [N][in]: the input gradient through W_a
+};
+
+static real *ralloc(const Model *m, size_t n) { return m->be->alloc(n * sizeof(real)); }
+
+// l = -1: buffers that suit every layer (inference shares one set).
+MlstmActs *mlstm_acts_create(const Model *m, int l, int B, int T, int for_training) {
+    MlstmActs *ml = xcalloc(1, sizeof *ml);
+    size_t N = (size_t)B * T, H = (size_t)m->H;
+    ml->N = N;
+    ml->xpre = ralloc(m, 2 * N * H);
+    ml->xn = ralloc(m, 2 * N * H);
+    ml->xstat = ralloc(m, 4 * N);
+    ml->s0 = ralloc(m, N * H);
+    for (int j = 0; j < m->D; j++) {
+        ml->spre[j] = ralloc(m, N * H);
+        ml->sstat[j] = ralloc(m, 2 * N);
+        ml->u[j] = ralloc(m, N * H);
+        if (for_training) ml->ds[j] = ralloc(m, N * H);
+        if (for_training && m->be->keep_lowp) {  // inputs of the step's products, each read every step
+            m->be->keep_lowp(ml->u[j], N * H);
+            m->be->keep_lowp(ml->ds[j], N * H);
+        }
+    }
+    if (for_training) {
+        ml->dx = ralloc(m, 2 * N * H);
+        ml->du = ralloc(m, (size_t)B * H);
+        ml->dxin = ralloc(m, N * (size_t)m->layer[l].in);
+    }
+    return ml;
+}
+
+void mlstm_acts_free(const Model *m, MlstmActs *ml) {
+    if (!ml) return;
+    if (m->be->replay_forget) m->be->replay_forget(ml);
+    real *all[] = {ml->xpre, ml->xn, ml->xstat, ml->s0, ml->dx, ml->du, ml->dxin};
+    for (int i = 0; i < 7; i++)
+        if (all[i]) m->be->free(all[i]);
+    for (int j = 0; j < m->D; j++) {
+        m->be->free(ml->spre[j]);
+        m->be->free(ml->sstat[j]);
+        m->be->free(ml->u[j]);
+        if (ml->ds[j]) m->be->free(ml->ds[j]);
+    }
+    free(ml);
+}
+
+// m = lin_m(x), a = lin_a(x) for N rows of x [N, in]: planes 0 and 1 of xn.
+static void inputs_fwd(Model *m, const Layer *L, MlstmActs *ml, const real *x, size_t N) {
+    size_t H = (size_t)m->H, plane = ml->N * H;
+    for (int k = 0; k < 2; k++) {
+        const real *ln = P(L->off_xln) + 2 * k * H;
+        m->be->matmul_fwd(ml->xpre + k * plane, x, P(L->off_wx) + k * H * L->in, NULL, (int)N, L->in, (int)H, 0);
+        m->be->layernorm_fwd(ml->xn + k * plane, ml->xstat + 2 * k * ml->N, ml->xpre + k * plane, ln, ln + H, (int)N, (int)H);
+    }
+}
+
+// One time step on B rows starting at row r0 of the buffers: from h_prev, c_prev to h, c.
+// h may alias h_prev (only the first product reads it).
+static void cell_step(Model *m, const Layer *L, MlstmActs *ml, size_t r0, int B, const real *h_prev,
+                      const real *c_prev, real *h, real *c, real *z, real *act, real *lnstat) {
+    const Backend *be = m->be;
+    size_t H = (size_t)m->H, o = r0 * H;
+    const real *in = h_prev;
+    for (int j = 0; j < m->D; j++) {
+        real *spre = ml->spre[j] + o, *u = ml->u[j] + o;
+        const real *ln = P(L->off_sln[j]), *m_t = j ? NULL : ml->xn + o, *a_t = j == 1 ? ml->xn + ml->N * H + o : NULL;
+        be->bsmm_fwd(spre, in, &L->ws[j], P(L->off_ws[j]), B, 0);
+        be->norm_act_fwd(u, ml->s0 + o, ml->sstat[j] + 2 * r0, spre, ln, ln + H, m_t, a_t, B, (int)H);  // * m_t, or relu(. + a_t)
+        in = u;
+    }
+    be->bsmm_fwd(z, in, &L->wh, P(L->off_wh), B, 0);
+    be->lstm_fwd(h, c, act, lnstat, z, c_prev, P(L->off_b), P(L->off_g), B, (int)H);
+}
+
+int mlstm_replays(const Model *m) { return m->be->replay && strcmp(m->cfg.engine, "steps"); }
+
+// A window's time steps in one direction, the body the backend may replay as one launch.
+typedef struct {
+    Model *m;
+    Acts *a;
+    int l, T;
+} Steps;
+
+static void run_steps(Model *m, Acts *a, int l, int T, int bwd, void (*body)(void *)) {
+    Steps s = {m, a, l, T};
+    if (mlstm_replays(m)) m->be->replay(a->ml[l], bwd, T, body, &s);
+    else body(&s);
+}
+
+static void fwd_steps(void *p) {
+    const Steps *s = p;
+    Model *m = s->m;
+    Acts *a = s->a;
+    const int l = s->l;
+    size_t B = (size_t)a->B, H = (size_t)m->H;
+    for (size_t t = 0; t < (size_t)s->T; t++)
+        cell_step(m, &m->layer[l], a->ml[l], t * B, (int)B, a->h[l] + t * B * H, a->c[l] + t * B * H,
+                  a->h[l] + (t + 1) * B * H, a->c[l] + (t + 1) * B * H, a->z[l] + t * B * 4 * H, a->act[l] + t * B * 4 * H,
+                  a->lnstat[l] + t * B * 8);
+}
+
+void mlstm_layer_forward(Model *m, Acts *a, int l, const real *x, int T) {
+    inputs_fwd(m, &m->layer[l], a->ml[l], x, (size_t)T * a->B);
+    run_steps(m, a, l, T, 0, fwd_steps);
+}
+
+// Step t backward through the internal steps, from ml->du (the gradient at the gates' input):
+// leaves the gradients at spre in ds[j], at m_t and a_t in dx, and adds the one at h_{t-1} to dh.
+static void internal_bwd(Model *m, const Layer *L, MlstmActs *ml, size_t r0, int B, real *dh_prev) {
+    const Backend *be = m->be;
+    size_t H = (size_t)m->H, o = r0 * H, n = (size_t)B * H;
+    for (int j = m->D - 1; j >= 0; j--) {
+        real *ds = ml->ds[j] + o, *dgain = GR(L->off_sln[j]);
+        real *dact = j == 1 ? ml->dx + ml->N * H + o : ds;  // the gradient at a_t is that at s_1
+        if (j == 0) be->mul_bwd(ds, ml->dx + o, ml->du, ml->s0 + o, ml->xn + o, n);
+        else be->relu_bwd(dact, ml->du, ml->u[j] + o, n);
+        be->layernorm_bwd(ds, dgain, dgain + H, dact, ml->spre[j] + o, ml->sstat[j] + 2 * r0, P(L->off_sln[j]), B, (int)H);
+        be->bsmm_bwd_data(j ? ml->du : dh_prev, ds, &L->ws[j], P(L->off_ws[j]), B, j ? 0 : 1);
+    }
+}
+
+// Gradients of the input projections and of x over N rows (overwriting dx, as the LSTM layer
+// does); the planes of m and a lie ml->N rows apart whatever N.
+static void inputs_bwd(Model *m, const Layer *L, MlstmActs *ml, const real *x, real *dx, size_t N) {
+    const Backend *be = m->be;
+    size_t H = (size_t)m->H, plane = ml->N * H, in = (size_t)L->in;
+    for (int k = 0; k < 2; k++) {
+        real *dln = GR(L->off_xln) + 2 * k * H;
+        be->layernorm_bwd(ml->dx + k * plane, dln, dln + H, ml->dx + k * plane, ml->xpre + k * plane,
+                          ml->xstat + 2 * k * ml->N, P(L->off_xln) + 2 * k * H, (int)N, (int)H);
+        be->matmul_bwd(k ? ml->dxin : dx, GR(L->off_wx) + k * H * in, NULL, ml->dx + k * plane, x,
+                       P(L->off_wx) + k * H * in, (int)N, (int)in, (int)H);
+    }
+    be->axpy(dx, ml->dxin, 1, N * in);
+}
+
+static void bwd_steps(void *p) {
+    const Steps *s = p;
+    Model *m = s->m;
+    Acts *a = s->a;
+    const Backend *be = m->be;
+    const int l = s->l;
+    const Layer *L = &m->layer[l];
+    MlstmActs *ml = a->ml[l];
+    size_t B = (size_t)a->B, H = (size_t)m->H, G = 4 * H;
+    for (size_t t = (size_t)s->T; t-- > 0;) {
+        real *dz = a->dz[l] + t * B * G;
+        be->lstm_bwd(dz, a->dc[l], GR(L->off_b), GR(L->off_g), a->dh[l] + (t + 1) * B * H, a->dc[l],
+                     a->act[l] + t * B * G, a->c[l] + (t + 1) * B * H, a->c[l] + t * B * H, a->z[l] + t * B * G,
+                     a->lnstat[l] + t * B * 8, P(L->off_g), (int)B, (int)H);
+        be->bsmm_bwd_data(ml->du, dz, &L->wh, P(L->off_wh), (int)B, 0);
+        internal_bwd(m, L, ml, t * B, (int)B, a->dh[l] + t * B * H);
+    }
+}
+
+void mlstm_layer_backward(Model *m, Acts *a, int l, int T) {
+    const Backend *be = m->be;
+    const Layer *L = &m->layer[l];
+    MlstmActs *ml = a->ml[l];
+    size_t B = (size_t)a->B, H = (size_t)m->H, N = (size_t)T * B;
+    be->zero(a->dh[l], B * H * sizeof(real));
+    be->zero(a->dc[l], B * H * sizeof(real));
+    run_steps(m, a, l, T, 1, bwd_steps);
+    be->bsmm_bwd_weight(GR(L->off_wh), a->dz[l], ml->u[m->D - 1], &L->wh, (int)N);
+    for (int j = 0; j < m->D; j++)
+        be->bsmm_bwd_weight(GR(L->off_ws[j]), ml->ds[j], j ? ml->u[j - 1] : a->h[l], &L->ws[j], (int)N);
+    const real *x = l ? a->h[l - 1] + B * H : a->x0;
+    inputs_bwd(m, L, ml, x, l ? a->dh[l - 1] + B * H : a->dx0, N);
+}
+
+// s->c_prev already holds the state's c (infer_step copies it).
+void mlstm_infer_layer(Model *m, Infer *s, int l, const real *x, int n) {
+    const Layer *L = &m->layer[l];
+    inputs_fwd(m, L, s->ml, x, (size_t)n);
+    cell_step(m, L, s->ml, 0, n, s->h[l], s->c_prev, s->h[l], s->c[l], s->z, s->act, s->lnstat);
+}

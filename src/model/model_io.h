@@ -1,0 +1,44 @@
+// model_io.h: saving and loading models and full training state in checkpoints.
+#pragma once
+#include "io/ckpt.h"
+#include "model/model.h"
+#include "base/rng.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// What, besides weights, a resumed run needs to continue bit-exactly.
+typedef struct {
+    long step;              // optimizer steps taken
+    double best_valid_bpc;  // lowest validation bpc so far (INFINITY if none)
+    double elapsed_sec;     // training wall time so far
+    uint64_t bytes_seen;    // training characters consumed
+    uint64_t data_pos;      // stripe offset of the next window
+    Rng rng;
+    uint64_t data_len;      // corpus size and fingerprint (dataset_fingerprint); 0 in
+    uint32_t data_crc;      // checkpoints older than these fields: nothing to check
+} TrainState;
+
+// Writes config, masks and fp32 weights; with ts non-NULL also the Adam moments (adam_m,
+// adam_v: backend memory, m->nparams each), the train state and the carried state of `a`.
+void model_save(const char *path, const Model *m, const TrainState *ts, const real *adam_m,
+                const real *adam_v, const Acts *a);
+// Builds the model stored in a checkpoint (its config, masks and weights) on a device.
+Model *model_load(const char *path, const char *device, const char *precision);
+// The config stored in a checkpoint.
+void ckpt_config(const Ckpt *c, Config *cfg);
+// Copies a checkpoint's weights into m (same shapes required; dies naming what differs).
+void model_load_weights(Model *m, const Ckpt *c);
+// Restores the train state, Adam moments and carried state saved by model_save: rows
+// [row0, row0 + a->B) of a saved state of `rows` rows (a data-parallel rank's share; dies
+// unless the checkpoint holds `rows` rows).
+void model_load_train_state(const Model *m, const Ckpt *c, TrainState *ts, real *adam_m,
+                            real *adam_v, Acts *a, int row0, int rows);
+// Reads the train state section only (for `info`); returns 0 if the checkpoint has none.
+int ckpt_train_state(const Ckpt *c, TrainState *ts);
+// Masks stored in a checkpoint: 2 per layer (W_h, W_x); caller frees with mask_free.
+int ckpt_masks(const Ckpt *c, Mask *masks, int max_masks);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,151 @@
+// backend.h: the operations the model is written in. The CPU reference (src/*_cpu.c)
+// and the CUDA backend (cuda/*.cu) implement the same table; the model never touches
+// tensor memory directly, only through these calls.
+//
+// Conventions (both backends):
+// - Pointers to `real` are backend memory (host for CPU, device for CUDA).
+// - Activations are row-major [N, features]; within a window N = T*B with row t*B + b.
+// - Parameter gradients ACCUMULATE (+=); the trainer zeroes them once per step.
+// - Activation outputs are OVERWRITTEN unless an `accumulate` flag says otherwise.
+// - Everything is deterministic: the same inputs give the same bits.
+#pragma once
+#include <stddef.h>
+#include "sparse/bsmat.h"
+#include "base/common.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    real lr, beta1, beta2, eps, weight_decay;
+    real grad_scale;   // gradients are multiplied by this first (global-norm clipping)
+    long step;         // 1-based, for bias correction
+} AdamArgs;
+
+// A layer's buffers for the recurrent engine (the Acts buffers of model.h, one layer).
+typedef struct {
+    int B, T, H;                            // T: the most steps a window runs
+    const BsMat *wh;
+    const real *wh_vals, *bias, *ln_gain;  // ln_gain NULL: no layer norm
+    real *dwh, *dbias, *dln_gain;
+    real *z, *act, *lnstat, *h, *c, *dz, *dh, *dc;
+    // Layer 0's input projection as a table (model.h input_table): the forward steps add row
+    // tok[t*B + b] of xtab [256, 4H] into z_t's row b themselves; xtab NULL: z holds it already.
+    const real *xtab;
+    const int *tok;
+    int persistent;  // 1: one persistent launch per direction where it applies, not a kernel per time step
+} SeqArgs;
+
+typedef struct Backend {
+    const char *name;  // "cpu" or "cuda"
+    // ---- memory ----
+    void *(*alloc)(size_t bytes);  // zero-filled
+    void (*free)(void *p);
+    void (*to_device)(void *dst, const void *host_src, size_t bytes);
+    void (*to_host)(void *host_dst, const void *src, size_t bytes);
+    void (*copy)(void *dst, const void *src, size_t bytes);
+    void (*zero)(void *p, size_t bytes);
+    void (*sync)(void);
+    void (*bsmat_upload)(BsMat *w);   // gives the backend its copy of w's indices (w->dev)
+    void (*bsmat_release)(BsMat *w);
+    // The model's flat parameter buffer (n elements): a backend may keep a lower-precision
+    // copy of it (bf16) and refresh it in `adam`. The CPU backend ignores it.
+    void (*register_params)(real *params, size_t n);
+    // An activation buffer that the backend's bf16 products read often: it may keep a bf16
+    // copy of x[0..n) that every op writing x updates, so that they need not convert x each
+    // time (freed with x). NULL: it keeps none (the CPU and fp32).
+    void (*keep_lowp)(real *x, size_t n);
+
+    // ---- embedding ----
+    // out[N,E] = table[tok[n], :]
+    void (*embed_fwd)(real *out, const real *table, const int *tok, int N, int E);
+    // dtable[tok[n], :] += dout[n, :]
+    void (*embed_bwd)(real *dtable, const real *dout, const int *tok, int N, int E);
+
+    // ---- dense matmul (nn.Linear): W is [R, C] row-major ----
+    // y[N,R] (=|+=) x[N,C] W^T + bias (bias may be NULL)
+    void (*matmul_fwd)(real *y, const real *x, const real *W, const real *bias,
+                       int N, int C, int R, int accumulate);
+    // dx[N,C] = dy W (dx may be NULL); dW[R,C] += dy^T x; dbias[R] += sum_n dy (may be NULL)
+    void (*matmul_bwd)(real *dx, real *dW, real *dbias, const real *dy, const real *x,
+                       const real *W, int N, int C, int R);
+
+    // ---- block-sparse matmul: W is w->rows x w->cols with values `vals` ----
+    // y[N,rows] (=|+=) x[N,cols] W^T
+    void (*bsmm_fwd)(real *y, const real *x, const BsMat *w, const real *vals, int N, int accumulate);
+    // dx[N,cols] (=|+=) dy[N,rows] W
+    void (*bsmm_bwd_data)(real *dx, const real *dy, const BsMat *w, const real *vals, int N, int accumulate);
+    // dvals += (dy^T x) restricted to stored blocks; one call sums over all N rows
+    void (*bsmm_bwd_weight)(real *dvals, const real *dy, const real *x, const BsMat *w, int N);
+
+    // ---- LSTM cell, gates ordered i, f, g, o in blocks of H ----
+    // pre = (ln_gain ? LN_per_gate(z) * ln_gain : z) + bias
+    // i,f,o = sigmoid, g = tanh; c = f*c_prev + i*g; h = o*tanh(c)
+    // act[B,4H] keeps the activated gates; lnstat[B,8] keeps mean and rstd per gate (if ln_gain).
+    void (*lstm_fwd)(real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
+                     const real *bias, const real *ln_gain, int B, int H);
+    // dh[B,H], dc[B,H]: gradients arriving at h and c (dc from the next step, may be zero).
+    // Writes dz[B,4H] and dc_prev[B,H] (dc_prev may alias dc); dbias, dln_gain accumulate.
+    void (*lstm_bwd)(real *dz, real *dc_prev, real *dbias, real *dln_gain,
+                     const real *dh, const real *dc, const real *act, const real *c,
+                     const real *c_prev, const real *z, const real *lnstat,
+                     const real *ln_gain, int B, int H);
+
+    // ---- the recurrent engine: a layer's whole window in a few launches ----
+    // seq_create returns a handle, or NULL where this backend or shape runs step by step (the
+    // model then calls lstm_fwd/bsmm_fwd per step: the reference). With a handle, a->z,
+    // a->act and a->dz come back set: the engine owns them (seq_free frees them), as it alone
+    // knows whether anything writes them in fp32. seq_fwd runs T steps as
+    // that loop does (z holds the input projection on entry). seq_bwd runs them backward,
+    // accumulates dwh, dbias, dln_gain, and leaves the carried state's gradients in dh
+    // block 0 and dc. NULL entries: the backend has no engine.
+    void *(*seq_create)(SeqArgs *a);
+    void (*seq_fwd)(void *s, int T);
+    void (*seq_bwd)(void *s, int T);
+    void (*seq_free)(void *s);
+    const char *(*seq_path)(void *s);  // how the engine runs the window, in words (the training log)
+    // ---- a window's ops in one launch (the mlstm's steps) ----
+    // replay runs body(ctx), whose ops must be the same on the same buffers at every call with
+    // the same (owner, key, T): the backend may record them once and replay the record (the
+    // CUDA backend: a graph; replay.cu says when it records). replay_forget(owner) drops the
+    // records before owner's buffers are freed. NULL: the model calls body itself.
+    void (*replay)(const void *owner, int key, int T, void (*body)(void *ctx), void *ctx);
+    void (*replay_forget)(const void *owner);
+    // ---- the mlstm's steps (src/model/mlstm_step.c) ----
+    // y[N,C] = (x - mean) * rstd * gain + bias over each row's C values; stat[N,2] = (mean, rstd).
+    void (*layernorm_fwd)(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C);
+    // dy: gradient at y. Writes dx[N,C] (may alias dy); dgain[C], dbias[C] accumulate.
+    void (*layernorm_bwd)(real *dx, real *dgain, real *dbias, const real *dy, const real *x,
+                          const real *stat, const real *gain, int N, int C);
+    // The mlstm's internal step after its product (mlstm.h), over N rows of C: y = the layer
+    // norm above of x; then u = y * mul where mul is given (y kept in s for the backward), else
+    // u = max(0, y + add) (add may be NULL; s unused).
+    void (*norm_act_fwd)(real *u, real *s, real *stat, const real *x, const real *gain, const real *bias,
+                         const real *mul, const real *add, int N, int C);
+    // The backward of its activation: da = dy * b, db = dy * a (either may alias dy) for u = a * b
+    void (*mul_bwd)(real *da, real *db, const real *dy, const real *a, const real *b, size_t n);
+    // ... and dx = dy where y > 0, else 0 (dx may alias dy) for y = max(0, x + add)
+    void (*relu_bwd)(real *dx, const real *dy, const real *y, size_t n);
+
+    // ---- loss ----
+    // loss[n] = -log softmax(logits[n])[target[n]] (nats). If dlogits is non-NULL it gets
+    // (softmax - onehot) * dscale; dlogits may alias logits.
+    void (*softmax_xent)(real *loss, real *dlogits, const real *logits, const int *target,
+                         int N, int V, real dscale);
+
+    // ---- optimiser and reductions ----
+    void (*adam)(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);
+    double (*sumsq)(const real *x, size_t n);        // sum of squares, deterministic order
+    void (*axpy)(real *y, const real *x, real alpha, size_t n);  // y += alpha*x
+    void (*ema)(real *avg, const real *p, real decay, size_t n);  // avg = decay*avg + (1-decay)*p
+} Backend;
+
+const Backend *backend_cpu(void);
+// Returns the CUDA backend, or dies with a clear message when built without CUDA or
+// when no GPU is usable. `precision` is "fp32" or "bf16".
+const Backend *backend_cuda(const char *precision);
+const Backend *backend_get(const char *device, const char *precision);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,319 @@
+// logreg.c: L1/L2 logistic regression by (orthant-wise) Newton-CG.
+#include "probe/logreg.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "probe/logreg_cuda.h"
+
+// KKT tolerances relative to the largest gradient at w = 0 (at least 1). L1 is looser:
+// coordinate descent crawls on correlated features when C is large (bigrams, C >= 4).
+#define LR_TOL_L2 1e-8
+#define LR_TOL_L1 1e-6
+#define MAX_OUTER 100
+#define INNER_FRAC 0.1    // conjugate gradients to this fraction of the KKT violation
+#define ARMIJO 0.01
+#define SPARSE_FRAC 0.25  // columns with fewer non-zeros than this fraction are kept sparse
+
+// ---- columns ----
+
+// Runs body with i (row) and x (e_ij / isd) over the stored entries of column c.
+#define FOR_COL(c, n, body)                                                                  \
+    if ((c)->row)                                                                            \
+        for (int k_ = 0; k_ < (c)->nnz; k_++) { int i = (c)->row[k_]; double x = (c)->val[k_]; body } \
+    else                                                                                     \
+        for (int i = 0; i < (n); i++) { double x = (c)->val[i] - (c)->ctr; body }
+
+double col_dot(const LrSolver *s, int j, const double *a) {   // sum_i e_ij a_i
+    const Col *c = &s->col[j];
+    double acc = 0;
+    FOR_COL(c, s->n, acc += x * a[i];)
+    return acc * c->isd;
+}
+
+// g = sum_i e_ij r_i and h = sum_i e_ij^2 D_i in one pass
+static void col_grad_hess(const LrSolver *s, int j, const double *r, const double *D, double *g, double *h) {
+    const Col *c = &s->col[j];
+    double ag = 0, ah = 0;
+    FOR_COL(c, s->n, ag += x * r[i]; ah += x * x * D[i];)
+    *g = ag * c->isd;
+    *h = ah * c->isd * c->isd;
+}
+
+void col_axpy(const LrSolver *s, int j, double alpha, double *z) {  // z += alpha e_j
+    const Col *c = &s->col[j];
+    alpha *= c->isd;
+    FOR_COL(c, s->n, z[i] += alpha * x;)
+}
+
+// z += alpha e_j, keeping u = D * z up to date
+void col_axpy_wt(const LrSolver *s, int j, double alpha, double *z, double *u, const double *D) {
+    const Col *c = &s->col[j];
+    alpha *= c->isd;
+    FOR_COL(c, s->n, z[i] += alpha * x; u[i] = D[i] * z[i];)
+}
+
+// sum_j w_j (mu_j - ctr_j) isd_j: the model's intercept minus the solver's
+static double centre_shift(const LrSolver *s, const double *w) {
+    double b = 0;
+    for (int j = 0; j < s->d; j++) b += w[j] * (s->mu[j] - s->col[j].ctr) * s->isd[j];
+    return b;
+}
+
+// ---- solver setup ----
+
+static void gather_columns(LrSolver *s, const LrSet *t) {
+    for (int k0 = 0; k0 < t->n; k0 += 64)  // blocks of rows keep the transposition cache-friendly
+        for (int j = 0; j < t->d; j++)
+            for (int k = k0; k < t->n && k < k0 + 64; k++)
+                s->xc[(size_t)j * t->n + k] = t->X[(size_t)t->idx[k] * t->d + j];
+}
+
+// Statistics of column j and its solver form (sparse or centred dense).
+static void make_column(LrSolver *s, int j) {
+    const float *x = s->xc + (size_t)j * s->n;
+    double sum = 0, ss = 0;
+    int nnz = 0;
+    for (int i = 0; i < s->n; i++) sum += x[i], nnz += x[i] != 0;
+    double mu = sum / s->n;
+    for (int i = 0; i < s->n; i++) ss += (x[i] - mu) * (x[i] - mu);
+    double sd = sqrt(ss / s->n);
+    s->mu[j] = mu;
+    s->isd[j] = sd > 0 ? 1 / sd : 1;
+    Col *c = &s->col[j];
+    *c = (Col){.val = (float *)x, .ctr = mu, .isd = s->isd[j]};
+    if (nnz >= SPARSE_FRAC * s->n) return;
+    *c = (Col){.nnz = nnz, .row = xmalloc((nnz + 1) * sizeof(int)), .val = xmalloc((nnz + 1) * sizeof(float)), .isd = s->isd[j]};
+    for (int i = 0, k = 0; i < s->n; i++)
+        if (x[i] != 0) c->row[k] = i, c->val[k++] = x[i];
+}
+
+static int count_ones(const LrSet *t) {
+    int ones = 0;
+    for (int k = 0; k < t->n; k++) {
+        int y = t->y[t->idx[k]];
+        if (y != 0 && y != 1) die("internal: logistic regression label %d (expected 0 or 1)", y);
+        ones += y;
+    }
+    if (ones == 0 || ones == t->n)
+        die("the training set has only label %d: a probe needs examples of both labels 0 and 1", ones ? 1 : 0);
+    return ones;
+}
+
+LrSolver *lr_solver_new(const LrSet *t) {
+    LrSolver *s = xcalloc(1, sizeof *s);
+    s->n = t->n;
+    s->d = t->d;
+    s->xc = xmalloc((size_t)t->n * t->d * sizeof(float));
+    s->col = xmalloc(t->d * sizeof(Col));
+    s->mu = xmalloc(t->d * sizeof(double));
+    s->isd = xmalloc(t->d * sizeof(double));
+    s->y = xmalloc(t->n * sizeof(double));
+    double *a = xmalloc(t->n * sizeof(double)), ybar = (double)count_ones(t) / t->n;
+    for (int k = 0; k < t->n; k++) {
+        s->y[k] = t->y[t->idx[k]];
+        a[k] = ybar - s->y[k];  // loss gradient per row at w = 0, b = log-odds (sums to 0)
+    }
+    gather_columns(s, t);
+    #pragma omp parallel for schedule(static)
+    for (int j = 0; j < s->d; j++) make_column(s, j);
+    for (int j = 0; j < s->d; j++) s->sparse |= s->col[j].row != NULL;
+    s->xr = xmalloc((size_t)t->n * t->d * sizeof(real));
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < s->n; i++)
+        for (int j = 0; j < s->d; j++) s->xr[(size_t)i * s->d + j] = (real)((s->xc[(size_t)j * s->n + i] - s->col[j].ctr) * s->isd[j]);
+    s->g0 = 0;
+    for (int j = 0; j < s->d; j++) s->g0 = fmax(s->g0, fabs(col_dot(s, j, a)));
+    free(a);
+    return s;
+}
+
+void lr_solver_free(LrSolver *s) {
+    if (!s) return;
+    for (int j = 0; j < s->d; j++)
+        if (s->col[j].row) free(s->col[j].row), free(s->col[j].val);
+    lr_spectrum_free(&s->sp);
+    free(s->xc); free(s->xr); free(s->col); free(s->mu); free(s->isd); free(s->y);
+    free(s);
+}
+
+void logreg_init(LogReg *m, const LrSolver *s) {
+    double ones = 0;
+    for (int i = 0; i < s->n; i++) ones += s->y[i];
+    m->d = s->d;
+    m->w = xcalloc(s->d, sizeof(double));
+    m->b = log(ones / (s->n - ones));
+    m->mu = xmalloc(s->d * sizeof(double));
+    m->isd = xmalloc(s->d * sizeof(double));
+    memcpy(m->mu, s->mu, s->d * sizeof(double));
+    memcpy(m->isd, s->isd, s->d * sizeof(double));
+}
+
+void logreg_copy(LogReg *dst, const LogReg *src) {
+    size_t bytes = src->d * sizeof(double);
+    *dst = (LogReg){src->d, xmalloc(bytes), src->b, xmalloc(bytes), xmalloc(bytes)};
+    memcpy(dst->w, src->w, bytes);
+    memcpy(dst->mu, src->mu, bytes);
+    memcpy(dst->isd, src->isd, bytes);
+}
+
+void logreg_free(LogReg *m) {
+    free(m->w); free(m->mu); free(m->isd);
+    memset(m, 0, sizeof *m);
+}
+
+// ---- the objective ----
+
+static double sigmoid(double z) { return z >= 0 ? 1 / (1 + exp(-z)) : exp(z) / (1 + exp(z)); }
+static double softplus(double z) { return z > 0 ? z + log1p(exp(-z)) : log1p(exp(z)); }
+
+// logloss(z + dz) - logloss(z) without cancellation: softplus(z + dz) - softplus(z)
+// = log1p(sigmoid(z) * expm1(dz)).
+static double loss_change(double z, double dz, double y) {
+    double sp = fabs(dz) < 30 ? log1p(sigmoid(z) * expm1(dz)) : softplus(z + dz) - softplus(z);
+    return sp - y * dz;
+}
+
+static double penalty1(Penalty p, double w) { return p == PEN_L2 ? 0.5 * w * w : fabs(w); }
+
+// The objective's gradient in w_j, or for L1 the minimum-norm subgradient (OWL-QN's pseudo-
+// gradient): its largest magnitude over all coordinates is the KKT violation.
+double pseudo_grad(Penalty p, double g, double w) {
+    if (p == PEN_L2) return g + w;
+    if (w != 0) return g + (w > 0 ? 1 : -1);
+    return g > 1 ? g - 1 : g < -1 ? g + 1 : 0;
+}
+
+// ---- Newton iterations ----
+static double *dvec(size_t n) { return xcalloc(n, sizeof(double)); }
+
+static void work_init(Work *k, const LrSolver *s, const LogReg *m, LrCuda *gpu) {
+    size_t n = s->n, d1 = s->d + 1;
+    k->z = dvec(n); k->r = dvec(n); k->D = dvec(n); k->dz = dvec(n); k->xp = dvec(n); k->u = dvec(n);
+    k->g = dvec(d1); k->h = dvec(d1); k->pg = dvec(d1); k->dw = dvec(d1);
+    k->res = dvec(d1); k->pz = dvec(d1); k->p = dvec(d1); k->q = dvec(d1);
+    k->act = xcalloc(d1, 1);
+    k->gpu = gpu;
+#ifdef SW_CUDA
+    if (gpu) { lr_cuda_margins(gpu, s, m->w, m->b, k->z); return; }
+#endif
+    for (size_t i = 0; i < n; i++) k->z[i] = m->b;
+    for (int j = 0; j < s->d; j++)
+        if (m->w[j] != 0) col_axpy(s, j, m->w[j], k->z);
+}
+
+static void work_free(Work *k) {
+    double *v[] = {k->z, k->r, k->D, k->dz, k->xp, k->u, k->g, k->h, k->pg, k->dw, k->res, k->pz, k->p, k->q};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]);
+    free(k->act);
+}
+
+// Gradient, Hessian diagonal and pseudo-gradient at the current margins; returns the KKT
+// violation. Marks the coordinates this step may move (L1: a zero weight whose gradient is
+// inside [-1, 1] stays zero).
+static double gradient(const LrSolver *s, Penalty pen, double C, const LogReg *m, Work *k) {
+    int d = s->d;
+    k->g[d] = 0;
+    k->h[d] = HMIN;
+    for (int i = 0; i < s->n; i++) {
+        double p = sigmoid(k->z[i]);
+        k->g[d] += k->r[i] = C * (p - s->y[i]);
+        k->h[d] += k->D[i] = C * p * (1 - p);
+    }
+#ifdef SW_CUDA
+    if (k->gpu) lr_cuda_grad_hess(k->gpu, s, k);
+    else
+#endif
+    #pragma omp parallel for schedule(static) if (!s->sparse && (long)s->n * d >= 1L << 22)
+    for (int j = 0; j < d; j++) col_grad_hess(s, j, k->r, k->D, &k->g[j], &k->h[j]);
+    double v = 0;
+    for (int j = 0; j <= d; j++) {
+        double w = j < d ? m->w[j] : 0;
+        k->pg[j] = j < d ? pseudo_grad(pen, k->g[j], w) : k->g[d];
+        k->act[j] = w != 0 || k->pg[j] != 0;
+        v = fmax(v, fabs(k->pg[j]));
+    }
+    for (int j = 0; j < d; j++) k->h[j] += pen == PEN_L2 ? 1 : HMIN;
+    return v;
+}
+
+double dot(const double *a, const double *b, int n) {
+    double acc = 0;
+    for (int i = 0; i < n; i++) acc += a[i] * b[i];
+    return acc;
+}
+
+// Objective(w + a dw, b + a dw[d]) - objective(w, b), summed term by term so that tiny
+// decreases near the optimum are not lost to rounding.
+static double objective_change(const LrSolver *s, Penalty pen, double C, const LogReg *m, const Work *k, double a) {
+    double loss = 0, pen_change = 0;
+    for (int i = 0; i < s->n; i++) loss += loss_change(k->z[i], a * k->dz[i], s->y[i]);
+    for (int j = 0; j < s->d; j++)
+        if (k->dw[j] != 0) pen_change += penalty1(pen, m->w[j] + a * k->dw[j]) - penalty1(pen, m->w[j]);
+    return C * loss + pen_change;
+}
+
+// Backtracking line search with newGLMNET's sufficient-decrease condition
+// change <= ARMIJO * a * (g . dw + penalty(w + dw) - penalty(w)); 0 if no step decreases.
+static int line_search(const LrSolver *s, Penalty pen, double C, LogReg *m, Work *k) {
+    double pred = dot(k->g, k->dw, s->d + 1);
+    for (int j = 0; j < s->d; j++)
+        if (k->dw[j] != 0) pred += penalty1(pen, m->w[j] + k->dw[j]) - penalty1(pen, m->w[j]);
+    if (!(pred < 0)) return 0;
+    for (double a = 1; a > 1e-10; a *= 0.5) {
+        if (objective_change(s, pen, C, m, k, a) > ARMIJO * a * pred) continue;
+        for (int j = 0; j < s->d; j++) m->w[j] += a * k->dw[j];
+        m->b += a * k->dw[s->d];
+        for (int i = 0; i < s->n; i++) k->z[i] += a * k->dz[i];
+        return 1;
+    }
+    return 0;
+}
+
+double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m) { return logreg_fit_on(s, NULL, pen, C, m); }
+
+double logreg_fit_on(const LrSolver *s, LrCuda *gpu, Penalty pen, double C, LogReg *m) {
+    Work k;
+    m->b -= centre_shift(s, m->w);
+    work_init(&k, s, m, pen == PEN_L2 ? gpu : NULL);
+    double tol = (pen == PEN_L2 ? LR_TOL_L2 : LR_TOL_L1) * fmax(1, C * s->g0), viol;
+    for (int it = 0;; it++) {
+        viol = gradient(s, pen, C, m, &k);
+        if (viol <= tol || it == MAX_OUTER) break;
+        double itol = fmax(INNER_FRAC * viol, 0.5 * tol);
+        if (pen == PEN_L2) newton_cg(s, &k, itol);
+        else newton_cd(s, m->w, &k, itol);
+        if (!line_search(s, pen, C, m, &k)) break;
+    }
+    if (viol > tol)
+        warnf("logistic regression (%s, C=%g) stopped at KKT violation %.3g (tolerance %.3g)",
+              penalty_name(pen), C, viol, tol);
+    m->b += centre_shift(s, m->w);
+    work_free(&k);
+    return viol;
+}
+
+// ---- using a fitted model ----
+
+double logreg_decision(const LogReg *m, const float *x) {
+    double z = m->b;
+    for (int j = 0; j < m->d; j++) z += m->w[j] * ((x[j] - m->mu[j]) * m->isd[j]);
+    return z;
+}
+
+int logreg_correct(const LogReg *m, const LrSet *t) {
+    int ok = 0;
+    for (int k = 0; k < t->n; k++) {
+        int row = t->idx[k];
+        ok += (logreg_decision(m, t->X + (size_t)row * t->d) > 0) == (t->y[row] == 1);
+    }
+    return ok;
+}
+
+long logreg_nonzero(const LogReg *m, Penalty pen) {
+    if (pen == PEN_L2) return m->d;
+    long nz = 0;
+    for (int j = 0; j < m->d; j++) nz += fabs(m->w[j]) > 1e-8;
+    return nz;
+}
+
+const char *penalty_name(Penalty p) { return p == PEN_L2 ? "l2" : "l1"; }

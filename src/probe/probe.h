@@ -1,0 +1,67 @@
+// probe.h: a linear probe: logistic regression over a sweep of C = 2^-8 .. 2^3 with L2
+// and/or L1 penalties, chosen on a dev set or by k-fold cross-validation, refitted on the
+// training set and scored on a test set.
+#pragma once
+#include "probe/logreg.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PROBE_NC 12   // C = 2^(k-8), k = 0..11
+
+typedef struct {
+    const float *X;   // [n, d] row-major
+    const int *y;     // [n], 0 or 1
+    int n, d;
+} ProbeSet;
+
+typedef enum { PROBE_CPU = 0, PROBE_CUDA = 1 } ProbeDevice;
+
+typedef struct {
+    int penalties;    // bit PEN_L2 (1 << 0) and/or PEN_L1 (1 << 1)
+    int folds;        // k-fold CV when there is no dev set
+    long seed;        // fold assignment
+    int refit_all;    // refit on train + dev for the test score
+    ProbeDevice device;  // where L2 paths are fitted
+} ProbeOpts;
+
+#define PROBE_TOP 10   // units reported by their L1 weight
+
+// One unit as a classifier: predicts 1 when sign * (x[unit] - thr) > 0.
+typedef struct {
+    int unit;
+    double thr;
+    int sign;
+    double train_acc;      // on the training rows, where the unit and threshold were chosen
+} SingleUnit;
+
+typedef struct {
+    double accuracy;       // on test; without one, the selection accuracy (dev or CV)
+    double dev_accuracy;   // selection accuracy of the chosen C and penalty
+    double C;
+    Penalty penalty;
+    long nonzero;
+    int folds;             // 0 when a dev set chose
+    int n_train, n_test;
+    double sweep[2][PROBE_NC];   // selection accuracy per penalty and C (-1: not run)
+    // The sentiment-unit view. top_*: the L1 model at the best L1 C (n_top = 0 without L1).
+    int n_top, top_unit[PROBE_TOP];
+    double top_weight[PROBE_TOP], top_C;
+    SingleUnit single;     // the best unit alone, chosen on the final training rows
+    double single_accuracy;  // on test; else dev; else training rows
+} ProbeResult;
+
+double probe_C(int k);
+int probe_parse_penalty(const char *v);        // "l2" | "l1" | "both" -> bit mask; dies otherwise
+ProbeDevice probe_parse_device(const char *v); // "cpu" | "cuda"; cuda dies on a CPU-only build
+// dev and test may be NULL. Deterministic for a seed (parallel tasks never share sums).
+void probe_run(const ProbeSet *train, const ProbeSet *dev, const ProbeSet *test, const ProbeOpts *o, ProbeResult *r);
+
+// probe_units.c: the `top` units of largest |w| (standardised units), in order.
+void probe_top_units(const LogReg *m, int *unit, double *weight, int top);
+SingleUnit probe_single_unit(const ProbeSet *train);
+double single_unit_accuracy(const SingleUnit *u, const ProbeSet *s);
+
+#ifdef __cplusplus
+}
+#endif
