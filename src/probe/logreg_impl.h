@@ -1,5 +1,6 @@
 // logreg_impl.h: the solver's internals, shared by logreg.c (setup, objective, line search,
-// the Newton loop), logreg_l2.c (Newton-CG) and logreg_l1.c (coordinate descent).
+// the Newton loop), logreg_l2.c (Newton-CG), logreg_l1.c (coordinate descent) and
+// logreg_cols.c (the primitives all three use).
 #pragma once
 #include "base/common.h"
 #include "probe/logreg.h"
@@ -46,7 +47,9 @@ typedef struct {
     LrCuda *gpu;                              // the products on the GPU, or NULL
 } Work;
 
+// logreg_cols.c: columns of E and coordinate vectors.
 double col_dot(const LrSolver *s, int j, const double *a);
+void col_grad_hess(const LrSolver *s, int j, const double *r, const double *D, double *g, double *h);
 void col_axpy(const LrSolver *s, int j, double alpha, double *z);
 void col_axpy_wt(const LrSolver *s, int j, double alpha, double *z, double *u, const double *D);
 double dot(const double *a, const double *b, int n);

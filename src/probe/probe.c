@@ -7,8 +7,6 @@
 #include "base/common.h"
 #include "base/rng.h"
 
-double probe_C(int k) { return ldexp(1.0, k - 8); }
-
 int probe_parse_penalty(const char *v) {
     if (!strcmp(v, "l2")) return 1 << PEN_L2;
     if (!strcmp(v, "l1")) return 1 << PEN_L1;

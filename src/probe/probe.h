@@ -2,6 +2,7 @@
 // and/or L1 penalties, chosen on a dev set or by k-fold cross-validation, refitted on the
 // training set and scored on a test set.
 #pragma once
+#include <math.h>
 #include "probe/logreg.h"
 #ifdef __cplusplus
 extern "C" {
@@ -51,7 +52,7 @@ typedef struct {
     double single_accuracy;  // on test; else dev; else training rows
 } ProbeResult;
 
-double probe_C(int k);
+static inline double probe_C(int k) { return ldexp(1.0, k - 8); }   // the sweep's k-th C
 int probe_parse_penalty(const char *v);        // "l2" | "l1" | "both" -> bit mask; dies otherwise
 ProbeDevice probe_parse_device(const char *v); // "cpu" | "cuda"; cuda dies on a CPU-only build
 // dev and test may be NULL. Deterministic for a seed (parallel tasks never share sums).
