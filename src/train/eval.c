@@ -1,12 +1,10 @@
-// eval.c: evaluation over a split and the `eval` verb.
+// eval.c: bits per character over a span, with carried state (the `eval` verb: cli/cmd_eval.c).
 #include "train/eval.h"
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "train/data.h"
 #include "model/model_io.h"
-#include "cli/verbs.h"
 
 int eval_batch_for(size_t len, int batch, int T) {
     size_t fit = len / (size_t)(T + 1);
@@ -41,55 +39,4 @@ double eval_bpc(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t *cou
     Stripes s = eval_stripes(bytes, len, a->B, a->T);
     *count = (size_t)a->B * (s.stripe_len - 1);
     return eval_nats(m, a, &s) / (double)*count / log(2.0);
-}
-
-static void eval_usage(void) {
-    printf("usage: swlstm eval CKPT [--data PATH] [--split valid|test|train] [--max-bytes N]\n"
-           "                  [--batch-size B] [--device cpu|cuda] [--precision fp32|bf16] [--json]\n"
-           "                  [--raw-weights]\n"
-           "Bits per character of CKPT over a split of its data file (or --data), each of B stripes\n"
-           "run from a zero state with carried state across windows of seq_length. A checkpoint\n"
-           "trained with ema > 0 is evaluated with the weights' moving average unless --raw-weights.\n");
-}
-
-int cmd_eval(int argc, char **argv) {
-    const char *ckpt = NULL, *data = NULL, *split = "valid", *device = NULL, *precision = NULL;
-    long max_bytes = 0, batch = 0;
-    int json = 0, raw = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { eval_usage(); return 0; }
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--raw-weights")) raw = 1;
-        else if (a[0] != '-' && !ckpt) ckpt = a;
-        else if (!v) die("eval: option '%s' needs a value (see swlstm eval --help)", a);
-        else if (!strcmp(a, "--data")) data = argv[++i];
-        else if (!strcmp(a, "--split")) split = argv[++i];
-        else if (!strcmp(a, "--device")) device = argv[++i];
-        else if (!strcmp(a, "--precision")) precision = argv[++i];
-        else if (!strcmp(a, "--max-bytes")) max_bytes = parse_long("eval --max-bytes", argv[++i], 2, LONG_MAX);
-        else if (!strcmp(a, "--batch-size")) batch = parse_long("eval --batch-size", argv[++i], 1, 1 << 20);
-        else die("eval: unknown option '%s' (see swlstm eval --help)", a);
-    }
-    if (!ckpt) die("eval: missing checkpoint path (usage: swlstm eval CKPT [options])");
-    int which = split_from_name(split);
-    if (which < 0) die("eval: --split '%s': expected valid, test or train", split);
-    Model *m = model_load(ckpt, device, precision);
-    if (!raw) model_use_ema(m);
-    Dataset ds;
-    dataset_open(&ds, data ? data : m->cfg.data);
-    dataset_split(&ds, m->cfg.split, data ? data : m->cfg.data);
-    size_t len = ds.n[which];
-    if (max_bytes && (size_t)max_bytes < len) len = (size_t)max_bytes;
-    if (len < 2) die("eval: split '%s' of '%s' holds %zu bytes; nothing to evaluate", split, data ? data : m->cfg.data, len);
-    Acts *a = acts_create(m, eval_batch_for(len, batch ? (int)batch : m->cfg.batch_size, m->cfg.seq_length), m->cfg.seq_length);
-    size_t count;
-    double t0 = now_sec(), bpc = eval_bpc(m, a, ds.bytes + ds.off[which], len, &count);
-    double secs = now_sec() - t0;
-    if (json) printf("{\"bpc\": %.6f, \"bytes\": %zu, \"split\": \"%s\", \"seconds\": %.3f}\n", bpc, count, split, secs);
-    else printf("%s bpc %.4f over %zu bytes (%.1f s, %.0f chars/s)\n", split, bpc, count, secs, count / secs);
-    acts_free(m, a);
-    model_free(m);
-    dataset_close(&ds);
-    return 0;
 }

@@ -1,7 +1,7 @@
-// train.c: the `train` verb: truncated-BPTT training over stripes of the train split with
-// Adam, clipping, a learning-rate schedule, validation, checkpoints and JSON-lines logs.
-// Every rank of a data-parallel run (train_dist.c) runs this; rank 0 logs and writes.
-#include <limits.h>
+// train.c: truncated-BPTT training over stripes of the train split with Adam, clipping, a
+// learning-rate schedule, validation, checkpoints and JSON-lines logs (the `train` verb:
+// cli/cmd_train.c). Every rank of a data-parallel run (train_dist.c) runs this; rank 0 logs
+// and writes.
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -13,7 +13,6 @@
 #include "train/eval.h"
 #include "train/optim.h"
 #include "train/trainer.h"
-#include "cli/verbs.h"
 
 #define MAX_SKIPPED_IN_ROW 20
 
@@ -275,41 +274,8 @@ static void train_rank(Trainer *tr) {
     finish(tr);
 }
 
-static void train_usage(void) {
-    printf("usage: swlstm train CONFIG [--key value ...] [--resume CKPT] [--stop-after STEP]\n"
-           "Trains a char-LM described by CONFIG (key = value lines). Any key can be overridden\n"
-           "on the command line, as --key value or --key=value. --resume continues a run\n"
-           "bit-exactly from a checkpoint's full training state; --stop-after ends early with a\n"
-           "checkpoint. Keys:\n\n");
-    config_print_help();
-}
-
-int cmd_train(int argc, char **argv) {
-    Trainer tr = {.stop_after = -1};
-    const char *cfg_path = NULL;
-    char **over = xmalloc(sizeof(char *) * (size_t)argc);
-    int nover = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { train_usage(); free(over); return 0; }
-        if (!strcmp(a, "--resume") || !strcmp(a, "--stop-after")) {
-            if (i + 1 >= argc) die("train: %s needs a value", a);
-            if (a[2] == 'r') tr.resume_path = argv[++i];
-            else tr.stop_after = parse_long("train --stop-after", argv[++i], 1, LONG_MAX);
-        } else if (!strncmp(a, "--", 2)) {
-            over[nover++] = argv[i];
-            if (!strchr(a, '=') && i + 1 < argc) over[nover++] = argv[++i];
-        } else if (!cfg_path) cfg_path = a;
-        else die("train: unexpected argument '%s' (one CONFIG file; keys as --key value or --key=value)", a);
-    }
-    if (!cfg_path) die("train: missing CONFIG (usage: swlstm train CONFIG [--key value ...] [--resume CKPT])");
-    config_defaults(&tr.cfg);
-    config_load_file(&tr.cfg, cfg_path);
-    config_apply_overrides(&tr.cfg, nover, over);
-    free(over);
-    config_validate(&tr.cfg);
+void train_run(Trainer *proto) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    train_ranks(&tr, train_rank);
-    return 0;
+    train_ranks(proto, train_rank);
 }

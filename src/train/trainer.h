@@ -30,6 +30,9 @@ typedef struct {
     real *full_h[SW_MAX_LAYERS], *full_c[SW_MAX_LAYERS];  // [batch_size, H] gathered carried state
 } Trainer;
 
+// The training run of the `train` verb: every rank of this process (train_ranks) sets up,
+// loops until the last step or a signal, and finishes. proto: config and options.
+void train_run(Trainer *proto);
 // Starts the ranks of this process and runs `run` on each: one in this thread alone; with
 // several processes (rank and world size from the launcher, dist_env) or gpus = N, joins
 // them through NCCL first, one thread and GPU per rank. Fills rank and world of each copy.
