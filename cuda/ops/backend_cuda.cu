@@ -1,6 +1,6 @@
 // backend_cuda.cu: the CUDA backend table (twin of src/ops/backend_cpu.c), device setup,
 // memory operations and the device copy of block-sparse indices. Ops live in the other
-// cuda/*.cu files.
+// cuda/*/*.cu files.
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.cuh"

@@ -1,5 +1,5 @@
-// backend.h: the operations the model is written in. The CPU reference (src/*_cpu.c)
-// and the CUDA backend (cuda/*.cu) implement the same table; the model never touches
+// backend.h: the operations the model is written in. The CPU reference (src/ops/*_cpu.c)
+// and the CUDA backend (cuda/*/*.cu) implement the same table; the model never touches
 // tensor memory directly, only through these calls.
 //
 // Conventions (both backends):
