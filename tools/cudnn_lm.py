@@ -7,8 +7,9 @@ with swlstm's protocol so that the two valid bpc compare:
     window to window (reset where the stripes wrap), Adam with a cosine schedule after a linear
     warmup, global-norm clipping, forget-gate bias 1; as swlstm's bf16 mode, the products run
     on a bf16 copy of fp32 weights, which Adam updates;
-  - scoring: the valid split cut into B stripes, every byte after each stripe's first predicted
-    once, the state carried across windows (swlstm eval --split valid).
+  - scoring: the valid and the test split each cut into B stripes, every byte after each
+    stripe's first predicted once, the state carried across windows (swlstm eval --split
+    valid, --split test).
 Usage: python3 tools/cudnn_lm.py DATA [--hidden 2048] [--seconds 178] [--max-steps 17000] ...
 DATA may be gzip (dictzip) compressed, like /usr/share/dictd/gcide.dict.dz."""
 import argparse
@@ -71,7 +72,7 @@ def detach(state):
 
 
 @torch.no_grad()
-def valid_bpc(model, data, B, T):
+def split_bpc(model, data, B, T):
     s = stripes(data, B)
     nats, state = 0.0, None
     for pos in range(0, s.shape[0] - 1, T):
@@ -99,7 +100,7 @@ def main():
     torch.manual_seed(a.seed)
     raw = load_bytes(a.data)
     n = split_sizes(len(raw), [float(x) for x in a.split.split(",")])
-    train, valid = raw[:n[0]], raw[n[0]:n[0] + n[1]]
+    train, valid, test = raw[:n[0]], raw[n[0]:n[0] + n[1]], raw[n[0] + n[1]:n[0] + n[1] + n[2]]
     master = Model(a.hidden).cuda()
     model = copy.deepcopy(master).to(torch.bfloat16)  # what runs: the bf16 copy
     model.lstm.flatten_parameters()
@@ -129,10 +130,11 @@ def main():
             print(f"step {step} | loss {loss.item() / math.log(2):.4f} bpc | {time.perf_counter() - t0:.1f} s", flush=True)
     torch.cuda.synchronize()
     wall = time.perf_counter() - t0
-    bpc, count = valid_bpc(model.eval(), valid, B, T)
+    bpc, count = split_bpc(model.eval(), valid, B, T)
+    test_bpc, test_count = split_bpc(model, test, B, T)
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
     print(f"cuDNN dense LSTM H={a.hidden}: {step} steps in {wall:.1f} s ({step * B * T / wall / 1e3:.0f}k chars/s); "
-          f"valid bpc {bpc:.4f} over {count} bytes")
+          f"valid bpc {bpc:.4f} over {count} bytes; test bpc {test_bpc:.4f} over {test_count} bytes")
 
 
 if __name__ == "__main__":
