@@ -85,6 +85,10 @@ int dist_host_is_loopback(const char *host) {
     return all;
 }
 
+// poll's timeout for a wait of sec seconds, capped so that SWLSTM_DIST_TIMEOUT = 1e9 fits an int
+// (the callers poll again).
+static int poll_ms(double sec) { return sec <= 0 ? 0 : sec > 60 ? 60000 : (int)(sec * 1e3) + 1; }
+
 static void random_bytes(uint8_t *p, size_t n) {
     if (getrandom(p, n, 0) != (ssize_t)n) die("the TCP rendezvous cannot draw %zu random bytes: %s", n, strerror(errno));
 }
@@ -230,7 +234,7 @@ static void die_missing(const DistEnv *e, const char *served, int left) {
 void dist_tcp_serve(int fd, const DistEnv *e, const uint8_t id[DIST_ID_BYTES]) {
     double deadline = now_sec() + e->timeout_sec;
     Server *s = xcalloc(1, sizeof *s);
-    *s = (Server){.e = e, .id = id, .served = xcalloc((size_t)e->world, 1), .left = e->world - 1};
+    s->e = e, s->id = id, s->served = xcalloc((size_t)e->world, 1), s->left = e->world - 1;
     struct pollfd pf[1 + MAX_PENDING];
     if (fcntl(fd, F_SETFL, O_NONBLOCK)) die("rank 0: cannot make the listening socket non-blocking: %s", strerror(errno));
     while (s->left > 0) {
@@ -240,7 +244,7 @@ void dist_tcp_serve(int fd, const DistEnv *e, const uint8_t id[DIST_ID_BYTES]) {
         int n = s->n;
         pf[0] = (struct pollfd){fd, POLLIN, 0};
         for (int i = 0; i < n; i++) pf[1 + i] = (struct pollfd){s->p[i].fd, POLLIN, 0};
-        if (poll(pf, (nfds_t)(1 + n), (int)((wake - now) * 1e3) + 1) <= 0) continue;
+        if (poll(pf, (nfds_t)(1 + n), poll_ms(wake - now)) <= 0) continue;
         // downwards: forget() moves the last connection into the slot, which is then done
         for (int i = n - 1; i >= 0 && s->left > 0; i--)
             if (pf[1 + i].revents) hear(s, i);
@@ -261,7 +265,7 @@ static int io_full(int fd, uint8_t *p, size_t n, int sending, double deadline) {
         double left = deadline - now_sec();
         struct pollfd pf = {fd, (short)(sending ? POLLOUT : POLLIN), 0};
         if (left <= 0) return -1;
-        if (poll(&pf, 1, (int)(left * 1e3) + 1) <= 0) continue;
+        if (poll(&pf, 1, poll_ms(left)) <= 0) continue;
         ssize_t k = sending ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
         if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (k <= 0) return -1;
@@ -284,7 +288,7 @@ static int connect_once(const char *host, int port, double deadline, char *why, 
             double left = deadline - now_sec();
             socklen_t len = sizeof err;
             err = ETIMEDOUT;
-            if (left > 0 && poll(&pf, 1, (int)(left * 1e3) + 1) > 0) getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+            if (left > 0 && poll(&pf, 1, poll_ms(left)) > 0) getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
         }
         if (err) {
             snprintf(why, cap, "%s", strerror(err));
