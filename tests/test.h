@@ -3,6 +3,7 @@
 #pragma once
 #include <math.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef void (*test_fn)(void);
 void test_register(const char *name, const char *file, test_fn fn);
@@ -30,6 +31,12 @@ void test_fail(const char *file, int line, const char *fmt, ...) __attribute__((
 // contains `needle` (the clear one-line error), else reports why and returns 0.
 int expect_die(void (*fn)(void *), void *arg, const char *needle);
 #define CHECK_DIES(fn, arg, needle) do { if (!expect_die(fn, arg, needle)) { test_fail(__FILE__, __LINE__, "expected %s to fail with '%s'", #fn, needle); return; } } while (0)
+// Runs fn(arg) in a forked child (which exits 0 if fn returns) whose stderr goes to a pipe;
+// returns the child's pid, and the pipe's read end in *err.
+pid_t spawn_child(void (*fn)(void *), void *arg, int *err);
+// Reads that pipe to its end and closes it, waits for the child (*status: its wait status);
+// returns what the child wrote (caller frees).
+char *child_stderr(pid_t pid, int err, int *status);
 
 // Marks the running test skipped (shown with the reason and counted apart) when the machine
 // lacks what it needs, e.g. a second GPU. Return from the test after calling it.

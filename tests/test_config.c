@@ -29,7 +29,7 @@ TEST(config_defaults_values) {
     CHECK(c.learning_rate == 2e-3 && c.beta1 == 0.9 && c.beta2 == 0.999 && c.adam_eps == 1e-8);
     CHECK(c.grad_clip == 1.0 && c.min_lr == 0 && c.weight_decay == 0);
     CHECK_EQ(c.eval_every, 200); CHECK_EQ(c.log_every, 10); CHECK_EQ(c.save_every, 0); CHECK_EQ(c.eval_bytes, 0);
-    CHECK_EQ(c.gpus, 1); CHECK(c.dist_init[0] == 0 && c.dist_bucket_mb == 25);
+    CHECK_EQ(c.gpus, 1); CHECK(c.dist_init[0] == 0 && c.dist_token[0] == 0 && c.dist_bucket_mb == 25);
     CHECK(!strcmp(c.cell, "lstm") && !strcmp(c.init, "uniform") && c.ema == 0);
     CHECK_EQ(c.depth, 4);
     config_validate(&c);
@@ -37,7 +37,7 @@ TEST(config_defaults_values) {
     char *text = config_to_text(&c);
     int lines = 0;
     for (char *p = text; *p; p++) lines += *p == '\n';
-    CHECK_EQ(lines, 41);
+    CHECK_EQ(lines, 42);
     for (char *line = text; *line; line = strchr(line, '\n') + 1) {  // no key twice
         int klen = (int)strcspn(line, " ");
         for (char *o = strchr(line, '\n') + 1; *o; o = strchr(o, '\n') + 1)
@@ -228,7 +228,7 @@ TEST(config_help_lists_every_key) {
     char *help = read_text_file(tmp_path("help.txt"), NULL, "help");
     int keys = 0;
     for (char *p = strstr(help, "\n  "); p; p = strstr(p + 1, "\n  ")) keys++;
-    CHECK_EQ(keys, 41);
+    CHECK_EQ(keys, 42);
     CHECK(strstr(help, "\n  cell ") && strstr(help, "(default lstm; one of lstm, mlstm)") && strstr(help, "\n  depth "));
     CHECK(strstr(help, "\n  init ") && strstr(help, "\n  ema ") && strstr(help, "(default uniform; one of uniform, identity)"));
     CHECK(strstr(help, "\n  hidden_size ") && strstr(help, "(default 256)"));

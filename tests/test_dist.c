@@ -1,12 +1,19 @@
 // test_dist.c: the CPU side of data-parallel training: ranks from the environment, stripes
 // per rank against the one-rank layout, the gradient bucket plan, and the NCCL id exchange
-// through a file and over loopback TCP (other ranks are forked children).
+// through a file and over loopback TCP (other ranks are forked children), with its shared
+// secret, its handshake as bytes, and strangers at rank 0's port.
 #ifndef SW_DOUBLE
 #include "train/dist.h"
+#include "train/dist_hello.h"
+#include "base/sha256.h"
 #include "test.h"
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -251,32 +258,41 @@ static void make_id(uint8_t *id, unsigned char salt) {
     for (int i = 0; i < DIST_ID_BYTES; i++) id[i] = (uint8_t)(i * 7 + salt);
 }
 
-typedef struct { pid_t pid; int fd; } Child;
+typedef struct { pid_t pid; int fd; } Child;  // a forked child and its stderr
 
-// Runs fetch(rank) in a child that writes the id it got to a pipe.
+static Child spawn(void (*fn)(void *), void *arg) {
+    Child c;
+    c.pid = spawn_child(fn, arg, &c.fd);
+    return c;
+}
+
+typedef struct {
+    void (*fetch)(const DistEnv *, uint8_t *, const void *);
+    const DistEnv *e;
+    const void *arg;
+} Fetch;
+
+// A rank in a child: the id it got goes to its stderr, like the reason it died.
+static void fetch_fn(void *p) {
+    const Fetch *f = p;
+    uint8_t id[DIST_ID_BYTES];
+    f->fetch(f->e, id, f->arg);
+    if (write(2, id, sizeof id) != (ssize_t)sizeof id) _exit(3);
+}
+
 static Child spawn_fetch(void (*fetch)(const DistEnv *, uint8_t *, const void *), const DistEnv *e, const void *arg) {
-    int fds[2];
-    if (pipe(fds)) exit(2);
-    fflush(stdout), fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        uint8_t id[DIST_ID_BYTES];
-        fetch(e, id, arg);
-        _exit(write(fds[1], id, sizeof id) == (ssize_t)sizeof id ? 0 : 3);
-    }
-    close(fds[1]);
-    return (Child){pid, fds[0]};
+    Fetch f = {fetch, e, arg};
+    return spawn(fetch_fn, &f);
 }
 
 // 1 if the child exited 0 having sent exactly `want`.
 static int child_got(Child c, const uint8_t *want) {
-    uint8_t got[DIST_ID_BYTES];
-    ssize_t n = read(c.fd, got, sizeof got);
-    close(c.fd);
-    int status = 0;
-    waitpid(c.pid, &status, 0);
-    return n == DIST_ID_BYTES && WIFEXITED(status) && WEXITSTATUS(status) == 0 && !memcmp(got, want, DIST_ID_BYTES);
+    int status;
+    char *got = child_stderr(c.pid, c.fd, &status);
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !memcmp(got, want, DIST_ID_BYTES);
+    if (!ok) fprintf(stderr, "  a rank failed (status %d): %s\n", status, got);
+    free(got);
+    return ok;
 }
 
 static void fetch_file(const DistEnv *e, uint8_t *id, const void *path) {
@@ -428,6 +444,336 @@ TEST(dist_id_tcp_errors_say_why) {
     CHECK_DIES(fetch_from_other_world, NULL, "it is for world size 2, this rank has 3");
     CHECK_DIES(fetch_nobody, NULL, "timed out after 0.3 s connecting to rank 0 at tcp://127.0.0.1:");
     CHECK_DIES(serve_alone, NULL, "3 rank(s) never connected (1, 2, 3)");
+}
+
+// ---- the shared secret (tcp:// beyond this machine)
+
+#define SECRET "correct horse battery staple"  // 28 bytes
+
+static DistEnv with_token(DistEnv e, const char *secret) {
+    dist_token_set(&e, secret, strlen(secret), "test");
+    return e;
+}
+
+// Waits for the child; returns its exit status (128 if it did not exit), its stderr in out.
+static int child_ended(Child c, char *out, size_t cap) {
+    int status;
+    char *text = child_stderr(c.pid, c.fd, &status);
+    snprintf(out, cap, "%s", text);
+    free(text);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static int count_of(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+static void token_file_fn(void *path) {
+    DistEnv e = rank_env(1, 2, "", 1);
+    dist_token_file(&e, path);
+}
+
+TEST(dist_token_from_the_environment_or_a_file) {
+    static const char *const two[] = {"SWLSTM_RANK", "1", "SWLSTM_WORLD_SIZE", "2", "SWLSTM_DIST_TOKEN", SECRET, NULL};
+    static const char *const one[] = {"SWLSTM_DIST_TOKEN", SECRET, NULL};
+    static const char *const none[] = {"SWLSTM_RANK", "1", "SWLSTM_WORLD_SIZE", "2", NULL};
+    uint8_t want[SHA256_BYTES], zero[SHA256_BYTES] = {0};
+    sha256(SECRET, strlen(SECRET), want);
+    DistEnv e = env_of(two);
+    CHECK(e.has_token && !memcmp(e.token_key, want, sizeof want));
+    e = env_of(one);  // one process: no exchange, the variable is not read
+    CHECK(!e.has_token && !memcmp(e.token_key, zero, sizeof zero));
+    e = env_of(none);
+    CHECK(!e.has_token);
+    // the file: a final newline (or CRLF) is not part of the secret; it replaces the variable's
+    const char *path = write_file(tmp_path("token"), SECRET "\r\n", strlen(SECRET) + 2);
+    CHECK(chmod(path, 0600) == 0);
+    e = with_token(env_of(two), "another secret, not this one");
+    dist_token_file(&e, path);
+    CHECK(e.has_token && !memcmp(e.token_key, want, sizeof want));
+}
+
+static void short_env_token(void *unused) {
+    static const char *const vars[] = {"SWLSTM_RANK", "0", "SWLSTM_WORLD_SIZE", "2", "SWLSTM_DIST_TOKEN", "hunter2", NULL};
+    env_of(vars);
+}
+
+TEST(dist_token_errors_never_show_it) {
+    char out[2048];
+    CHECK_EQ(child_ended(spawn(short_env_token, NULL), out, sizeof out), 1);
+    CHECK(strstr(out, "environment variable SWLSTM_DIST_TOKEN: the shared secret has 7 bytes, expected at least 16"));
+    CHECK(!strstr(out, "hunter2"));
+    // a secret put where the file's path belongs
+    CHECK_EQ(child_ended(spawn(token_file_fn, SECRET), out, sizeof out), 1);
+    CHECK(strstr(out, "dist_token: cannot open the file it names: No such file or directory"));
+    CHECK(!strstr(out, SECRET));
+    CHECK_DIES(token_file_fn, (void *)test_tmpdir(), "expected a regular file holding the shared secret");
+    const char *path = write_file(tmp_path("short_token"), "hunter2\n", 8);
+    CHECK_EQ(child_ended(spawn(token_file_fn, (void *)path), out, sizeof out), 1);
+    CHECK(strstr(out, "the shared secret has 7 bytes") && !strstr(out, "hunter2"));
+}
+
+TEST(dist_host_is_loopback_only_for_this_machine) {
+    static const char *const local[] = {"127.0.0.1", "127.3.2.1", "::1", "localhost", "::ffff:127.0.0.1"};
+    static const char *const other[] = {"10.0.0.1", "0.0.0.0", "192.0.2.7", "::", "2001:db8::1", "no.such.host.invalid"};
+    for (int i = 0; i < 5; i++) CHECK_MSG(dist_host_is_loopback(local[i]), "%s", local[i]);
+    for (int i = 0; i < 6; i++) CHECK_MSG(!dist_host_is_loopback(other[i]), "%s", other[i]);
+}
+
+static void exchange_beyond_loopback(void *rank) {
+    DistEnv e = rank_env(*(int *)rank, 2, "", 1);
+    uint8_t id[DIST_ID_BYTES] = {0};
+    dist_exchange_id("tcp://192.0.2.7:29500", &e, id);
+}
+
+TEST(dist_tcp_beyond_this_machine_needs_a_token) {
+    static int ranks[] = {0, 1};
+    for (int i = 0; i < 2; i++)
+        CHECK_DIES(exchange_beyond_loopback, &ranks[i], "dist_init = tcp://192.0.2.7:29500 reaches beyond this machine, so the ranks need a shared secret");
+}
+
+// ---- the handshake as bytes (rank 0's side; tests/fuzz/fuzz_hello.c feeds it at random)
+
+static const uint8_t NONCE0[DIST_NONCE_BYTES] = {1, 2, 3}, NONCE[DIST_NONCE_BYTES] = {4, 5, 6};
+
+static HelloVerdict judged(const DistEnv *as, const uint8_t *nonce0, const DistEnv *r0, Hello *h) {
+    static const char served[4] = {0, 0, 1, 0};  // rank 2 has its id
+    uint8_t hello[DIST_HELLO_BYTES];
+    dist_hello_make(hello, as, nonce0, NONCE);
+    return dist_hello_judge(hello, sizeof hello, NONCE0, r0, served, h);
+}
+
+TEST(dist_hello_proof_comes_first) {
+    DistEnv r0 = with_token(rank_env(0, 4, "job-1", 1), SECRET), r1 = with_token(rank_env(1, 4, "job-1", 1), SECRET);
+    Hello h;
+    CHECK_EQ(judged(&r1, NONCE0, &r0, &h), HELLO_OK);
+    CHECK(h.rank == 1 && !memcmp(h.nonce, NONCE, sizeof NONCE));
+    // without the secret, with another, or a recorded hello under a new challenge: whatever it claims
+    DistEnv plain = rank_env(1, 4, "job-1", 1), other = with_token(rank_env(2, 9, "x", 1), "not the secret, though long");
+    uint8_t nonce0b[DIST_NONCE_BYTES] = {7};
+    CHECK_EQ(judged(&plain, NONCE0, &r0, &h), HELLO_FORGED);
+    CHECK(h.rank == -1 && strstr(h.why, "failed the proof of the shared secret"));
+    CHECK_EQ(judged(&other, NONCE0, &r0, &h), HELLO_FORGED);
+    CHECK_EQ(judged(&r1, nonce0b, &r0, &h), HELLO_FORGED);
+    // holders of the secret whose launch differs end the run
+    DistEnv w3 = with_token(rank_env(1, 3, "job-1", 1), SECRET), run = with_token(rank_env(1, 4, "job-2", 1), SECRET);
+    CHECK_EQ(judged(&w3, NONCE0, &r0, &h), HELLO_MISMATCH);
+    CHECK(!strcmp(h.why, "rank 1 connected, but it is for world size 3, this rank has 4"));
+    CHECK_EQ(judged(&run, NONCE0, &r0, &h), HELLO_MISMATCH);
+    CHECK(!strcmp(h.why, "rank 1 connected, but it is from another run: run id 'job-2', this rank has 'job-1'"));
+    static const int claims[] = {2, 0};  // served, rank 0
+    for (int i = 0; i < 2; i++) {
+        DistEnv r = with_token(rank_env(claims[i], 4, "job-1", 1), SECRET);
+        CHECK_EQ(judged(&r, NONCE0, &r0, &h), HELLO_RANK);
+    }
+    CHECK(!strcmp(h.why, "two processes claim rank 0: check the rank variables of the launch"));
+}
+
+TEST(dist_hello_bytes_arrive_in_pieces) {
+    DistEnv r0 = with_token(rank_env(0, 4, "job-1", 1), SECRET), r1 = with_token(rank_env(1, 4, "job-1", 1), SECRET);
+    static const char served[4] = {0};
+    uint8_t hello[DIST_HELLO_BYTES + 1] = {0};
+    Hello h;
+    dist_hello_make(hello, &r1, NONCE0, NONCE);
+    for (size_t n = 0; n < DIST_HELLO_BYTES; n++) CHECK_EQ(dist_hello_judge(hello, n, NONCE0, &r0, served, &h), HELLO_MORE);
+    CHECK_EQ(dist_hello_judge(hello, DIST_HELLO_BYTES + 1, NONCE0, &r0, served, &h), HELLO_GARBAGE);
+    hello[4] ^= 1;  // a flipped bit of the magic shows at once
+    CHECK_EQ(dist_hello_judge(hello, 4, NONCE0, &r0, served, &h), HELLO_MORE);
+    CHECK_EQ(dist_hello_judge(hello, 5, NONCE0, &r0, served, &h), HELLO_GARBAGE);
+    CHECK(!strcmp(h.why, "it sent bytes that are not a swlstm hello"));
+    hello[4] ^= 1;
+    hello[HEAD_BYTES] ^= 1;  // of the rank: the proof covers every byte
+    CHECK_EQ(dist_hello_judge(hello, DIST_HELLO_BYTES, NONCE0, &r0, served, &h), HELLO_FORGED);
+}
+
+TEST(dist_reply_proves_and_hides_the_id) {
+    DistEnv r0 = with_token(rank_env(0, 2, "job-1", 1), SECRET), r1 = with_token(rank_env(1, 2, "job-1", 1), SECRET);
+    DistEnv impostor = with_token(rank_env(0, 2, "job-1", 1), "a guess at the secret, wrong");
+    uint8_t id[DIST_ID_BYTES], got[DIST_ID_BYTES], reply[DIST_REPLY_BYTES];
+    make_id(id, 8);
+    Hello h = {.rank = 1};
+    memcpy(h.nonce, NONCE, sizeof NONCE);
+    dist_reply_make(reply, HELLO_OK, &r0, id, NONCE0, &h);
+    CHECK(dist_reply_open(reply, &r1, NONCE0, NONCE, got) && !memcmp(got, id, sizeof id));
+    CHECK(!memmem(reply, sizeof reply, id, 8));  // not in the clear
+    uint8_t other[DIST_NONCE_BYTES] = {9};
+    CHECK(!dist_reply_open(reply, &r1, NONCE0, other, got));  // recorded for another hello
+    reply[40] ^= 1;
+    CHECK(!dist_reply_open(reply, &r1, NONCE0, NONCE, got));
+    dist_reply_make(reply, HELLO_OK, &impostor, id, NONCE0, &h);
+    CHECK(!dist_reply_open(reply, &r1, NONCE0, NONCE, got));
+    dist_reply_make(reply, HELLO_FORGED, &r0, id, NONCE0, &h);
+    uint8_t zeros[DIST_REPLY_BYTES - 4] = {0};
+    CHECK(reply[0] == HELLO_FORGED && !memcmp(reply + 4, zeros, sizeof zeros));
+}
+
+// ---- strangers at rank 0's port (this process plays them)
+
+// A connection to the loopback port (-1 if refused: every use of it then fails); reads give
+// up after 30 s, so a rank 0 that hangs fails the test.
+static int connect_to(int port) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval limit = {30, 0};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0 && (connect(fd, (struct sockaddr *)&sa, sizeof sa) || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static int read_all(int fd, uint8_t *p, size_t n) {
+    for (ssize_t k; n; p += k, n -= (size_t)k)
+        if ((k = recv(fd, p, n, 0)) <= 0) return 0;
+    return 1;
+}
+
+// 1 when rank 0 closes the connection without sending more (then so does this side).
+static int closed_by_peer(int fd) {
+    char c;
+    ssize_t k = recv(fd, &c, 1, 0);
+    int closed = k == 0 || (k < 0 && errno == ECONNRESET);  // a reset: it closed with our bytes unread
+    close(fd);
+    return closed;
+}
+
+// 1 if rank 0 challenges a new connection, takes `bytes` and closes it.
+static int garbage_closed(int port, const void *bytes, size_t n, int then_shut) {
+    uint8_t challenge[DIST_CHALLENGE_BYTES];
+    int fd = connect_to(port);
+    if (!read_all(fd, challenge, sizeof challenge) || write(fd, bytes, n) != (ssize_t)n) return close(fd), 0;
+    if (then_shut) shutdown(fd, SHUT_WR);
+    return closed_by_peer(fd);
+}
+
+// The verdict of rank 0's reply to a hello made as `as`, if it then closes the connection; else -1.
+static int hello_as(int port, const DistEnv *as) {
+    uint8_t challenge[DIST_CHALLENGE_BYTES], nonce0[DIST_NONCE_BYTES], hello[DIST_HELLO_BYTES], reply[DIST_REPLY_BYTES];
+    int fd = connect_to(port), verdict = -1;
+    if (read_all(fd, challenge, sizeof challenge) && dist_challenge_read(challenge, nonce0)) {
+        dist_hello_make(hello, as, nonce0, NONCE);
+        if (write(fd, hello, sizeof hello) == (ssize_t)sizeof hello && read_all(fd, reply, sizeof reply)) verdict = (int)get_u32(reply);
+    }
+    return closed_by_peer(fd) ? verdict : -1;
+}
+
+// Garbage, a wrong secret, no secret claiming rank 1: 1 if rank 0 dropped each as it should.
+static int strangers(int port) {
+    static const char http[] = "GET / HTTP/1.0\r\n\r\n";
+    DistEnv wrong = with_token(rank_env(1, 3, "job-5", 1), "a guess at the secret, wrong"), none = rank_env(1, 3, "job-5", 1);
+    return garbage_closed(port, http, sizeof http - 1, 0) && hello_as(port, &wrong) == HELLO_FORGED &&
+           hello_as(port, &none) == HELLO_FORGED;
+}
+
+typedef struct { int fd; DistEnv e; uint8_t id[DIST_ID_BYTES]; } Serving;
+
+static void serve_fn(void *arg) {
+    Serving *s = arg;
+    dist_tcp_serve(s->fd, &s->e, s->id);
+}
+
+static void fetch_wrong_token(void *port) {
+    uint8_t id[DIST_ID_BYTES];
+    DistEnv e = with_token(rank_env(2, 3, "job-5", 10), "a guess at the secret, wrong");
+    fetch_tcp(&e, id, port);
+}
+
+// The ranks of a run of 3 with strangers before, between and after them; 1 if each stranger
+// was turned away and each rank got the id.
+static int crowd(int port, const uint8_t *id, int *silent) {
+    DistEnv r1 = with_token(rank_env(1, 3, "job-5", 30), SECRET), r2 = with_token(rank_env(2, 3, "job-5", 30), SECRET);
+    DistEnv claim = with_token(rank_env(1, 3, "job-5", 1), "a guess at the secret, wrong");
+    uint8_t half[DIST_HELLO_BYTES];
+    dist_hello_make(half, &r1, NONCE0, NONCE);
+    for (int i = 0; i < 20; i++) silent[i] = connect_to(port);
+    int ok = strangers(port) && expect_die(fetch_wrong_token, &port, "rejected this rank's proof of the shared secret");
+    ok = ok && child_got(spawn_fetch(fetch_tcp, &r1, &port), id);
+    ok = ok && hello_as(port, &claim) == HELLO_FORGED && garbage_closed(port, half, 100, 1);
+    return ok && child_got(spawn_fetch(fetch_tcp, &r2, &port), id);
+}
+
+// 1 if rank 0 closed each connection (after its challenge).
+static int all_closed(int *fd, int n) {
+    int closed = 0;
+    for (int i = 0; i < n; i++) {
+        uint8_t challenge[DIST_CHALLENGE_BYTES];
+        closed += read_all(fd[i], challenge, sizeof challenge) && closed_by_peer(fd[i]);
+    }
+    return closed == n;
+}
+
+TEST(dist_tcp_strangers_cannot_stop_a_run) {
+    Serving s = {.e = with_token(rank_env(0, 3, "job-5", 60), SECRET)};
+    int port = 0, silent[20];
+    s.fd = dist_tcp_listen("127.0.0.1", &port);
+    make_id(s.id, 12);
+    Child r0 = spawn(serve_fn, &s);
+    close(s.fd);
+    int ok = crowd(port, s.id, silent);
+    char out[8192];
+    int status = child_ended(r0, out, sizeof out);
+    CHECK_MSG(ok, "a stranger was not turned away, or a rank did not get the id; rank 0 said: %s", out);
+    CHECK_MSG(status == 0, "rank 0 failed: %s", out);
+    CHECK_EQ(count_of(out, "rank 0: closed a connection from 127.0.0.1 port "), 6);
+    CHECK_EQ(count_of(out, "not a swlstm hello"), 1);
+    CHECK_EQ(count_of(out, "failed the proof of the shared secret"), 4);
+    CHECK_EQ(count_of(out, "it closed after 100 of 208 hello bytes"), 1);
+    CHECK(!strstr(out, SECRET));
+    CHECK_MSG(all_closed(silent, 20), "the silent connections stayed open after the ranks joined");
+}
+
+TEST(dist_tcp_without_its_ranks_rank_0_ends_by_its_timeout) {
+    Serving s = {.e = with_token(rank_env(0, 2, "job-5", 2), SECRET)};
+    int port = 0, silent[20];
+    s.fd = dist_tcp_listen("127.0.0.1", &port);
+    Child r0 = spawn(serve_fn, &s);
+    close(s.fd);
+    for (int i = 0; i < 20; i++) silent[i] = connect_to(port);
+    int ok = strangers(port);
+    char out[8192];
+    int status = child_ended(r0, out, sizeof out);
+    CHECK_MSG(ok, "a stranger was not turned away; rank 0 said: %s", out);
+    CHECK_EQ(status, 1);
+    CHECK(strstr(out, "swlstm: error: rank 0: timed out after 2 s with 1 rank(s) never connected (1)"));
+    CHECK_EQ(count_of(out, "rank 0: closed a connection from 127.0.0.1 port "), 3);
+    CHECK(!strstr(out, SECRET));
+    CHECK(all_closed(silent, 20));
+}
+
+// A listener that challenges like rank 0 but does not hold the secret.
+static void impostor_fn(void *arg) {
+    Serving *s = arg;
+    uint8_t challenge[DIST_CHALLENGE_BYTES], hello[DIST_HELLO_BYTES], reply[DIST_REPLY_BYTES];
+    int c = accept(s->fd, NULL, NULL);
+    Hello h = {.rank = 1};
+    dist_challenge_make(challenge, NONCE0);
+    if (write(c, challenge, sizeof challenge) != (ssize_t)sizeof challenge || !read_all(c, hello, sizeof hello)) _exit(2);
+    memcpy(h.nonce, hello + HEAD_BYTES + 4, DIST_NONCE_BYTES);
+    dist_reply_make(reply, HELLO_OK, &s->e, s->id, NONCE0, &h);
+    if (write(c, reply, sizeof reply) != (ssize_t)sizeof reply) _exit(2);
+    char x;
+    if (read(c, &x, 1)) {}  // until the rank hangs up
+}
+
+static void fetch_from_impostor(void *port) {
+    uint8_t id[DIST_ID_BYTES];
+    DistEnv e = with_token(rank_env(1, 2, "job-5", 10), SECRET);
+    fetch_tcp(&e, id, port);
+}
+
+TEST(dist_tcp_rank_takes_no_id_from_an_impostor) {
+    Serving s = {.e = with_token(rank_env(0, 2, "job-5", 10), "a guess at the secret, wrong")};
+    int port = 0;
+    s.fd = dist_tcp_listen("127.0.0.1", &port);
+    Child fake = spawn(impostor_fn, &s);
+    close(s.fd);
+    char want[200];
+    snprintf(want, sizeof want, "rank 1: the listener at tcp://127.0.0.1:%d answered without proving the shared secret: it is not rank 0 of this run", port);
+    CHECK_DIES(fetch_from_impostor, &port, want);
+    char out[256];
+    child_ended(fake, out, sizeof out);
 }
 
 #ifndef SW_CUDA

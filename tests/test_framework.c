@@ -78,9 +78,9 @@ static char *read_fd_all(int fd) {
     return buf;
 }
 
-int expect_die(void (*fn)(void *), void *arg, const char *needle) {
+pid_t spawn_child(void (*fn)(void *), void *arg, int *err) {
     int fds[2];
-    if (pipe(fds)) return 0;
+    if (pipe(fds)) { perror("pipe"); exit(2); }
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
@@ -91,14 +91,26 @@ int expect_die(void (*fn)(void *), void *arg, const char *needle) {
         _exit(0);
     }
     close(fds[1]);
-    char *err = read_fd_all(fds[0]);
-    close(fds[0]);
-    int st = 0;
-    waitpid(pid, &st, 0);
+    *err = fds[0];
+    return pid;
+}
+
+char *child_stderr(pid_t pid, int err, int *status) {
+    char *text = read_fd_all(err);
+    close(err);
+    *status = 0;
+    waitpid(pid, status, 0);
+    return text;
+}
+
+int expect_die(void (*fn)(void *), void *arg, const char *needle) {
+    int err, st;
+    pid_t pid = spawn_child(fn, arg, &err);
+    char *text = child_stderr(pid, err, &st);
     int exited_nonzero = WIFEXITED(st) && WEXITSTATUS(st) != 0;
-    int ok = exited_nonzero && strstr(err, needle) != NULL;
-    if (!ok) fprintf(stderr, "  child status %d, stderr: %s\n", st, err);
-    free(err);
+    int ok = exited_nonzero && strstr(text, needle) != NULL;
+    if (!ok) fprintf(stderr, "  child status %d, stderr: %s\n", st, text);
+    free(text);
     return ok;
 }
 

@@ -68,6 +68,7 @@ static const Key keys[] = {
     KEY(save_every, T_LONG, R_NONNEG, "0", "steps between checkpoints (0 = only at evals and the end)", NULL),
     KEY(gpus, T_INT, R_POS, "1", "GPUs this process trains on, one rank each (data parallel)", NULL),
     KEY(dist_init, T_STR, R_ANY, "", "several processes: file:///shared/path or tcp://host:port of rank 0 (\"\" = SWLSTM_DIST_INIT)", NULL),
+    KEY(dist_token, T_STR, R_ANY, "", "tcp:// beyond this machine: a file holding the ranks' shared secret (\"\" = SWLSTM_DIST_TOKEN, the secret itself)", NULL),
     KEY(dist_bucket_mb, T_DOUBLE, R_POS, "25", "gradient all-reduce bucket size in MiB", NULL),
 };
 #define NKEYS (int)(sizeof keys / sizeof keys[0])

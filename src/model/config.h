@@ -39,6 +39,7 @@ typedef struct {
     // data parallel (docs/MULTIGPU.md)
     int gpus;                    // GPUs (ranks) of this process
     char dist_init[CFG_STR];     // how ranks of several processes find rank 0 ("" = SWLSTM_DIST_INIT)
+    char dist_token[CFG_STR];    // a file holding the tcp:// rendezvous's shared secret ("" = SWLSTM_DIST_TOKEN)
     double dist_bucket_mb;       // all-reduce bucket size
 } Config;
 

@@ -23,6 +23,8 @@ typedef struct {
     char run_id[128];      // tells this run's id file / TCP peers from a stale one; "" if unknown
     char init[512];        // SWLSTM_DIST_INIT: file:///path or tcp://host:port ("" if unset)
     double timeout_sec;    // SWLSTM_DIST_TIMEOUT: id exchange and each NCCL wait (default 1800)
+    int has_token;         // a shared secret was given (SWLSTM_DIST_TOKEN, or the dist_token file)
+    uint8_t token_key[32]; // its SHA-256: the key of the TCP handshake's proofs (zeros without one)
 } DistEnv;
 
 #define DIST_DEFAULT_TIMEOUT 1800.0
@@ -32,9 +34,18 @@ typedef struct {
 // OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK (Open MPI); PMI_RANK/PMI_SIZE/MPI_LOCALRANKID
 // (MPICH, Hydra); SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID. None set: rank 0 of 1.
 // The run id is the first of SWLSTM_RUN_ID, TORCHELASTIC_RUN_ID, SLURM_JOB_ID(.SLURM_STEP_ID),
-// PMIX_NAMESPACE. Dies naming the variable on a malformed or inconsistent value.
+// PMIX_NAMESPACE. With several processes, the shared secret is SWLSTM_DIST_TOKEN's value.
+// Dies naming the variable on a malformed or inconsistent value.
 DistEnv dist_env_from(DistGetenv getenv_fn);
 DistEnv dist_env(void);  // from the process environment
+
+// The shared secret of a tcp:// rendezvous (src/train/dist_token.c): `secret[n]`, at least
+// DIST_TOKEN_MIN bytes, or the contents of the file `path` (the dist_token key; a final
+// newline dropped), which replace SWLSTM_DIST_TOKEN's. `what` names the source in errors,
+// which never show the secret; only its SHA-256 is kept.
+#define DIST_TOKEN_MIN 16
+void dist_token_set(DistEnv *e, const char *secret, size_t n, const char *what);
+void dist_token_file(DistEnv *e, const char *path);
 
 // ---- stripes per rank ----
 
@@ -82,11 +93,17 @@ void dist_exchange_id(const char *spec, const DistEnv *e, uint8_t id[DIST_ID_BYT
 void dist_id_file_publish(const char *path, const DistEnv *e, const uint8_t id[DIST_ID_BYTES]);
 void dist_id_file_fetch(const char *path, const DistEnv *e, double not_before, uint8_t id[DIST_ID_BYTES]);
 
-// TCP: rank 0 listens (port 0 picks a free one, written back) and answers each of the
-// world-1 other ranks once; the others connect with retries until e->timeout_sec.
+// TCP (src/train/dist_tcp.c): rank 0 listens (port 0 picks a free one, written back) and
+// serves all connections at once until each of the world-1 other ranks has proved the shared
+// secret (src/train/dist_hello.h) and got the id, or until e->timeout_sec; a connection that
+// fails the proof or says no hello is closed, logged and forgotten. The others connect with
+// retries until e->timeout_sec.
 int dist_tcp_listen(const char *host, int *port);
 void dist_tcp_serve(int fd, const DistEnv *e, const uint8_t id[DIST_ID_BYTES]);
 void dist_tcp_fetch(const char *host, int port, const DistEnv *e, uint8_t id[DIST_ID_BYTES]);
+// 1 if every address of host is a loopback one (127.0.0.0/8, ::1): then only this machine can
+// connect, and no shared secret is required.
+int dist_host_is_loopback(const char *host);
 
 // After a TCP exchange the connections stay open (rank 0 to each rank): a peer that exits
 // closes its end. Returns the rank of a peer whose connection closed, -1 while all are open

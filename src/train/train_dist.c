@@ -39,6 +39,7 @@ static void check_gpus(const Config *cfg, const DistEnv *de, int world) {
 void train_ranks(const Trainer *proto, void (*run)(Trainer *tr)) {
     DistEnv de = dist_env();
     if (proto->cfg.dist_init[0]) snprintf(de.init, sizeof de.init, "%s", proto->cfg.dist_init);
+    if (de.world > 1 && proto->cfg.dist_token[0]) dist_token_file(&de, proto->cfg.dist_token);
     int gpus = proto->cfg.gpus, world = de.world * gpus;
     if (world == 1) {
         Trainer tr = *proto;
