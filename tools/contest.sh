@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# contest.sh: the wall-clock contest of docs/QUALITY.md on one GPU: each swlstm config and each
+# cuDNN dense LSTM (tools/cudnn_lm.py) trains for the same SECONDS, then its valid and test bpc
+# are scored; one table row per run.
+#   bash tools/contest.sh [SECONDS] [DATA]     (178 and /usr/share/dictd/gcide.dict.dz by default)
+# CONFIGS (default configs/mlstm_3min.cfg) and HIDDEN (cuDNN widths, default "2048 4096") pick
+# the runs; OUT (default checkpoints/contest) keeps their logs and checkpoints. A swlstm run is
+# stopped by SIGTERM at SECONDS (it saves latest.ckpt), so its config's max_steps should end its
+# schedule just before. cuDNN's schedule ends at SECONDS times the steps/s of its width on an
+# H100 (2048: 109, 4096: 41); CUDNN_RATE_<H> overrides them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_=${1:-178}
+DATA=${2:-/usr/share/dictd/gcide.dict.dz}
+CONFIGS=${CONFIGS:-configs/mlstm_3min.cfg}
+HIDDEN=${HIDDEN:-2048 4096}
+OUT=${OUT:-checkpoints/contest}
+[ -f "$DATA" ] || { echo "contest.sh: error: data file '$DATA' not found" >&2; exit 1; }
+[ -x ./swlstm ] || { echo "contest.sh: error: ./swlstm not built (run make)" >&2; exit 1; }
+mkdir -p "$OUT"
+
+bpc() { sed -n 's/.* bpc \([0-9.]*\) over.*/\1/p'; }
+
+echo "| run | seconds | steps | valid bpc | test bpc |"
+echo "|---|---|---|---|---|"
+for cfg in $CONFIGS; do
+    name=$(basename "$cfg" .cfg) dir="$OUT/$name-${SECONDS_}s"
+    rm -rf "$dir"
+    timeout -s TERM "$SECONDS_" ./swlstm train "$cfg" --data "$DATA" --out_dir "$dir" > "$dir.log" 2>&1 || true
+    [ -f "$dir/latest.ckpt" ] || { echo "contest.sh: error: $cfg left no checkpoint (see $dir.log)" >&2; exit 1; }
+    steps=$(sed -n 's/.* at step \([0-9]*\);.*/\1/p; s/^done: \([0-9]*\) steps.*/\1/p' "$dir.log")
+    v=$(./swlstm eval "$dir/latest.ckpt" --split valid --data "$DATA" | bpc)
+    t=$(./swlstm eval "$dir/latest.ckpt" --split test --data "$DATA" | bpc)
+    echo "| swlstm $name | $SECONDS_ | $steps | $v | $t |"
+done
+for h in $HIDDEN; do
+    rate_var=CUDNN_RATE_$h
+    rate=${!rate_var:-$([ "$h" -le 2048 ] && echo 109 || echo 41)}
+    log="$OUT/cudnn-$h-${SECONDS_}s.log"
+    python3 tools/cudnn_lm.py "$DATA" --hidden "$h" --seconds "$SECONDS_" --max-steps $((SECONDS_ * rate)) > "$log" 2>&1
+    line=$(tail -1 "$log")
+    steps=$(echo "$line" | sed -n 's/.*: \([0-9]*\) steps in.*/\1/p')
+    v=$(echo "$line" | sed -n 's/.*valid bpc \([0-9.]*\).*/\1/p')
+    t=$(echo "$line" | sed -n 's/.*test bpc \([0-9.]*\).*/\1/p')
+    echo "| cuDNN dense LSTM H=$h | $SECONDS_ | $steps | $v | $t |"
+done
