@@ -55,5 +55,7 @@ const char *tmp_path(const char *name);
 const char *shared_data(const char *name);
 // Writes bytes to path; returns path.
 const char *write_file(const char *path, const void *data, size_t len);
+// Whether section `tag` holds the same bytes in checkpoints a and b (both must have it).
+int ckpt_same_section(const char *a, const char *b, const char *tag);
 // Seeded uniform numbers for tests.
 double test_rand(unsigned long long *state);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "io/ckpt.h"
 
 typedef struct { const char *name, *file; test_fn fn; } TestCase;
 static TestCase tests[1024];
@@ -176,4 +177,15 @@ int main(int argc, char **argv) {
     if (skipped) printf("%d skipped (listed above)\n", skipped);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
+}
+
+int ckpt_same_section(const char *a, const char *b, const char *tag) {
+    Ckpt ca, cb;
+    ckpt_read(&ca, a);
+    ckpt_read(&cb, b);
+    const CkptSection *sa = ckpt_find(&ca, tag, 1), *sb = ckpt_find(&cb, tag, 1);
+    int same = sa->len == sb->len && memcmp(sa->data, sb->data, sa->len) == 0;
+    ckpt_close(&ca);
+    ckpt_close(&cb);
+    return same;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model/model.h"
+#include "model/prune.h"
 #include "test.h"
 
 typedef struct {
@@ -27,9 +28,21 @@ static Config small_config(int H, int bs, int L, const char *sparsity, int ln) {
     return cfg;
 }
 
-static Fixture fixture(const Config *cfg, int B, int T) {
+// The model of cfg, or (pruned) the same with each mask cut to half its blocks by prune.c.
+static Model *create(const Config *cfg, int pruned) {
+    Model *m = model_create(cfg, backend_cpu());
+    if (!pruned) return m;
+    Mask masks[SW_MAX_MASKS];
+    model_prune_masks(m, m->params, 0.5, masks);
+    Model *p = model_create_with_masks(cfg, backend_cpu(), masks);
+    for (int i = 0; i < (2 + m->D) * m->L; i++) mask_free(&masks[i]);
+    model_free(m);
+    return p;
+}
+
+static Fixture fixture(const Config *cfg, int B, int T, int pruned) {
     int H = cfg->hidden_size, L = cfg->num_layers;
-    Fixture f = {model_create(cfg, backend_cpu()), NULL, xmalloc(sizeof(int) * B * T), xmalloc(sizeof(int) * B * T)};
+    Fixture f = {create(cfg, pruned), NULL, xmalloc(sizeof(int) * B * T), xmalloc(sizeof(int) * B * T)};
     f.a = acts_create(f.m, B, T);
     unsigned long long s = 99;
     for (int i = 0; i < B * T; i++) {
@@ -81,8 +94,8 @@ static int check_entries(Fixture *f, const char *name, real *x, const real *g, s
     return 1;
 }
 
-static void check_config(const Config *cfg) {
-    Fixture f = fixture(cfg, 3, 4);
+static void check_config(const Config *cfg, int pruned) {
+    Fixture f = fixture(cfg, 3, 4, pruned);
     Model *m = f.m;
     int H = m->H, L = m->L;
     size_t BH = (size_t)f.a->B * H;
@@ -108,7 +121,7 @@ static void check_config(const Config *cfg) {
 
 static void run_check(int H, int bs, int L, const char *sparsity, int ln) {
     Config cfg = small_config(H, bs, L, sparsity, ln);
-    check_config(&cfg);
+    check_config(&cfg, 0);
 }
 
 static void run_mlstm(int H, int bs, int L, const char *sparsity, int depth, const char *init, double ema) {
@@ -117,7 +130,17 @@ static void run_mlstm(int H, int bs, int L, const char *sparsity, int depth, con
     snprintf(cfg.init, sizeof cfg.init, "%s", init);
     cfg.depth = depth;
     cfg.ema = ema;
-    check_config(&cfg);
+    check_config(&cfg, 0);
+}
+
+// Masks that prune.c cut (no longer a drawn layout): the mlstm, two layers, and the LSTM with
+// a block-sparse W_x above layer 0.
+TEST(gradcheck_pruned_masks) {
+    Config cfg = small_config(64, 8, 2, "ba_3", 1);
+    check_config(&cfg, 1);
+    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
+    cfg.depth = 2;
+    check_config(&cfg, 1);
 }
 
 TEST(gradcheck_dense_bs8_two_layers) { run_check(16, 8, 2, "dense", 0); }

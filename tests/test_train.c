@@ -48,17 +48,6 @@ static int train(const char *out_dir, const char *extra, char *log, size_t logle
     return run_swlstm(args, log, loglen);
 }
 
-static int same_section(const char *a, const char *b, const char *tag) {
-    Ckpt ca, cb;
-    ckpt_read(&ca, a);
-    ckpt_read(&cb, b);
-    const CkptSection *sa = ckpt_find(&ca, tag, 1), *sb = ckpt_find(&cb, tag, 1);
-    int same = sa->len == sb->len && memcmp(sa->data, sb->data, sa->len) == 0;
-    ckpt_close(&ca);
-    ckpt_close(&cb);
-    return same;
-}
-
 // 8 steps against 3 + resume + 5: the same weights, moments, carried state (and average).
 static void check_resume(const char *name, const char *opts, int ema) {
     char log[8192], d1[512], d2[512], p1[600], p2[600], extra[1200];
@@ -72,12 +61,12 @@ static void check_resume(const char *name, const char *opts, int ema) {
     CHECK_EQ(train(d2, extra, log, sizeof log), 0);
     CHECK_MSG(strstr(log, "resumed from") != NULL, "no resume message: %s", log);
     snprintf(p1, sizeof p1, "%s/latest.ckpt", d1);
-    CHECK(same_section(p1, p2, "params"));
-    CHECK(same_section(p1, p2, "adam_m"));
-    CHECK(same_section(p1, p2, "adam_v"));
-    CHECK(same_section(p1, p2, "hidden"));
-    CHECK(same_section(p1, p2, "masks"));
-    if (ema) CHECK(same_section(p1, p2, "ema"));
+    CHECK(ckpt_same_section(p1, p2, "params"));
+    CHECK(ckpt_same_section(p1, p2, "adam_m"));
+    CHECK(ckpt_same_section(p1, p2, "adam_v"));
+    CHECK(ckpt_same_section(p1, p2, "hidden"));
+    CHECK(ckpt_same_section(p1, p2, "masks"));
+    if (ema) CHECK(ckpt_same_section(p1, p2, "ema"));
 }
 
 TEST(train_resume_is_bit_exact) { check_resume("lstm", "", 0); }

@@ -21,6 +21,7 @@ static const Verb verbs[] = {
     {"features", cmd_features, "extract per-document features from a checkpoint to .npy"},
     {"probe", cmd_probe, "fit and score logistic-regression probes on features"},
     {"export", cmd_export, "write a checkpoint's weights as a safetensors file (for PyTorch)"},
+    {"prune", cmd_prune, "keep the largest blocks of each block-sparse matrix of a checkpoint"},
     {"units", cmd_units, "one unit's value at every byte of a text, as a coloured HTML page"},
     {"bench", cmd_bench, "benchmark kernels and training throughput (GPU)"},
 };
@@ -53,5 +54,5 @@ int main(int argc, char **argv) {
             free(args);
             return rc;
         }
-    die("unknown verb '%s' (expected one of: train eval sample info mask features probe export units bench help)", argv[1]);
+    die("unknown verb '%s' (expected one of: train eval sample info mask features probe export prune units bench help)", argv[1]);
 }

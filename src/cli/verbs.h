@@ -13,6 +13,7 @@ int cmd_features(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_units(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
 
 #ifdef __cplusplus
 }

@@ -33,7 +33,7 @@ static const Key keys[] = {
     KEY(out_dir, T_STR, R_ANY, "checkpoints/run", "run directory: checkpoints and log.jsonl", NULL),
     KEY(device, T_CHOICE, R_ANY, "cpu", "where to train", "cpu, cuda"),
     KEY(precision, T_CHOICE, R_ANY, "fp32", "matmul precision (bf16 needs cuda)", "fp32, bf16"),
-    KEY(init_from, T_STR, R_ANY, "", "checkpoint to take the weights from (\"\" = random init)", NULL),
+    KEY(init_from, T_STR, R_ANY, "", "checkpoint to take the weights and masks from (\"\" = random init)", NULL),
     KEY(seed, T_LONG, R_NONNEG, "1337", "seed of the init and other randomness", NULL),
     KEY(threads, T_INT, R_NONNEG, "0", "CPU threads (0 = all cores)", NULL),
     KEY(hidden_size, T_INT, R_POS, "256", "LSTM units per layer (a multiple of block_size)", NULL),

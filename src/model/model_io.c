@@ -61,8 +61,7 @@ static void add_reals(CkptWriter *w, const char *tag, const Backend *be, const r
     free(b.p);
 }
 
-// The section must hold exactly n values.
-static void get_reals(const Ckpt *c, const char *tag, const Backend *be, real *dst, size_t n) {
+void ckpt_get_reals(const Ckpt *c, const char *tag, const Backend *be, real *dst, size_t n) {
     const CkptSection *s = ckpt_find(c, tag, 1);
     if (s->len != n * sizeof(float))
         die("checkpoint '%s': section '%s' holds %llu values, the model needs %zu",
@@ -120,8 +119,8 @@ static void add_hidden(CkptWriter *w, const Model *m, const Acts *a) {
     free(b.p);
 }
 
-void model_save(const char *path, const Model *m, const TrainState *ts, const real *adam_m,
-                const real *adam_v, const Acts *a) {
+// Config, masks, weights and their moving average: what every checkpoint holds.
+static CkptWriter *model_sections(const Model *m) {
     CkptWriter *w = ckpt_writer_new();
     char *text = config_to_text(&m->cfg);
     ckpt_add(w, "config", text, strlen(text));
@@ -129,11 +128,33 @@ void model_save(const char *path, const Model *m, const TrainState *ts, const re
     add_masks(w, m);
     add_reals(w, "params", m->be, m->params, m->nparams);
     if (m->ema) add_reals(w, "ema", m->be, m->ema, m->nparams);
+    return w;
+}
+
+void model_save(const char *path, const Model *m, const TrainState *ts, const real *adam_m,
+                const real *adam_v, const Acts *a) {
+    CkptWriter *w = model_sections(m);
     if (ts) {
         add_state(w, ts);
         add_reals(w, "adam_m", m->be, adam_m, m->nparams);
         add_reals(w, "adam_v", m->be, adam_v, m->nparams);
         add_hidden(w, m, a);
+    }
+    ckpt_commit(w, path);
+}
+
+static void copy_section(CkptWriter *w, const Ckpt *c, const char *tag) {
+    const CkptSection *s = ckpt_find(c, tag, 1);
+    ckpt_add(w, tag, s->data, s->len);
+}
+
+void model_save_like(const char *path, const Model *m, const Ckpt *c, const real *adam_m, const real *adam_v) {
+    CkptWriter *w = model_sections(m);
+    if (ckpt_find(c, "state", 0)) {
+        copy_section(w, c, "state");
+        add_reals(w, "adam_m", m->be, adam_m, m->nparams);
+        add_reals(w, "adam_v", m->be, adam_v, m->nparams);
+        copy_section(w, c, "hidden");
     }
     ckpt_commit(w, path);
 }
@@ -178,6 +199,12 @@ static void check_masks(const Ckpt *c, const Config *cfg, const Mask *masks, int
     }
 }
 
+int ckpt_masks_for(const Ckpt *c, const Config *cfg, Mask *masks) {
+    int n = ckpt_masks(c, masks, SW_MAX_MASKS);
+    check_masks(c, cfg, masks, n);
+    return n;
+}
+
 Model *model_load(const char *path, const char *device, const char *precision) {
     Ckpt c;
     ckpt_read(&c, path);
@@ -185,8 +212,7 @@ Model *model_load(const char *path, const char *device, const char *precision) {
     ckpt_config(&c, &cfg);
     config_validate(&cfg);
     Mask masks[SW_MAX_MASKS];
-    int n = ckpt_masks(&c, masks, SW_MAX_MASKS);
-    check_masks(&c, &cfg, masks, n);
+    int n = ckpt_masks_for(&c, &cfg, masks);
     double want = model_param_count(&cfg, masks);  // a hostile config cannot make us allocate more than "params" holds
     uint64_t have = ckpt_find(&c, "params", 1)->len / sizeof(float);
     if (want != (double)have)
@@ -212,9 +238,9 @@ void model_load_weights(Model *m, const Ckpt *c) {
     }
     for (int i = 0; i < n; i++) mask_free(&masks[i]);
     if (!same) die("checkpoint '%s': its masks differ from this model's (check cell, depth, sparsity, mask_seed, hidden_size, num_layers)", c->path);
-    get_reals(c, "params", m->be, m->params, m->nparams);
+    ckpt_get_reals(c, "params", m->be, m->params, m->nparams);
     if (!m->ema) return;
-    if (ckpt_find(c, "ema", 0)) get_reals(c, "ema", m->be, m->ema, m->nparams);
+    if (ckpt_find(c, "ema", 0)) ckpt_get_reals(c, "ema", m->be, m->ema, m->nparams);
     else m->be->copy(m->ema, m->params, m->nparams * sizeof(real));  // the average starts here
 }
 
@@ -240,8 +266,8 @@ int ckpt_train_state(const Ckpt *c, TrainState *ts) {
 void model_load_train_state(const Model *m, const Ckpt *c, TrainState *ts, real *adam_m,
                             real *adam_v, Acts *a, int row0, int rows) {
     if (!ckpt_train_state(c, ts)) die("checkpoint '%s' has no training state (a weights-only file): use init_from instead of --resume", c->path);
-    get_reals(c, "adam_m", m->be, adam_m, m->nparams);
-    get_reals(c, "adam_v", m->be, adam_v, m->nparams);
+    ckpt_get_reals(c, "adam_m", m->be, adam_m, m->nparams);
+    ckpt_get_reals(c, "adam_v", m->be, adam_v, m->nparams);
     Rd r = reader(c, "hidden");
     int B = rd_i32(&r);
     size_t blk = (size_t)B * m->H;

@@ -23,6 +23,10 @@ typedef struct {
 // adam_v: backend memory, m->nparams each), the train state and the carried state of `a`.
 void model_save(const char *path, const Model *m, const TrainState *ts, const real *adam_m,
                 const real *adam_v, const Acts *a);
+// A checkpoint like c for m, a model of c's config with other masks (swlstm prune): config,
+// masks, m's weights and moving average, and where c holds a training state, c's "state" and
+// "hidden" as they are with adam_m and adam_v (m->nparams each, backend memory).
+void model_save_like(const char *path, const Model *m, const Ckpt *c, const real *adam_m, const real *adam_v);
 // Builds the model stored in a checkpoint (its config, masks and weights) on a device.
 Model *model_load(const char *path, const char *device, const char *precision);
 // The config stored in a checkpoint.
@@ -38,6 +42,10 @@ void model_load_train_state(const Model *m, const Ckpt *c, TrainState *ts, real 
 int ckpt_train_state(const Ckpt *c, TrainState *ts);
 // Masks stored in a checkpoint: 2 per layer (W_h, W_x); caller frees with mask_free.
 int ckpt_masks(const Ckpt *c, Mask *masks, int max_masks);
+// The same (SW_MAX_MASKS at most), checked against cfg's layers and sizes (dies naming what differs).
+int ckpt_masks_for(const Ckpt *c, const Config *cfg, Mask *masks);
+// A section of exactly n fp32 values, uploaded to dst (backend memory); dies otherwise.
+void ckpt_get_reals(const Ckpt *c, const char *tag, const Backend *be, real *dst, size_t n);
 
 #ifdef __cplusplus
 }

@@ -61,12 +61,10 @@ static void check_resume_data(Trainer *tr, const char *path) {
             path, (unsigned long long)len, crc, tr->cfg.data, tr->ds.len, now);
 }
 
+// The config was checked against the checkpoint's when the model was made (create_model).
 static void resume(Trainer *tr, const char *path) {
     Ckpt c;
     ckpt_read(&c, path);
-    Config ck;
-    ckpt_config(&c, &ck);
-    check_resume_config(&tr->cfg, &ck, path);
     model_load_weights(tr->m, &c);
     model_load_train_state(tr->m, &c, &tr->ts, tr->adam_m, tr->adam_v, tr->a, tr->rank * tr->a->B, tr->cfg.batch_size);
     check_resume_data(tr, path);
@@ -112,6 +110,26 @@ static void setup_eval(Trainer *tr) {
     tr->ea = acts_create(tr->m, tr->eval_B / tr->world, cfg->seq_length);
 }
 
+// The model of this run: with masks drawn from the config, or where it resumes or starts from
+// a checkpoint, with that checkpoint's masks (which `swlstm prune` changes).
+static Model *create_model(const Trainer *tr, const Backend *be) {
+    const char *path = tr->resume_path ? tr->resume_path : tr->cfg.init_from[0] ? tr->cfg.init_from : NULL;
+    if (!path) return model_create(&tr->cfg, be);
+    Ckpt c;
+    ckpt_read(&c, path);
+    if (tr->resume_path) {
+        Config ck;
+        ckpt_config(&c, &ck);
+        check_resume_config(&tr->cfg, &ck, path);
+    }
+    Mask masks[SW_MAX_MASKS];
+    int n = ckpt_masks_for(&c, &tr->cfg, masks);
+    ckpt_close(&c);
+    Model *m = model_create_with_masks(&tr->cfg, be, masks);
+    for (int i = 0; i < n; i++) mask_free(&masks[i]);
+    return m;
+}
+
 static void setup(Trainer *tr) {
     const Config *cfg = &tr->cfg;
 #ifdef _OPENMP
@@ -119,7 +137,7 @@ static void setup(Trainer *tr) {
 #endif
     const Backend *be = backend_get(cfg->device, cfg->precision);
     setup_data(tr);
-    tr->m = model_create(cfg, be);
+    tr->m = create_model(tr, be);
     tr->a = acts_create(tr->m, tr->st.B, cfg->seq_length);
     tr->adam_m = be->alloc(tr->m->nparams * sizeof(real));
     tr->adam_v = be->alloc(tr->m->nparams * sizeof(real));

@@ -1,0 +1,129 @@
+// prune.c: block pruning by norm (prune.h).
+#include "model/prune.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The block-sparse matrix whose values start at offset off of m's parameters, or NULL.
+static const BsMat *bsmat_at(const Model *m, size_t off) {
+    for (int l = 0; l < m->L; l++) {
+        const Layer *L = &m->layer[l];
+        if (off == L->off_wh) return &L->wh;
+        if (L->sparse_x && off == L->off_wx) return &L->wx;
+        for (int j = 0; j < m->D; j++)
+            if (off == L->off_ws[j]) return &L->ws[j];
+    }
+    return NULL;
+}
+
+static const char *tensor_name_at(const Model *m, size_t off) {
+    for (int t = 0; t < m->ntensor; t++)
+        if (m->tensor[t].off == off) return m->tensor[t].name;
+    return "?";
+}
+
+// Mask k of layer l (model_create_with_masks's order), its matrix and its tensor's offset;
+// NULL where the layer has none (a dense W_x).
+static const Mask *layer_matrix(const Model *m, int l, int k, const BsMat **w, size_t *off) {
+    const Layer *L = &m->layer[l];
+    if (k == 0) return *w = &L->wh, *off = L->off_wh, &L->mask_h;
+    if (k == 1) return L->sparse_x ? (*w = &L->wx, *off = L->off_wx, &L->mask_x) : NULL;
+    return *w = &L->ws[k - 2], *off = L->off_ws[k - 2], &L->mask_s[k - 2];
+}
+
+// Squared norm of each mask block over its gate copies: norm[r * nc + c], 0 where absent.
+static double *block_norms(const BsMat *w, const Mask *mk, const real *vals) {
+    double *norm = xcalloc((size_t)mk->nr * mk->nc, sizeof(double));
+    long bb = (long)w->bs * w->bs;
+    for (int br = 0; br < w->nbr; br++)
+        for (int k = w->row_ptr[br]; k < w->row_ptr[br + 1]; k++) {
+            double s = 0;
+            for (long i = 0; i < bb; i++) s += (double)vals[k * bb + i] * vals[k * bb + i];
+            norm[(size_t)(br % mk->nr) * mk->nc + w->col_idx[k]] += s;
+        }
+    return norm;
+}
+
+static const double *g_norm;  // qsort's key
+static int larger_first(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    if (g_norm[x] != g_norm[y]) return g_norm[x] > g_norm[y] ? -1 : 1;
+    return x < y ? -1 : 1;
+}
+
+// Marks in keep[] the largest present block of each row (by == 1) or column (by == 0).
+static void keep_best_of_lines(const Mask *mk, const double *norm, int by_row, uint8_t *keep) {
+    int lines = by_row ? mk->nr : mk->nc, len = by_row ? mk->nc : mk->nr;
+    for (int a = 0; a < lines; a++) {
+        long best = -1;
+        for (int b = 0; b < len; b++) {
+            long i = by_row ? (long)a * mk->nc + b : (long)b * mk->nc + a;
+            if (mk->m[i] && (best < 0 || norm[i] > norm[best])) best = i;
+        }
+        if (best >= 0) keep[best] = 1;
+    }
+}
+
+// The `want` largest blocks of mk, the best of every row and column among them.
+static Mask keep_largest(const Mask *mk, const double *norm, long want, const char *name, double density) {
+    size_t n = (size_t)mk->nr * mk->nc;
+    Mask out = {mk->nr, mk->nc, xcalloc(n + 1, 1)};
+    keep_best_of_lines(mk, norm, 1, out.m);
+    keep_best_of_lines(mk, norm, 0, out.m);
+    long have = mask_count(&out);
+    if (have > want)
+        die("prune: density %g keeps %ld blocks of %s, fewer than its block rows and columns need (%ld: "
+            "each keeps at least one)", density, want, name, have);
+    long *order = xmalloc(sizeof(long) * n), cnt = 0;
+    for (size_t i = 0; i < n; i++)
+        if (mk->m[i]) order[cnt++] = (long)i;
+    g_norm = norm;
+    qsort(order, (size_t)cnt, sizeof(long), larger_first);
+    for (long k = 0; k < cnt && have < want; k++)
+        if (!out.m[order[k]]) out.m[order[k]] = 1, have++;
+    free(order);
+    return out;
+}
+
+void model_prune_masks(const Model *m, const real *params, double density, Mask *out) {
+    static const Mask none = {0, 0, NULL};
+    int per = 2 + m->D;
+    for (int l = 0; l < m->L; l++)
+        for (int k = 0; k < per; k++) {
+            const BsMat *w;
+            size_t off;
+            const Mask *mk = layer_matrix(m, l, k, &w, &off);
+            Mask *o = &out[l * per + k];
+            if (!mk) { *o = none; continue; }
+            double *norm = block_norms(w, mk, params + off);
+            long want = lround(density * (double)mask_count(mk));
+            *o = keep_largest(mk, norm, want > 0 ? want : 1, tensor_name_at(m, off), density);
+            free(norm);
+        }
+}
+
+// Block (br, c) of w's CSR layout, or -1 if absent.
+static long find_block(const BsMat *w, int br, int c) {
+    for (int k = w->row_ptr[br]; k < w->row_ptr[br + 1]; k++)
+        if (w->col_idx[k] == c) return k;
+    return -1;
+}
+
+static void remap_blocks(const BsMat *from, const real *src, const BsMat *to, real *dst) {
+    long bb = (long)to->bs * to->bs;
+    for (int br = 0; br < to->nbr; br++)
+        for (int k = to->row_ptr[br]; k < to->row_ptr[br + 1]; k++) {
+            long f = find_block(from, br, to->col_idx[k]);
+            if (f < 0) die("internal: prune's new mask holds a block the old one lacks");
+            memcpy(dst + k * bb, src + f * bb, sizeof(real) * (size_t)bb);
+        }
+}
+
+void model_remap(const Model *from, const real *src, const Model *to, real *dst) {
+    for (int t = 0; t < to->ntensor; t++) {
+        const ParamTensor *a = model_tensor(from, to->tensor[t].name), *b = &to->tensor[t];
+        const BsMat *wa = bsmat_at(from, a->off), *wb = bsmat_at(to, b->off);
+        if (wb) remap_blocks(wa, src + a->off, wb, dst + b->off);
+        else memcpy(dst + b->off, src + a->off, sizeof(real) * b->n);
+    }
+}
