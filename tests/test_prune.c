@@ -145,6 +145,8 @@ TEST(prune_checkpoint_resumes_bit_exactly) {
     CHECK_MSG(strstr(log, "l0.wh") && strstr(log, "weights and training state"), "%s", log);
     CHECK(ckpt_same_section(ck, pruned, "state") && ckpt_same_section(ck, pruned, "hidden") && ckpt_same_section(ck, pruned, "config"));
     CHECK(!ckpt_same_section(ck, pruned, "masks"));
+    CHECK_EQ(sw(log, sizeof log, "info %s%s%s", pruned, "", ""), 0);
+    CHECK_MSG(strstr(log, "layer 0 W_h0:") && strstr(log, "differs from the mask its config draws"), "%s", log);
     CHECK_EQ(sw(log, sizeof log, "train %s --out_dir %s --resume %s", prune_cfg(), a, pruned), 0);
     CHECK_MSG(strstr(log, "resumed from") && strstr(log, "step 8/8"), "%s", log);
     CHECK_EQ(sw(log, sizeof log, "train %s --out_dir %s --resume %s --stop-after 5", prune_cfg(), b, pruned), 0);

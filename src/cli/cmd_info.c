@@ -11,11 +11,23 @@ static void print_sections(const Ckpt *c) {
     printf("\n");
 }
 
-static void print_mask(const char *what, int l, const Mask *mk, int bs) {
+// Blocks of `drawn` that mk still stores.
+static long kept_of(const Mask *mk, const Mask *drawn) {
+    long n = 0;
+    for (size_t i = 0; i < (size_t)mk->nr * mk->nc; i++) n += mk->m[i] && drawn->m[i];
+    return n;
+}
+
+// A mask's statistics, and those of the mask the config draws where it differs (pruned).
+static void print_mask(const char *what, int l, const Mask *mk, const Mask *drawn, int bs) {
     MaskStats st = mask_stats(mk);
     printf("  layer %d %s: %d x %d blocks of %d, %ld stored (%.2f%%), degree %d/%.1f/%d, "
            "path length %.2f, clustering %.3f\n", l, what, mk->nr, mk->nc, bs, st.blocks,
            100 * st.density, st.deg_min, st.deg_mean, st.deg_max, st.avg_path, st.clustering);
+    if (!memcmp(mk->m, drawn->m, (size_t)mk->nr * mk->nc)) return;
+    MaskStats d = mask_stats(drawn);
+    printf("    differs from the mask its config draws (%ld blocks, path length %.2f, clustering %.3f): "
+           "%ld of those kept\n", d.blocks, d.avg_path, d.clustering, kept_of(mk, drawn));
 }
 
 // The paper's mixing measure: units reachable from a unit within 1..D internal steps of one
@@ -29,8 +41,9 @@ static void print_reach(int l, const Mask *steps, int D) {
 }
 
 static void print_model(const Ckpt *c, const Config *cfg) {
-    Mask masks[SW_MAX_MASKS];
-    int n = ckpt_masks(c, masks, SW_MAX_MASKS), per = model_masks_per_layer(cfg), mlstm = per > 2;
+    Mask masks[SW_MAX_MASKS], drawn[SW_MAX_MASKS];
+    int n = ckpt_masks_for(c, cfg, masks), per = model_masks_per_layer(cfg), mlstm = per > 2;
+    model_draw_masks(cfg, drawn);
     printf("model: embed %d, %d layer(s) of %d units, cell %s", cfg->embed_size, cfg->num_layers, cfg->hidden_size, cfg->cell);
     if (mlstm) printf(" (depth %d)", cfg->depth);
     printf(", block %d, sparsity %s, layer_norm %s\n", cfg->block_size, cfg->sparsity, mlstm || cfg->layer_norm ? "true" : "false");
@@ -38,14 +51,14 @@ static void print_model(const Ckpt *c, const Config *cfg) {
         char what[16];
         if (i % per < 2) snprintf(what, sizeof what, "%s", i % per ? "W_x" : mlstm ? "gates" : "W_h");
         else snprintf(what, sizeof what, "W_h%d", i % per - 2);
-        if (masks[i].nr) print_mask(what, i / per, &masks[i], cfg->block_size);
+        if (masks[i].nr) print_mask(what, i / per, &masks[i], &drawn[i], cfg->block_size);
         if (i % per == per - 1 && n == per * cfg->num_layers) print_reach(i / per, &masks[i / per * per + (mlstm ? 2 : 0)], mlstm ? per - 2 : 1);
     }
     // The CUDA backend's engine takes block 32 (lstm_seq_host.cu); the CPU always runs per step.
     printf("recurrent path on cuda: %s\n", cfg->block_size != 32 || !engine_wanted(cfg) ? "per-step ops"
            : strcmp(cfg->engine, "persistent") ? "fused engine (a window per CUDA graph of fused step kernels)"
            : "persistent engine where the weights fit in shared memory and layer norm is off, else fused step kernels");
-    for (int i = 0; i < n; i++) mask_free(&masks[i]);
+    for (int i = 0; i < n; i++) mask_free(&masks[i]), mask_free(&drawn[i]);
     const CkptSection *p = ckpt_find(c, "params", 1);
     printf("parameters: %llu stored (fp32), %.0f for the same shapes dense\n",
            (unsigned long long)(p->len / 4), model_dense_params(cfg));

@@ -220,16 +220,22 @@ void model_use_ema(Model *m) {
     if (m->ema) m->be->copy(m->params, m->ema, m->nparams * sizeof(real));
 }
 
-Model *model_create(const Config *cfg, const Backend *be) {
+int model_draw_masks(const Config *cfg, Mask *masks) {
     int n = cfg->hidden_size / cfg->block_size, per = model_masks_per_layer(cfg);
     const char *xdesc = cfg->input_sparsity[0] ? cfg->input_sparsity : cfg->sparsity;
-    Mask masks[SW_MAX_MASKS] = {{0}};
     for (int l = 0; l < cfg->num_layers; l++) {
         Mask *mk = &masks[per * l];
         mk[0] = mask_make(cfg->sparsity, n, n, model_mask_seed(cfg->mask_seed, l, 0));
-        if (l > 0 && !is_mlstm(cfg)) mk[1] = mask_make(xdesc, n, n, model_mask_seed(cfg->mask_seed, l, 1));
+        mk[1] = l > 0 && !is_mlstm(cfg) ? mask_make(xdesc, n, n, model_mask_seed(cfg->mask_seed, l, 1)) : (Mask){0, 0, NULL};
         for (int j = 0; j < per - 2; j++) mk[2 + j] = mask_make(cfg->sparsity, n, n, model_step_mask_seed(cfg->mask_seed, l, j));
     }
+    return per * cfg->num_layers;
+}
+
+Model *model_create(const Config *cfg, const Backend *be) {
+    int per = model_masks_per_layer(cfg);
+    Mask masks[SW_MAX_MASKS];
+    model_draw_masks(cfg, masks);
     Model *m = model_create_with_masks(cfg, be, masks);
     for (int i = 0; i < per * cfg->num_layers; i++) mask_free(&masks[i]);
     return m;

@@ -58,6 +58,9 @@ Model *model_create(const Config *cfg, const Backend *be);
 // copies. Used when loading checkpoints, which store their masks.
 Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask *masks);
 int model_masks_per_layer(const Config *cfg);
+// The masks cfg draws (sparsity, input_sparsity, mask_seed) in that order; returns their count.
+// A checkpoint's masks differ from them once pruned.
+int model_draw_masks(const Config *cfg, Mask *masks);
 #define SW_MAX_MASKS (SW_MAX_LAYERS * (2 + SW_MAX_DEPTH))
 // Parameters of the model that cfg and masks (model_create_with_masks's order) describe;
 // masks NULL: every mask dense (model_dense_params).

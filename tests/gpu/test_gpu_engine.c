@@ -5,6 +5,7 @@
 // (E a multiple of 32) or not, windows of another length, the dense masks' cuBLAS path,
 // both rings of the forward step kernel and both copy forms of the bf16 backward's.
 #include "gpu_train.h"
+#include "model/prune.h"
 
 typedef struct {
     const char *sparsity;
@@ -217,4 +218,43 @@ TEST(gpu_engine_deterministic) {
         CHECK_MSG(same, "%s %s engine=%s: two identical windows gave different loss or gradient bits", prec, s->sparsity,
                   runs[k].engine);
     }
+}
+
+// A model on masks that prune.c cut from ba_4 to 30% of their blocks (hub lists shortened,
+// rows down to one block), with the weights drawn for them.
+static Model *pruned_model(const Backend *be, const char *cell, const char *engine) {
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.hidden_size = 512, cfg.block_size = 32, cfg.num_layers = 2, cfg.embed_size = 32, cfg.seed = 5;
+    snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_4");
+    snprintf(cfg.engine, sizeof cfg.engine, "%s", engine);
+    snprintf(cfg.cell, sizeof cfg.cell, "%s", cell);
+    cfg.depth = strcmp(cell, "mlstm") ? 0 : 2;
+    Model *m = model_create(&cfg, backend_cpu());
+    Mask masks[SW_MAX_MASKS];
+    model_prune_masks(m, m->params, 0.3, masks);
+    Model *p = model_create_with_masks(&cfg, be, masks);
+    for (int i = 0; i < (2 + m->D) * m->L; i++) mask_free(&masks[i]);
+    model_free(m);
+    return p;
+}
+
+// The engine (lstm) and the mlstm's replayed steps on pruned masks, against the CPU.
+TEST(gpu_pruned_masks_match_cpu) {
+    static const char *cells[2] = {"lstm", "mlstm"}, *precs[2] = {"fp32", "bf16"};
+    for (int c = 0; c < 2; c++)
+        for (int p = 0; p < 2; p++) {
+            Batch b = batch_make(67, 5, 512, 90 + c);
+            EngRun rc = {pruned_model(backend_cpu(), cells[c], "on"), NULL, 0}, rg = {pruned_model(backend_cuda(precs[p]), cells[c], "on"), NULL, 0};
+            rc.a = acts_create(rc.m, 67, 5), rg.a = acts_create(rg.m, 67, 5);
+            rc.loss = fwd_bwd(rc.m, rc.a, &b), rg.loss = fwd_bwd(rg.m, rg.a, &b);
+            const char *what = "";
+            double e = eng_worst(&rg, &rc, 5, &what), tol = p ? 1e-2 : 1e-4;
+            int took = c || rg.a->seq[0] != NULL;
+            printf("  pruned %s %s: loss %.7f (cpu %.7f), worst rel L2 %.2g (%s)\n", cells[c], precs[p], rg.loss, rc.loss, e, what);
+            eng_free(&rc); eng_free(&rg);
+            batch_free(&b);
+            CHECK_MSG(took, "pruned lstm %s: the engine did not take the layer", precs[p]);
+            CHECK_MSG(e < tol, "pruned %s %s: %s off the CPU by rel L2 %.3g (tol %g)", cells[c], precs[p], what, e, tol);
+        }
 }
