@@ -23,10 +23,12 @@ typedef struct {
     int n;
 } LrSet;
 
+typedef struct LrHess LrHess;
 typedef struct {
     int d;
     double *w, b;       // weights on standardised features, intercept
     double *mu, *isd;   // training mean and 1/std of each feature
+    LrHess *hess;       // the fit's last Hessian model, for the next C of a path (not copied)
 } LogReg;
 
 // Standardisation statistics plus a column-major copy of the training rows. Read-only once
@@ -45,8 +47,12 @@ void logreg_init(LogReg *m, const LrSolver *s);
 void logreg_free(LogReg *m);
 void logreg_copy(LogReg *dst, const LogReg *src);   // dst: a new model equal to src
 // Minimises the objective starting from m (so a path over increasing C warm-starts).
-// Returns the final KKT violation (largest over coordinates and intercept).
+// Returns the final KKT violation (largest over coordinates and intercept): the fit
+// converged when it is at most logreg_tol.
 double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m);
+// The KKT tolerance: 1e-8 (L2) or 1e-6 (L1) times max(1, C * the largest |d loss / d w_j| / C
+// at w = 0).
+double logreg_tol(const LrSolver *s, Penalty pen, double C);
 // The same with L2's products on the GPU (gpu: from lr_cuda_new; L1 ignores it).
 double logreg_fit_on(const LrSolver *s, LrCuda *gpu, Penalty pen, double C, LogReg *m);
 
