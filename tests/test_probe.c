@@ -169,6 +169,40 @@ TEST(logreg_l1_kkt_and_sparsity_path) {
     free(Z);
 }
 
+// The KKT conditions at every returned optimum of L1 and L2 paths over the whole C grid, on
+// large, strongly correlated columns (an independent gradient in double), and each fit
+// reports meeting its tolerance.
+TEST(logreg_kkt_on_raw_correlated_states) {
+    enum { N = 400, D = 24 };
+    float *X = malloc(sizeof(float) * N * D);
+    int y[N], *idx = iota(N);
+    raw_state_rows(X, y, N, D, 17);
+    double *Z = standardise(X, N, D), th[D + 1], g[D + 1];
+    LrSet t = {X, D, y, idx, N};
+    LrSolver *s = lr_solver_new(&t);
+    lr_solver_precondition(s, NULL);
+    for (int p = 0; p < 2; p++) {
+        LogReg m;
+        logreg_init(&m, s);
+        for (int k = 0; k < PROBE_NC; k++) {
+            double C = probe_C(k), tol = logreg_tol(s, (Penalty)p, C);
+            CHECK_MSG(logreg_fit(s, (Penalty)p, C, &m) <= tol, "%s C=%g: not converged", penalty_name((Penalty)p), C);
+            memcpy(th, m.w, D * sizeof(double));
+            th[D] = m.b;
+            loss_grad(Z, y, N, D, th, C, g);
+            double worst = fabs(g[D]);
+            for (int j = 0; j < D; j++) {
+                double w = m.w[j], v = p == PEN_L2 ? g[j] + w : w ? g[j] + (w > 0 ? 1 : -1) : fmax(fabs(g[j]) - 1, 0);
+                worst = fmax(worst, fabs(v));
+            }
+            CHECK_MSG(worst <= 1.01 * tol, "%s C=%g: KKT violation %g > tolerance %g", penalty_name((Penalty)p), C, worst, tol);
+        }
+        logreg_free(&m);
+    }
+    lr_solver_free(s);
+    free(X); free(idx); free(Z);
+}
+
 TEST(logreg_standardises_with_training_rows_only) {
     enum { N = 100, D = 3 };
     float X[N * D];
@@ -328,6 +362,30 @@ TEST(probe_verb_bigram_json) {
     snprintf(cmd, sizeof cmd, "probe --features bigram --train %s --dev %s --test %s --penalty l1 --json", tr, dv, te);
     CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
     CHECK_MSG(strstr(out, "\"accuracy\":1.000000") && strstr(out, "\"penalty\":\"l1\"") && strstr(out, "\"folds\":0"), "output: %s", out);
+}
+
+// An unconverged fit is never a silent number: with a tolerance no fit can meet, the JSON
+// says "converged":false and counts the fits, and the human report warns.
+TEST(probe_verb_reports_unconverged_fits) {
+    enum { N = 300, D = 12 };
+    float *X = malloc(sizeof(float) * N * D);
+    int y[N];
+    raw_state_rows(X, y, N, D, 23);
+    npy_write(tmp_path("rf.npy"), "<f4", X, 2, (size_t[]){N, D});
+    npy_write(tmp_path("rl.npy"), "<i4", y, 1, (size_t[]){N});
+    char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "probe --features-file %s --labels %s --folds 3 --json", tmp_path("rf.npy"), tmp_path("rl.npy"));
+    CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
+    CHECK_MSG(strstr(out, "\"converged\":true,") && strstr(out, "\"unconverged_fits\":0,") && strstr(out, "\"scaling\":\"standardized"),
+              "output: %s", out);
+    snprintf(cmd, sizeof cmd, "probe --features-file %s --labels %s --folds 3 --json --tol 1e-300", tmp_path("rf.npy"), tmp_path("rl.npy"));
+    CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
+    const char *u = strstr(out, "\"unconverged_fits\":");
+    CHECK_MSG(strstr(out, "\"converged\":false,") && u && atoi(u + 19) > 0 && strstr(out, "fits did not converge"), "output: %s", out);
+    snprintf(cmd, sizeof cmd, "probe --features-file %s --labels %s --folds 3 --penalty l1 --tol 1e-300", tmp_path("rf.npy"), tmp_path("rl.npy"));
+    CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
+    CHECK_MSG(strstr(out, "WARNING: ") && strstr(out, "fits did not meet their KKT tolerance"), "output: %s", out);
+    free(X);
 }
 
 TEST(probe_verb_saved_features_and_errors) {

@@ -251,8 +251,10 @@ static int line_search(const LrSolver *s, Penalty pen, double C, LogReg *m, Work
     return 0;
 }
 
+void lr_solver_tolerance(LrSolver *s, double rel) { s->rel_tol = rel; }
+
 double logreg_tol(const LrSolver *s, Penalty pen, double C) {
-    return (pen == PEN_L2 ? LR_TOL_L2 : LR_TOL_L1) * fmax(1, C * s->g0);
+    return (s->rel_tol > 0 ? s->rel_tol : pen == PEN_L2 ? LR_TOL_L2 : LR_TOL_L1) * fmax(1, C * s->g0);
 }
 
 double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m) { return logreg_fit_on(s, NULL, pen, C, m); }

@@ -50,9 +50,10 @@ void logreg_copy(LogReg *dst, const LogReg *src);   // dst: a new model equal to
 // Returns the final KKT violation (largest over coordinates and intercept): the fit
 // converged when it is at most logreg_tol.
 double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m);
-// The KKT tolerance: 1e-8 (L2) or 1e-6 (L1) times max(1, C * the largest |d loss / d w_j| / C
-// at w = 0).
+// The KKT tolerance: rel times max(1, C * the largest |d loss / d w_j| / C at w = 0), rel =
+// 1e-8 (L2) or 1e-6 (L1) unless lr_solver_tolerance set it (0: back to those).
 double logreg_tol(const LrSolver *s, Penalty pen, double C);
+void lr_solver_tolerance(LrSolver *s, double rel);
 // The same with L2's products on the GPU (gpu: from lr_cuda_new; L1 ignores it).
 double logreg_fit_on(const LrSolver *s, LrCuda *gpu, Penalty pen, double C, LogReg *m);
 

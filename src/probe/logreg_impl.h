@@ -36,6 +36,7 @@ struct LrSolver {
     int dense;               // L2 takes the explicit Hessian (narrow problems)
     double *mu, *isd, *y;    // standardisation statistics; labels
     double g0;               // KKT violation at w = 0 divided by C: scales the tolerance
+    double rel_tol;          // the tolerance relative to that (0: the defaults)
     Spectrum sp;
 };
 

@@ -18,7 +18,7 @@ static int by_violation(const void *a, const void *b) {   // descending, ties by
 }
 
 void hess_reserve(LrHess *hm, int m) {
-    if (m <= hm->cap) return;
+    if (hm->G && m <= hm->cap) return;
     size_t m1 = m + 1;
     hm->cols = xrealloc(hm->cols, m1 * sizeof(int));
     hm->G = xrealloc(hm->G, m1 * m1 * sizeof(double));
