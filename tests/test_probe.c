@@ -247,8 +247,9 @@ TEST(logreg_constant_column_gets_zero_weight) {
     }
 }
 
-// d >= 128: L2 takes the spectral preconditioner.
-TEST(logreg_l2_spectral_preconditioner_same_optimum) {
+// Narrow problems (d <= 512) take the explicit Hessian as L2's preconditioner: same optimum
+// as Jacobi.
+TEST(logreg_l2_explicit_hessian_same_optimum) {
     enum { N = 300, D = 160 };
     float *X = malloc(sizeof(float) * N * D);
     int y[N], *idx = iota(N);
@@ -270,12 +271,41 @@ TEST(logreg_l2_spectral_preconditioner_same_optimum) {
         double gmax = fabs(g[D]), dmax = fabs(a.b - b.b);
         for (int j = 0; j < D; j++) gmax = fmax(gmax, fabs(g[j] + b.w[j])), dmax = fmax(dmax, fabs(a.w[j] - b.w[j]));
         CHECK_MSG(gmax < 1e-5 * fmax(1, Cs[k] * N), "C=%g: KKT violation %g", Cs[k], gmax);
-        CHECK_MSG(dmax < 1e-5, "C=%g: Jacobi and spectral solutions differ by %g", Cs[k], dmax);
+        CHECK_MSG(dmax < 1e-5, "C=%g: Jacobi and explicit-Hessian solutions differ by %g", Cs[k], dmax);
     }
     logreg_free(&a);
     logreg_free(&b);
     lr_solver_free(plain);
     lr_solver_free(pre);
+    free(X); free(idx); free(Z); free(th); free(g);
+}
+
+// Wider problems take the spectral preconditioner: the KKT conditions hold (independent
+// gradient).
+TEST(logreg_l2_spectral_preconditioner_kkt) {
+    enum { N = 600, D = 520 };
+    float *X = malloc(sizeof(float) * N * D);
+    int y[N], *idx = iota(N);
+    correlated_rows(X, y, N, D, 22);
+    double *Z = standardise(X, N, D), *th = malloc(sizeof(double) * (D + 1)), *g = malloc(sizeof(double) * (D + 1));
+    LrSet t = {X, D, y, idx, N};
+    LrSolver *s = lr_solver_new(&t);
+    lr_solver_precondition(s, NULL);
+    LogReg m;
+    logreg_init(&m, s);
+    double Cs[2] = {0.01, 1};
+    for (int k = 0; k < 2; k++) {
+        double tol = logreg_tol(s, PEN_L2, Cs[k]);
+        CHECK(logreg_fit(s, PEN_L2, Cs[k], &m) <= tol);
+        memcpy(th, m.w, D * sizeof(double));
+        th[D] = m.b;
+        loss_grad(Z, y, N, D, th, Cs[k], g);
+        double gmax = fabs(g[D]);
+        for (int j = 0; j < D; j++) gmax = fmax(gmax, fabs(g[j] + m.w[j]));
+        CHECK_MSG(gmax <= 1.01 * tol, "C=%g: KKT violation %g > %g", Cs[k], gmax, tol);
+    }
+    logreg_free(&m);
+    lr_solver_free(s);
     free(X); free(idx); free(Z); free(th); free(g);
 }
 

@@ -33,14 +33,17 @@ static void rank1_update(const double *x, int a0, int a1, double *H, int m1) {
         for (int b = 0; b <= a; b++) H[(size_t)a * m1 + b] += x[a] * x[b];
 }
 
-// x [rows][m + 1]: rows i0.. of E on cols, each times sqrt(D_i), then sqrt(D_i) (the intercept).
-static void scaled_rows(const LrSolver *s, const int *cols, int m, const double *D, int i0, int rows, double *x) {
-    for (int r = 0; r < rows; r++) {
-        double sd = sqrt(D[i0 + r]), *xr = x + (size_t)r * (m + 1);
-        const real *e = s->xr + (size_t)(i0 + r) * s->d;
-        for (int a = 0; a < m; a++) xr[a] = sd * e[cols[a]];
-        xr[m] = sd;
+// R [n][m + 1]: row i of E on cols times sqrt(D_i), then sqrt(D_i) (the intercept's column).
+static double *scaled_rows(const LrSolver *s, const int *cols, int m, const double *D) {
+    double *R = xmalloc((size_t)s->n * (m + 1) * sizeof(double));
+    #pragma omp parallel for schedule(static) if ((long)s->n * m >= PAR_MIN)
+    for (int i = 0; i < s->n; i++) {
+        double sd = sqrt(D[i]), *r = R + (size_t)i * (m + 1);
+        const real *e = s->xr + (size_t)i * s->d;
+        for (int a = 0; a < m; a++) r[a] = sd * e[cols[a]];
+        r[m] = sd;
     }
+    return R;
 }
 
 // Blocks of H rows [edge(k), edge(k + 1)) of equal area: row a holds a + 1 entries.
@@ -48,21 +51,16 @@ static int block_edge(int k, int nblk, int m1) { return k == nblk ? m1 : (int)(m
 
 void gram_block(const LrSolver *s, const int *cols, int m, const double *D, double *H) {
     int m1 = m + 1, n = s->n, nblk = (int)((long)m1 * m1 / 2 / BLOCK_DOUBLES) + 2;
+    double *R = scaled_rows(s, cols, m, D);
     memset(H, 0, (size_t)m1 * m1 * sizeof(double));
-    // Each block of H rows sums over all rows in the same order: threads never change bits.
-    // The scaled rows are gathered again per block (O(n m), against the block's O(n m^2)).
+    // Each block of H rows sums over all rows of R in the same order: threads never change bits.
     #pragma omp parallel for schedule(dynamic, 1) if ((long)n * m1 * m1 >= 2 * PAR_MIN)
     for (int blk = 0; blk < nblk; blk++) {
-        int a0 = block_edge(blk, nblk, m1), a1 = block_edge(blk + 1, nblk, m1);
-        double *x = xmalloc((size_t)GB * m1 * sizeof(double));
-        for (int i = 0; i < n; i += GB) {
-            int rows = n - i < GB ? n - i : GB;
-            scaled_rows(s, cols, m, D, i, rows, x);
-            if (rows == GB) rank8_update(x, m1, a0, a1, H, m1);
-            else for (int r = 0; r < rows; r++) rank1_update(x + (size_t)r * m1, a0, a1, H, m1);
-        }
-        free(x);
+        int a0 = block_edge(blk, nblk, m1), a1 = block_edge(blk + 1, nblk, m1), i = 0;
+        for (; i + GB <= n; i += GB) rank8_update(R + (size_t)i * m1, m1, a0, a1, H, m1);
+        for (; i < n; i++) rank1_update(R + (size_t)i * m1, a0, a1, H, m1);
     }
+    free(R);
     for (int a = 0; a < m1; a++)
         for (int b = a + 1; b < m1; b++) H[(size_t)a * m1 + b] = H[(size_t)b * m1 + a];
 }

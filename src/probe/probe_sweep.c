@@ -77,7 +77,8 @@ static int peaked(const PathJob *jobs, int njobs, Penalty p, int k, int n_eval) 
     return 1;
 }
 
-// One job alone gets both cores inside its products; several share them one job per core.
+// A job alone (or the last one not stopped) gets both cores inside its products; several
+// share them one job per core.
 void sweep_run(PathJob *jobs, int njobs, const ProbeOpts *o, int n_eval) {
     Progress p = {0, njobs * PROBE_NC, now_sec(), now_sec(), isatty(2)};
     PathState *st = xcalloc(njobs, sizeof *st);
@@ -85,7 +86,9 @@ void sweep_run(PathJob *jobs, int njobs, const ProbeOpts *o, int n_eval) {
     #pragma omp parallel for schedule(dynamic, 1) if (njobs > 1)
     for (int i = 0; i < njobs; i++) path_open(&st[i], &jobs[i], o);
     for (int k = 0; k < PROBE_NC; k++) {
-        #pragma omp parallel for schedule(dynamic, 1) if (njobs > 1)
+        int active = 0;
+        for (int i = 0; i < njobs; i++) active += !stopped[jobs[i].pen];
+        #pragma omp parallel for schedule(dynamic, 1) if (active > 1)
         for (int i = 0; i < njobs; i++) {
             if (stopped[jobs[i].pen]) continue;
             path_step(&jobs[i], &st[i], k);
