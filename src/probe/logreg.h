@@ -3,10 +3,11 @@
 // 0.5*||w||^2 (L2) or ||w||_1 (L1); the intercept is not penalised. Features are
 // standardised with the training set's mean and std (std 0 -> 1); weights live in those units.
 // Both penalties take Newton steps and a backtracking (Armijo) line search until the KKT
-// conditions hold to a tight tolerance. L2 solves each step by conjugate gradients with a
-// spectral preconditioner (logreg_l2.c; products on the GPU with logreg_cuda.h); L1 by
-// coordinate descent on the quadratic model over the coordinates that may move (newGLMNET,
-// logreg_l1.c): a zero weight whose gradient lies in [-1, 1] stays fixed for the step.
+// conditions hold to a tight tolerance. L2 solves each step by conjugate gradients,
+// preconditioned by the explicit Hessian or a spectral model (logreg_l2.c; products on the
+// GPU with logreg_cuda.h); L1 minimises newGLMNET's quadratic model plus |w|_1 exactly on a
+// working set of coordinates (logreg_l1.c, logreg_l1_qp.c) with the explicit Hessian block
+// (logreg_gram.c).
 #pragma once
 #ifdef __cplusplus
 extern "C" {
@@ -37,9 +38,10 @@ typedef struct LrSolver LrSolver;
 typedef struct LrCuda LrCuda;   // the L2 products on a GPU (logreg_cuda.h); NULL: on the CPU
 LrSolver *lr_solver_new(const LrSet *train);
 void lr_solver_free(LrSolver *s);
-// Builds the L2 preconditioner from the leading eigenvectors of the training rows' covariance
-// (two blocked matrix products; on the GPU when gpu is not NULL). Optional: without it, L2
-// uses Jacobi preconditioning (slow on wide, correlated features). Not thread-safe.
+// Picks L2's preconditioner: up to 512 dense columns, the explicit Hessian (formed during the
+// fits); wider, the leading eigenvectors of the training rows' covariance (two blocked matrix
+// products now; on the GPU when gpu is not NULL); sparse columns keep Jacobi. Optional:
+// without it, L2 uses Jacobi (slow on correlated features). Not thread-safe.
 void lr_solver_precondition(LrSolver *s, LrCuda *gpu);
 
 // The starting point: w = 0, b = training log-odds, the solver's statistics.

@@ -56,9 +56,10 @@ static void orthonormalise(const real *Y, int d, int l, double *Q) {
 
 void lr_solver_precondition(LrSolver *s, LrCuda *gpu) {
     int d = s->d, n = s->n, l = d / 4 < SKETCH ? d / 4 : SKETCH;  // the block costs n l^2 / 2 per step
+    // Sparse columns (byte bigrams) keep Jacobi: their products cost only the non-zeros, and
+    // the spectral model, uncentred, would drop the intercept's large coupling.
+    if (s->sparse || s->sp.l) return;
     if (d <= DENSE_MAX) { s->dense = 1; return; }
-    if (s->sp.l) return;
-    if (s->sparse) return;  // not centred: the intercept's coupling, which the model drops, is large
     Spectrum *sp = &s->sp;
     real *V = xmalloc((size_t)d * l * sizeof(real)), *Y = xmalloc((size_t)d * l * sizeof(real));
     sp->P = xmalloc((size_t)n * l * sizeof(real));
