@@ -119,10 +119,14 @@ fuzz: $(FUZZ_BINS)
 bench: swlstm
 	./swlstm bench
 
-# Probe sweep wall time at the SST-2 and MR shapes (generated features; CPU or GPU build).
-# Passive OpenMP waiting: spinning threads cost a lot on a shared machine.
+# Probe sweep wall time: on the features of PROBE_CKPT (default: the tiny model, trained here
+# from configs/tiny.cfg when it is missing) of MR and SST-2 first, then on generated features
+# at the SST-2 and MR shapes (CPU or GPU build). Passive OpenMP waiting: spinning threads cost
+# a lot on a shared machine.
+PROBE_CKPT ?= checkpoints/tiny/latest.ckpt
 bench-probe: swlstm
-	OMP_WAIT_POLICY=passive ./swlstm bench --probe
+	[ -f $(PROBE_CKPT) ] || [ $(PROBE_CKPT) != checkpoints/tiny/latest.ckpt ] || OMP_WAIT_POLICY=passive ./swlstm train configs/tiny.cfg
+	OMP_WAIT_POLICY=passive ./swlstm bench --probe --checkpoint $(PROBE_CKPT)
 
 # Data-parallel throughput on 1 and 2 GPUs (a machine with 2 GPUs).
 bench-dist: swlstm

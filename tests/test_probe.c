@@ -54,6 +54,22 @@ static void loss_grad(const double *Z, const int *y, int n, int d, const double 
     }
 }
 
+// The largest KKT violation of m for penalty pen at C, from an independent gradient.
+static double kkt_violation(const double *Z, const int *y, int n, int d, const LogReg *m, Penalty pen, double C) {
+    double *th = malloc(sizeof(double) * (d + 1)), *g = malloc(sizeof(double) * (d + 1));
+    memcpy(th, m->w, d * sizeof(double));
+    th[d] = m->b;
+    loss_grad(Z, y, n, d, th, C, g);
+    double worst = fabs(g[d]);
+    for (int j = 0; j < d; j++) {
+        double w = m->w[j], v = pen == PEN_L2 ? g[j] + w : w ? g[j] + (w > 0 ? 1 : -1) : fmax(fabs(g[j]) - 1, 0);
+        worst = fmax(worst, fabs(v));
+    }
+    free(th);
+    free(g);
+    return worst;
+}
+
 // Plain Newton on C * sum logloss + |w|^2 / 2 for d = 2 (3 unknowns with the intercept).
 static void newton_reference(const double *Z, const int *y, int n, double C, double th[3]) {
     memset(th, 0, 3 * sizeof(double));
@@ -169,6 +185,39 @@ TEST(logreg_l1_kkt_and_sparsity_path) {
     free(Z);
 }
 
+// Fits paths over the whole C grid (penalties: bit mask) on rows(seed) and checks the KKT
+// conditions at every returned optimum with an independent gradient in double, and that each
+// fit reports meeting its tolerance.
+static void check_path_kkt(void (*rows)(float *, int *, int, int, unsigned long long), int n, int d,
+                           unsigned long long seed, int pens) {
+    float *X = malloc(sizeof(float) * n * d);
+    int *y = malloc(sizeof(int) * n), *idx = iota(n);
+    rows(X, y, n, d, seed);
+    double *Z = standardise(X, n, d);
+    LrSolver *s = lr_solver_new(&(LrSet){X, d, y, idx, n});
+    lr_solver_precondition(s, NULL);
+    for (int p = 0; p < 2; p++) {
+        LogReg m;
+        logreg_init(&m, s);
+        for (int k = 0; k < PROBE_NC && pens >> p & 1; k++) {
+            double C = probe_C(k), tol = logreg_tol(s, (Penalty)p, C), fit = logreg_fit(s, (Penalty)p, C, &m);
+            double v = kkt_violation(Z, y, n, d, &m, (Penalty)p, C);
+            CHECK_MSG(fit <= tol && v <= 1.01 * tol, "%s C=%g: KKT violation %g (solver: %g) > tolerance %g",
+                      penalty_name((Penalty)p), C, v, fit, tol);
+        }
+        logreg_free(&m);
+    }
+    lr_solver_free(s);
+    free(X); free(y); free(idx); free(Z);
+}
+
+// L1 and L2 on large, strongly correlated columns like raw LSTM cell states (the explicit
+// Hessian of narrow problems).
+TEST(logreg_kkt_on_raw_correlated_states) { check_path_kkt(raw_state_rows, 400, 24, 17, 3); }
+
+// L2 on wider problems takes the spectral preconditioner.
+TEST(logreg_l2_spectral_preconditioner_kkt) { check_path_kkt(correlated_rows, 600, 520, 22, 1 << PEN_L2); }
+
 TEST(logreg_standardises_with_training_rows_only) {
     enum { N = 100, D = 3 };
     float X[N * D];
@@ -213,8 +262,9 @@ TEST(logreg_constant_column_gets_zero_weight) {
     }
 }
 
-// d >= 128: L2 takes the spectral preconditioner.
-TEST(logreg_l2_spectral_preconditioner_same_optimum) {
+// Narrow problems (d <= 512) take the explicit Hessian as L2's preconditioner: same optimum
+// as Jacobi.
+TEST(logreg_l2_explicit_hessian_same_optimum) {
     enum { N = 300, D = 160 };
     float *X = malloc(sizeof(float) * N * D);
     int y[N], *idx = iota(N);
@@ -236,7 +286,7 @@ TEST(logreg_l2_spectral_preconditioner_same_optimum) {
         double gmax = fabs(g[D]), dmax = fabs(a.b - b.b);
         for (int j = 0; j < D; j++) gmax = fmax(gmax, fabs(g[j] + b.w[j])), dmax = fmax(dmax, fabs(a.w[j] - b.w[j]));
         CHECK_MSG(gmax < 1e-5 * fmax(1, Cs[k] * N), "C=%g: KKT violation %g", Cs[k], gmax);
-        CHECK_MSG(dmax < 1e-5, "C=%g: Jacobi and spectral solutions differ by %g", Cs[k], dmax);
+        CHECK_MSG(dmax < 1e-5, "C=%g: Jacobi and explicit-Hessian solutions differ by %g", Cs[k], dmax);
     }
     logreg_free(&a);
     logreg_free(&b);
@@ -323,11 +373,36 @@ TEST(probe_verb_bigram_json) {
     char cmd[2048], out[4096];
     snprintf(cmd, sizeof cmd, "probe --features bigram --train %s --test %s --json", tr, te);
     CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
-    CHECK_MSG(strstr(out, "{\"accuracy\":1.000000,") == out, "output: %s", out);
+    const char *json = strstr(out, "{\"accuracy\":1.000000,");  // a line of its own (progress may precede it)
+    CHECK_MSG(json && (json == out || json[-1] == '\n'), "output: %s", out);
     CHECK(strstr(out, "\"folds\":10,") && strstr(out, "\"n_train\":200,\"n_test\":100,"));
     snprintf(cmd, sizeof cmd, "probe --features bigram --train %s --dev %s --test %s --penalty l1 --json", tr, dv, te);
     CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
     CHECK_MSG(strstr(out, "\"accuracy\":1.000000") && strstr(out, "\"penalty\":\"l1\"") && strstr(out, "\"folds\":0"), "output: %s", out);
+}
+
+// An unconverged fit is never a silent number: with a tolerance no fit can meet, the JSON
+// says "converged":false and counts the fits, and the human report warns.
+TEST(probe_verb_reports_unconverged_fits) {
+    enum { N = 300, D = 12 };
+    float *X = malloc(sizeof(float) * N * D);
+    int y[N];
+    raw_state_rows(X, y, N, D, 23);
+    npy_write(tmp_path("rf.npy"), "<f4", X, 2, (size_t[]){N, D});
+    npy_write(tmp_path("rl.npy"), "<i4", y, 1, (size_t[]){N});
+    char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "probe --features-file %s --labels %s --folds 3 --json", tmp_path("rf.npy"), tmp_path("rl.npy"));
+    CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
+    CHECK_MSG(strstr(out, "\"converged\":true,") && strstr(out, "\"unconverged_fits\":0,") && strstr(out, "\"scaling\":\"standardized"),
+              "output: %s", out);
+    snprintf(cmd, sizeof cmd, "probe --features-file %s --labels %s --folds 3 --json --tol 1e-300", tmp_path("rf.npy"), tmp_path("rl.npy"));
+    CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
+    const char *u = strstr(out, "\"unconverged_fits\":");
+    CHECK_MSG(strstr(out, "\"converged\":false,") && u && atoi(u + 19) > 0 && strstr(out, "fits did not converge"), "output: %s", out);
+    snprintf(cmd, sizeof cmd, "probe --features-file %s --labels %s --folds 3 --penalty l1 --tol 1e-300", tmp_path("rf.npy"), tmp_path("rl.npy"));
+    CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
+    CHECK_MSG(strstr(out, "WARNING: ") && strstr(out, "fits did not meet their KKT tolerance"), "output: %s", out);
+    free(X);
 }
 
 TEST(probe_verb_saved_features_and_errors) {

@@ -35,6 +35,8 @@ static void probe_usage(void) {
            "  --penalty l2|l1|both  (default both)      --folds K   (default 10)\n"
            "  --seed S      fold assignment (default 1) --refit-all refit on train + dev\n"
            "  --json        one JSON object on stdout\n"
+           "  --tol T       KKT tolerance of every fit, relative to the largest gradient at w = 0\n"
+           "                (default 1e-8 for L2, 1e-6 for L1); a fit that misses it is reported\n"
            "  --device cpu|cuda  (default cpu) extracts features and fits the L2 paths on the GPU\n"
            "feature options (CKPT form; --no-preprocess and --max-docs also for bigram):\n%s", feat_opts_usage);
 }
@@ -67,6 +69,7 @@ static void parse_option(ProbeArgs *a, int argc, char **argv, int *i) {
     else if (!strcmp(o, "--penalty")) a->po.penalties = probe_parse_penalty(v);
     else if (!strcmp(o, "--folds")) a->po.folds = (int)parse_long("probe --folds", v, 2, INT_MAX), a->folds_given = 1;
     else if (!strcmp(o, "--seed")) a->po.seed = parse_long("probe --seed", v, 0, LONG_MAX);
+    else if (!strcmp(o, "--tol")) a->po.tol = parse_double("probe --tol", v, 1e-300, 0.1);
     else die("probe: unknown option '%s' (see swlstm probe --help)", o);
 }
 
@@ -129,14 +132,32 @@ static void load_text(Loaded *sets, const ProbeArgs *a) {
     free(v);
 }
 
+static const char scaling[] = "standardized: mean and std of each fit's training rows, applied to its held-out rows";
+
+// One line on how the fits converged; a fit that missed its tolerance is never silent.
+static void print_convergence(const ProbeResult *r) {
+    if (!r->unconverged) {
+        printf("fits: %d, every one met its KKT tolerance (largest violation %.2g of it)\n", r->fits, r->worst_kkt);
+        return;
+    }
+    printf("WARNING: %d of %d fits did not meet their KKT tolerance (worst: %.3g times it): "
+           "their accuracies and non-zero counts are not those of the optimum\n", r->unconverged, r->fits, r->worst_kkt);
+    warnf("probe: %d of %d fits did not converge (see the report)", r->unconverged, r->fits);
+}
+
 static void print_human(const ProbeResult *r, int d) {
-    printf("probe: %d features, %d training documents, C chosen by %s\n", d, r->n_train,
+    printf("probe: %d features (%s), %d training documents, C chosen by %s\n", d, scaling, r->n_train,
            r->folds ? "cross-validation" : "dev accuracy");
     for (int p = 0; p < 2; p++) {
         if (r->sweep[p][0] < 0) continue;
         printf("  %s:", penalty_name((Penalty)p));
-        for (int k = 0; k < PROBE_NC; k++) printf(" %.4f", r->sweep[p][k]);
-        printf("   (C = 2^-8 .. 2^3)\n");
+        for (int k = 0; k < PROBE_NC; k++) r->sweep[p][k] < 0 ? printf("   -   ") : printf(" %.4f", r->sweep[p][k]);
+        printf("   (C = 2^-8 .. 2^3; - : after the early stop)\n");
+    }
+    if (r->sweep[PEN_L1][0] >= 0) {
+        printf("  l1 non-zero weights:");
+        for (int k = 0; k < PROBE_NC && r->sweep_nonzero[PEN_L1][k] >= 0; k++) printf(" %ld", r->sweep_nonzero[PEN_L1][k]);
+        printf("\n");
     }
     printf("chosen: penalty %s, C = %g, %s accuracy %.4f, nonzero weights %ld\n", penalty_name(r->penalty), r->C,
            r->folds ? "CV" : "dev", r->dev_accuracy, r->nonzero);
@@ -148,17 +169,40 @@ static void print_human(const ProbeResult *r, int d) {
     }
     printf("best single unit: %d (%s %.4g), accuracy %.4f (training %.4f)\n", r->single.unit,
            r->single.sign > 0 ? ">" : "<", r->single.thr, r->single_accuracy, r->single.train_acc);
+    print_convergence(r);
+}
+
+// "sweep":{"l2":[{"C":..,"accuracy":..,"nonzero":..,"kkt_ratio":..},..],..}: null where not run.
+static void print_json_sweep(const ProbeResult *r) {
+    printf("\"sweep\":{");
+    for (int p = 0, first = 1; p < 2; p++) {
+        if (r->sweep[p][0] < 0) continue;
+        printf("%s\"%s\":[", first ? "" : ",", penalty_name((Penalty)p));
+        first = 0;
+        for (int k = 0; k < PROBE_NC; k++) {
+            printf("%s{\"C\":%g,", k ? "," : "", probe_C(k));
+            if (r->sweep[p][k] < 0) printf("\"accuracy\":null,\"nonzero\":null,\"kkt_ratio\":null}");
+            else printf("\"accuracy\":%.6f,\"nonzero\":%ld,\"kkt_ratio\":%.3g}", r->sweep[p][k], r->sweep_nonzero[p][k], r->sweep_kkt[p][k]);
+        }
+        printf("]");
+    }
+    printf("},");
 }
 
 static void print_json(const ProbeResult *r) {
     printf("{\"accuracy\":%.6f,\"C\":%g,\"penalty\":\"%s\",\"nonzero\":%ld,\"folds\":%d,"
-           "\"dev_accuracy\":%.6f,\"n_train\":%d,\"n_test\":%d,\"top_units\":[",
-           r->accuracy, r->C, penalty_name(r->penalty), r->nonzero, r->folds, r->dev_accuracy, r->n_train, r->n_test);
+           "\"dev_accuracy\":%.6f,\"n_train\":%d,\"n_test\":%d,\"scaling\":\"%s\","
+           "\"converged\":%s,\"fits\":%d,\"unconverged_fits\":%d,\"max_kkt_ratio\":%.3g,",
+           r->accuracy, r->C, penalty_name(r->penalty), r->nonzero, r->folds, r->dev_accuracy, r->n_train, r->n_test,
+           scaling, r->unconverged ? "false" : "true", r->fits, r->unconverged, r->worst_kkt);
+    print_json_sweep(r);
+    printf("\"top_units\":[");
     for (int t = 0; t < r->n_top; t++) printf("%s{\"unit\":%d,\"weight\":%.6g}", t ? "," : "", r->top_unit[t], r->top_weight[t]);
     const SingleUnit *u = &r->single;
     printf("],\"top_units_C\":%g,\"single_unit\":{\"unit\":%d,\"threshold\":%.6g,\"sign\":%d,"
            "\"train_accuracy\":%.6f,\"accuracy\":%.6f}}\n",
            r->n_top ? r->top_C : 0, u->unit, u->thr, u->sign, u->train_acc, r->single_accuracy);
+    if (r->unconverged) warnf("probe: %d of %d fits did not converge (\"converged\":false)", r->unconverged, r->fits);
 }
 
 int cmd_probe(int argc, char **argv) {

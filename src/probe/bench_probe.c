@@ -1,14 +1,14 @@
-// bench_probe.c: `swlstm bench --probe`: wall time of the probe sweep at the shapes of the
-// published sentiment tasks, on generated features with the statistics of LSTM states
-// (strongly correlated: low rank plus noise, tanh-bounded; labels from a sparse linear rule
-// with noise), so that it runs offline; or on real .npy features. CPU and CUDA builds.
+// bench_probe.c: `swlstm bench --probe`: wall time of the probe sweep: on a checkpoint's real
+// features (bench_probe_ckpt.c) first, then at the shapes of the published sentiment tasks on
+// generated features (strongly correlated: low rank plus noise, tanh-bounded; labels from a
+// sparse linear rule with noise), or on saved .npy features. CPU and CUDA builds.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "base/common.h"
 #include "io/npy.h"
-#include "probe/probe.h"
+#include "probe/bench_probe.h"
 #include "base/rng.h"
 
 #define RANK 48       // latent factors shared by all units
@@ -53,11 +53,7 @@ static void gen_features(float *X, int *y, int n, int d, uint64_t seed, uint64_t
     free(A);
 }
 
-typedef struct { float *X; int *y; int n, d; } Owned;
-
 static ProbeSet as_set(const Owned *o) { return (ProbeSet){o->X, o->y, o->n, o->d}; }
-
-static void owned_free(Owned *o) { free(o->X); free(o->y); }
 
 static Owned generated(int n, int d, uint64_t row_seed) {
     Owned o = {xmalloc((size_t)n * d * sizeof(float)), xmalloc(n * sizeof(int)), n, d};
@@ -75,30 +71,50 @@ static Owned loaded(const char *feat, const char *lab) {
     return o;
 }
 
-static void print_row(const char *name, const ProbeSet *tr, const ProbeSet *dev, const ProbeOpts *o, double target) {
+void bench_probe_row(const char *name, const ProbeSet *tr, const ProbeSet *dev, const ProbeOpts *o, double target) {
     double t0 = now_sec();
     ProbeResult r;
     probe_run(tr, dev, NULL, o, &r);
     double s = now_sec() - t0;
-    char tgt[32] = "-";
+    char tgt[32] = "-", conv[32];
     if (target > 0) snprintf(tgt, sizeof tgt, "%.0f s", target);
-    printf("| %-10s | %5d x %4d | %-8s | %-4s | %8.1f s | %6s | %.4f | %s C=%g |\n", name, tr->n, tr->d,
+    snprintf(conv, sizeof conv, "%d/%d", r.fits - r.unconverged, r.fits);
+    printf("| %-10s | %5d x %4d | %-8s | %-4s | %8.1f s | %6s | %.4f | %s C=%g | %ld | %s |\n", name, tr->n, tr->d,
            dev ? "dev" : "10-fold", o->penalties == 3 ? "both" : o->penalties == 1 ? "l2" : "l1", s, tgt,
-           r.dev_accuracy, penalty_name(r.penalty), r.C);
+           r.dev_accuracy, penalty_name(r.penalty), r.C, r.nonzero, conv);
     fflush(stdout);
 }
 
 static void usage(void) {
-    printf("usage: swlstm bench --probe [--only NAME] [--device cpu|cuda]\n"
+    printf("usage: swlstm bench --probe [--checkpoint CKPT [--data DIR]] [--only NAME] [--device cpu|cuda]\n"
            "       swlstm bench --probe --features-file F.npy --labels L.npy [--dev-features F --dev-labels L]\n"
            "                    [--folds K]\n"
            "both forms: [--penalty l2|l1|both] (replaces the task's) [--device cpu|cuda]\n"
-           "Times the probe's C sweep (selection only, no test set). Without files: generated features\n"
-           "at the SST-2 and MR shapes (NAME: sst2-l2 sst2-both mr-l2 mr256-both).\n");
+           "Times the probe's C sweep (selection only, no test set). With a checkpoint, first on its\n"
+           "features of DIR's mr.all (10-fold, row mr) and sst2.train/.dev (row sst2), DIR defaulting\n"
+           "to ../shared/data/sentiment; then on generated features at the SST-2 and MR shapes\n"
+           "(NAME: mr sst2 sst2-l2 sst2-both mr-l2 mr256-both).\n");
+}
+
+// The generated rows (the one named `only`, or all); returns how many ran.
+static int generated_rows(const char *only, ProbeOpts *o, const char *pen) {
+    int ran = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const Shape *sh = &shapes[s];
+        if (only && strcmp(only, sh->name)) continue;
+        Owned tr = generated(sh->n_train, sh->d, 1), dv = sh->n_dev ? generated(sh->n_dev, sh->d, 2) : (Owned){0};
+        ProbeSet a = as_set(&tr), b = as_set(&dv);
+        o->penalties = pen ? probe_parse_penalty(pen) : sh->penalties;
+        bench_probe_row(sh->name, &a, sh->n_dev ? &b : NULL, o, sh->target_s);
+        owned_free(&tr);
+        owned_free(&dv);
+        ran++;
+    }
+    return ran;
 }
 
 int bench_probe(int argc, char **argv) {
-    const char *only = NULL, *f[4] = {0}, *pen = NULL;
+    const char *only = NULL, *f[4] = {0}, *pen = NULL, *ckpt = NULL, *data = "../shared/data/sentiment", *device = "cpu";
     ProbeOpts o = {.folds = 10, .seed = 1, .device = PROBE_CPU};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -111,35 +127,28 @@ int bench_probe(int argc, char **argv) {
         else if (!strcmp(a, "--labels")) f[1] = v;
         else if (!strcmp(a, "--dev-features")) f[2] = v;
         else if (!strcmp(a, "--dev-labels")) f[3] = v;
+        else if (!strcmp(a, "--checkpoint")) ckpt = v;
+        else if (!strcmp(a, "--data")) data = v;
         else if (!strcmp(a, "--penalty")) pen = v;
         else if (!strcmp(a, "--folds")) o.folds = (int)parse_long("bench --folds", v, 2, 1000);
-        else if (!strcmp(a, "--device")) o.device = probe_parse_device(v);
+        else if (!strcmp(a, "--device")) o.device = probe_parse_device(device = v);
         else die("bench --probe: unknown option '%s' (see swlstm bench --probe --help)", a);
     }
-    printf("| task       | train rows x d | select | pen. | wall time  | target | sel. acc | chosen |\n"
-           "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    printf("| task       | train rows x d | select | pen. | wall time  | target | sel. acc | chosen | non-zero | converged fits |\n"
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     if (f[0]) {
         if (!f[1] || !f[2] != !f[3]) die("bench --probe: --features-file needs --labels, --dev-features needs --dev-labels");
         o.penalties = probe_parse_penalty(pen ? pen : "both");
         Owned tr = loaded(f[0], f[1]), dv = f[2] ? loaded(f[2], f[3]) : (Owned){0};
         ProbeSet a = as_set(&tr), b = as_set(&dv);
-        print_row("files", &a, f[2] ? &b : NULL, &o, 0);
+        bench_probe_row("files", &a, f[2] ? &b : NULL, &o, 0);
         owned_free(&tr);
         owned_free(&dv);
         return 0;
     }
-    int ran = 0;
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        const Shape *sh = &shapes[s];
-        if (only && strcmp(only, sh->name)) continue;
-        Owned tr = generated(sh->n_train, sh->d, 1), dv = sh->n_dev ? generated(sh->n_dev, sh->d, 2) : (Owned){0};
-        ProbeSet a = as_set(&tr), b = as_set(&dv);
-        o.penalties = pen ? probe_parse_penalty(pen) : sh->penalties;
-        print_row(sh->name, &a, sh->n_dev ? &b : NULL, &o, sh->target_s);
-        owned_free(&tr);
-        owned_free(&dv);
-        ran++;
-    }
-    if (!ran) die("bench --probe --only '%s': expected sst2-l2, sst2-both, mr-l2 or mr256-both", only);
+    int ckpt_rows = ckpt && (!only || !strcmp(only, "mr") || !strcmp(only, "sst2"));
+    int ran = ckpt_rows ? bench_probe_checkpoint(ckpt, data, device, only, &o, pen) : 0;
+    if (!ckpt_rows || !only) ran += generated_rows(only, &o, pen);
+    if (!ran) die("bench --probe --only '%s': expected mr or sst2 (with --checkpoint), sst2-l2, sst2-both, mr-l2 or mr256-both", only);
     return 0;
 }

@@ -5,13 +5,16 @@
 #include <string.h>
 #include "probe/logreg_cuda.h"
 
-// KKT tolerances relative to the largest gradient at w = 0 (at least 1). L1 is looser:
-// coordinate descent crawls on correlated features when C is large (bigrams, C >= 4).
+// KKT tolerances relative to the largest gradient at w = 0 (at least 1).
 #define LR_TOL_L2 1e-8
 #define LR_TOL_L1 1e-6
 #define MAX_OUTER 100
-#define INNER_FRAC 0.1    // conjugate gradients to this fraction of the KKT violation
+#define INNER_FRAC 0.1    // inner solves to this fraction of the KKT violation
 #define ARMIJO 0.01
+// A Newton step reuses the last explicit Hessian model while it still pays: L1 while each
+// step cuts the KKT violation at least this much, L2 while CG needs few iterations with it.
+#define STALE_RATIO 0.1
+#define STALE_CG 6
 #define SPARSE_FRAC 0.25  // columns with fewer non-zeros than this fraction are kept sparse
 
 // sum_j w_j (mu_j - ctr_j) isd_j: the model's intercept minus the solver's
@@ -98,11 +101,18 @@ void lr_solver_free(LrSolver *s) {
     free(s);
 }
 
+static void hess_free(LrHess *hm) {
+    if (!hm) return;
+    free(hm->in_w); free(hm->cols); free(hm->G); free(hm->L);
+    free(hm);
+}
+
 void logreg_init(LogReg *m, const LrSolver *s) {
     double ones = 0;
     for (int i = 0; i < s->n; i++) ones += s->y[i];
     m->d = s->d;
     m->w = xcalloc(s->d, sizeof(double));
+    m->hess = NULL;
     m->b = log(ones / (s->n - ones));
     m->mu = xmalloc(s->d * sizeof(double));
     m->isd = xmalloc(s->d * sizeof(double));
@@ -112,7 +122,7 @@ void logreg_init(LogReg *m, const LrSolver *s) {
 
 void logreg_copy(LogReg *dst, const LogReg *src) {
     size_t bytes = src->d * sizeof(double);
-    *dst = (LogReg){src->d, xmalloc(bytes), src->b, xmalloc(bytes), xmalloc(bytes)};
+    *dst = (LogReg){src->d, xmalloc(bytes), src->b, xmalloc(bytes), xmalloc(bytes), NULL};
     memcpy(dst->w, src->w, bytes);
     memcpy(dst->mu, src->mu, bytes);
     memcpy(dst->isd, src->isd, bytes);
@@ -120,6 +130,7 @@ void logreg_copy(LogReg *dst, const LogReg *src) {
 
 void logreg_free(LogReg *m) {
     free(m->w); free(m->mu); free(m->isd);
+    hess_free(m->hess);
     memset(m, 0, sizeof *m);
 }
 
@@ -140,13 +151,39 @@ static double penalty1(Penalty p, double w) { return p == PEN_L2 ? 0.5 * w * w :
 // ---- Newton iterations ----
 static double *dvec(size_t n) { return xcalloc(n, sizeof(double)); }
 
-static void work_init(Work *k, const LrSolver *s, const LogReg *m, LrCuda *gpu) {
+// The model's Hessian state for this fit: a new one has the columns of every weight for L2
+// on narrow problems, or of L1's non-zero weights (its working set grows from there), and is
+// formed at the first step; a path's next C rescales the last one.
+static LrHess *hess_for(const LrSolver *s, Penalty pen, double C, LogReg *m) {
+    LrHess *hm = m->hess;
+    if (hm && (hm->s != s || hm->pen != pen)) hess_free(hm), hm = m->hess = NULL;
+    if (hm) {
+        if (hm->Cg > 0 && hm->Cg != C) {
+            for (size_t i = 0; i < (size_t)(hm->m + 1) * (hm->m + 1); i++) hm->G[i] *= C / hm->Cg;
+            hm->Cg = C;
+            hm->factored = 0;
+        }
+        return hm;
+    }
+    hm = m->hess = xcalloc(1, sizeof *hm);
+    *hm = (LrHess){.s = s, .pen = pen, .in_w = xcalloc(s->d, 1)};
+    hm->refresh = 1;
+    if (pen == PEN_L2 && !s->dense) return hm;
+    for (int j = 0; j < s->d; j++) hm->m += hm->in_w[j] = pen == PEN_L2 || m->w[j] != 0;
+    hess_reserve(hm, hm->m);
+    for (int j = 0, a = 0; j < s->d; j++)
+        if (hm->in_w[j]) hm->cols[a++] = j;
+    return hm;
+}
+
+static void work_init(Work *k, const LrSolver *s, Penalty pen, double C, LogReg *m, LrCuda *gpu) {
     size_t n = s->n, d1 = s->d + 1;
     k->z = dvec(n); k->r = dvec(n); k->D = dvec(n); k->dz = dvec(n); k->xp = dvec(n); k->u = dvec(n);
     k->g = dvec(d1); k->h = dvec(d1); k->pg = dvec(d1); k->dw = dvec(d1);
     k->res = dvec(d1); k->pz = dvec(d1); k->p = dvec(d1); k->q = dvec(d1);
-    k->act = xcalloc(d1, 1);
     k->gpu = gpu;
+    k->C = C;
+    k->hm = hess_for(s, pen, C, m);
 #ifdef SW_CUDA
     if (gpu) { lr_cuda_margins(gpu, s, m->w, m->b, k->z); return; }
 #endif
@@ -158,12 +195,10 @@ static void work_init(Work *k, const LrSolver *s, const LogReg *m, LrCuda *gpu) 
 static void work_free(Work *k) {
     double *v[] = {k->z, k->r, k->D, k->dz, k->xp, k->u, k->g, k->h, k->pg, k->dw, k->res, k->pz, k->p, k->q};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]);
-    free(k->act);
 }
 
 // Gradient, Hessian diagonal and pseudo-gradient at the current margins; returns the KKT
-// violation. Marks the coordinates this step may move (L1: a zero weight whose gradient is
-// inside [-1, 1] stays zero).
+// violation.
 static double gradient(const LrSolver *s, Penalty pen, double C, const LogReg *m, Work *k) {
     int d = s->d;
     k->g[d] = 0;
@@ -183,7 +218,6 @@ static double gradient(const LrSolver *s, Penalty pen, double C, const LogReg *m
     for (int j = 0; j <= d; j++) {
         double w = j < d ? m->w[j] : 0;
         k->pg[j] = j < d ? pseudo_grad(pen, k->g[j], w) : k->g[d];
-        k->act[j] = w != 0 || k->pg[j] != 0;
         v = fmax(v, fabs(k->pg[j]));
     }
     for (int j = 0; j < d; j++) k->h[j] += pen == PEN_L2 ? 1 : HMIN;
@@ -217,24 +251,33 @@ static int line_search(const LrSolver *s, Penalty pen, double C, LogReg *m, Work
     return 0;
 }
 
+void lr_solver_tolerance(LrSolver *s, double rel) { s->rel_tol = rel; }
+
+double logreg_tol(const LrSolver *s, Penalty pen, double C) {
+    return (s->rel_tol > 0 ? s->rel_tol : pen == PEN_L2 ? LR_TOL_L2 : LR_TOL_L1) * fmax(1, C * s->g0);
+}
+
 double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m) { return logreg_fit_on(s, NULL, pen, C, m); }
 
 double logreg_fit_on(const LrSolver *s, LrCuda *gpu, Penalty pen, double C, LogReg *m) {
-    Work k;
+    Work k = {0};
     m->b -= centre_shift(s, m->w);
-    work_init(&k, s, m, pen == PEN_L2 ? gpu : NULL);
-    double tol = (pen == PEN_L2 ? LR_TOL_L2 : LR_TOL_L1) * fmax(1, C * s->g0), viol;
+    work_init(&k, s, pen, C, m, pen == PEN_L2 ? gpu : NULL);
+    double tol = logreg_tol(s, pen, C), viol, last = INFINITY;
     for (int it = 0;; it++) {
         viol = gradient(s, pen, C, m, &k);
         if (viol <= tol || it == MAX_OUTER) break;
         double itol = fmax(INNER_FRAC * viol, 0.5 * tol);
-        if (pen == PEN_L2) newton_cg(s, &k, itol);
-        else newton_cd(s, m->w, &k, itol);
-        if (!line_search(s, pen, C, m, &k)) break;
+        if (pen == PEN_L1 && viol > STALE_RATIO * last) k.hm->refresh = 1;
+        int fresh = k.hm->refresh || !k.hm->m;
+        if (pen == PEN_L1) newton_l1(s, m->w, &k, itol);
+        else if (newton_cg(s, &k, itol) > STALE_CG) k.hm->refresh = 1;
+        if (!line_search(s, pen, C, m, &k)) {
+            if (fresh) break;
+            k.hm->refresh = 1;   // a stale model's step may fail where a fresh one's does not
+        }
+        last = viol;
     }
-    if (viol > tol)
-        warnf("logistic regression (%s, C=%g) stopped at KKT violation %.3g (tolerance %.3g)",
-              penalty_name(pen), C, viol, tol);
     m->b += centre_shift(s, m->w);
     work_free(&k);
     return viol;

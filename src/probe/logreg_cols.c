@@ -17,11 +17,24 @@ double col_dot(const LrSolver *s, int j, const double *a) {   // sum_i e_ij a_i
     return acc * c->isd;
 }
 
-// g = sum_i e_ij r_i and h = sum_i e_ij^2 D_i in one pass
+// g = sum_i e_ij r_i and h = sum_i e_ij^2 D_i in one pass (SIMD sums over a dense column:
+// the Newton loop's one pass over the data per step)
+__attribute__((target_clones("avx2", "default")))
 void col_grad_hess(const LrSolver *s, int j, const double *r, const double *D, double *g, double *h) {
     const Col *c = &s->col[j];
     double ag = 0, ah = 0;
-    FOR_COL(c, s->n, ag += x * r[i]; ah += x * x * D[i];)
+    if (c->row) {
+        FOR_COL(c, s->n, ag += x * r[i]; ah += x * x * D[i];)
+    } else {
+        const float *v = c->val;
+        double ctr = c->ctr;
+        #pragma omp simd reduction(+ : ag, ah)
+        for (int i = 0; i < s->n; i++) {
+            double x = v[i] - ctr;
+            ag += x * r[i];
+            ah += x * x * D[i];
+        }
+    }
     *g = ag * c->isd;
     *h = ah * c->isd * c->isd;
 }
@@ -37,6 +50,14 @@ void col_axpy_wt(const LrSolver *s, int j, double alpha, double *z, double *u, c
     const Col *c = &s->col[j];
     alpha *= c->isd;
     FOR_COL(c, s->n, z[i] += alpha * x; u[i] = D[i] * z[i];)
+}
+
+// dz = E dw + dw[d] (the intercept): the margins' change along a step, from the columns
+// in double, so that the margins the line search keeps stay those of the weights.
+void margins_change(const LrSolver *s, const double *dw, double *dz) {
+    for (int i = 0; i < s->n; i++) dz[i] = dw[s->d];
+    for (int j = 0; j < s->d; j++)
+        if (dw[j] != 0) col_axpy(s, j, dw[j], dz);
 }
 
 // The objective's gradient in w_j, or for L1 the minimum-norm subgradient (OWL-QN's pseudo-

@@ -33,9 +33,26 @@ struct LrSolver {
     real *xr;                // [n][d]: e_ij row by row (for the blocked products of L2)
     Col *col;                // [d]
     int sparse;              // some columns are sparse (then L2 works by columns)
+    int dense;               // L2 takes the explicit Hessian (narrow problems)
     double *mu, *isd, *y;    // standardisation statistics; labels
     double g0;               // KKT violation at w = 0 divided by C: scales the tolerance
+    double rel_tol;          // the tolerance relative to that (0: the defaults)
     Spectrum sp;
+};
+
+// The explicit Hessian model (logreg_gram.c) on the columns W (L1's working set; every
+// column for L2 on narrow problems) and the intercept, last. A Newton step may reuse the last
+// one formed: L1 takes it as its quadratic model, L2 as CG's preconditioner. It stays with
+// the LogReg along a path: the next C starts from it, rescaled (the curvatures scale with C).
+struct LrHess {
+    const LrSolver *s;                        // the solver and penalty it was formed for
+    Penalty pen;
+    int m, cap, *cols;                        // W, ascending (m = 0: no model)
+    unsigned char *in_w;                      // [d]
+    double *G, *L;                            // [(m+1)^2]: the block for the curvatures at C = Cg;
+                                              // L: the factor of I + G (L2), scratch (L1)
+    double Cg;                                // 0 until formed
+    int refresh, factored;                    // form G at the next step; L is up to date
 };
 
 // Vectors over coordinates have d + 1 entries; entry d is the (unpenalised) intercept.
@@ -45,6 +62,8 @@ typedef struct {
     double *g, *h, *pg, *dw, *res, *pz, *p, *q;  // [d + 1]
     unsigned char *act;                       // [d + 1]: coordinate moves in this Newton step
     LrCuda *gpu;                              // the products on the GPU, or NULL
+    double C;
+    LrHess *hm;                               // the model's (LogReg.hess)
 } Work;
 
 // logreg_cols.c: columns of E and coordinate vectors.
@@ -52,13 +71,24 @@ double col_dot(const LrSolver *s, int j, const double *a);
 void col_grad_hess(const LrSolver *s, int j, const double *r, const double *D, double *g, double *h);
 void col_axpy(const LrSolver *s, int j, double alpha, double *z);
 void col_axpy_wt(const LrSolver *s, int j, double alpha, double *z, double *u, const double *D);
+void margins_change(const LrSolver *s, const double *dw, double *dz);
 double dot(const double *a, const double *b, int n);
 double pseudo_grad(Penalty p, double g, double w);
 
-// L2: the Newton step dw (and dz = its change of the margins) to residual tol.
-// Y [d][l] = E^T T, T [n][l] = E V for V [d][l].
+// logreg_gram.c: H [(m+1)^2] = the loss Hessian on columns cols[0..m) and the intercept (last),
+// from the curvatures D [n].
+void gram_block(const LrSolver *s, const int *cols, int m, const double *D, double *H);
+
+// L2: the Newton step dw (and dz = its change of the margins) to residual tol; returns the
+// conjugate-gradient iterations it took. Y [d][l] = E^T T, T [n][l] = E V for V [d][l].
 void gram_times(const LrSolver *s, LrCuda *gpu, const real *V, int l, real *T, real *Y);
 void lr_spectrum_free(Spectrum *sp);
-void newton_cg(const LrSolver *s, Work *k, double tol);
-// L1: the step of the quadratic model plus |w|_1 over the active coordinates.
-void newton_cd(const LrSolver *s, const double *w, Work *k, double tol);
+int newton_cg(const LrSolver *s, Work *k, double tol);
+// L1: the step that minimises the quadratic model plus |w|_1 over the working set.
+void newton_l1(const LrSolver *s, const double *w, Work *k, double tol);
+void hess_reserve(LrHess *hm, int m);   // room for m columns in W
+void hess_form(const LrSolver *s, Work *k); // G from the current curvatures
+// logreg_l1_qp.c: argmin over x [m + 1] of c.x + x^T H x / 2 + sum_{a<m} |u_a + x_a| (the last
+// coordinate, the intercept, is not penalised) to KKT tolerance tol; H [(m+1)^2] positive
+// definite, scratch [(m+1)^2 + 7 (m+1)] doubles.
+void l1_quadratic(const double *H, const double *c, const double *u, int m, double tol, double *x, double *scratch);

@@ -1,39 +1,67 @@
-// logreg_l1.c: the L1 Newton step: the quadratic model plus |w|_1 minimised by cyclic
-// coordinate descent over the coordinates that may move (GLMNET / newGLMNET).
+// logreg_l1.c: the L1 Newton step (newGLMNET's quadratic model of the loss plus |w|_1) on a
+// working set W: the non-zero weights plus zero weights whose gradient lies outside [-1, 1]
+// (only those can move), the most violating first and a bounded number per step (glmnet's
+// active sets), so that the Hessian block stays small while a path warms up. The model's
+// Hessian is the explicit block of logreg_gram.c, solved exactly (logreg_l1_qp.c).
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "probe/logreg_impl.h"
 
-#define MAX_CD 500        // coordinate-descent sweeps per Newton step
+#define WS_ADD_MIN 32     // zero weights added to W per step: up to max(this, |W|)
 
-// argmin over t of G t + h t^2 / 2 + |u + t|
-static double l1_step(double G, double h, double u) {
-    if (G + 1 <= h * u) return -(G + 1) / h;
-    if (G - 1 >= h * u) return -(G - 1) / h;
-    return -u;
+typedef struct { double v; int j; } Cand;
+
+static int by_violation(const void *a, const void *b) {   // descending, ties by column
+    const Cand *x = a, *y = b;
+    return x->v < y->v ? 1 : x->v > y->v ? -1 : x->j - y->j;
 }
 
-// Stops when the model's own KKT violation is below tol.
-void newton_cd(const LrSolver *s, const double *w, Work *k, double tol) {
-    int d = s->d;
+void hess_reserve(LrHess *hm, int m) {
+    if (hm->G && m <= hm->cap) return;
+    size_t m1 = m + 1;
+    hm->cols = xrealloc(hm->cols, m1 * sizeof(int));
+    hm->G = xrealloc(hm->G, m1 * m1 * sizeof(double));
+    hm->L = xrealloc(hm->L, (m1 * m1 + 7 * m1) * sizeof(double));
+    hm->cap = m;
+}
+
+void hess_form(const LrSolver *s, Work *k) {
+    LrHess *hm = k->hm;
+    gram_block(s, hm->cols, hm->m, k->D, hm->G);
+    hm->Cg = k->C;
+    hm->refresh = hm->factored = 0;
+}
+
+// Adds violating zero weights to W (kept ascending); returns how many.
+static int grow_working_set(const LrSolver *s, Work *k) {
+    LrHess *hm = k->hm;
+    Cand *c = xmalloc((s->d + 1) * sizeof(Cand));
+    int nc = 0, lim = hm->m > WS_ADD_MIN ? hm->m : WS_ADD_MIN;
+    for (int j = 0; j < s->d; j++)
+        if (!hm->in_w[j] && k->pg[j] != 0) c[nc++] = (Cand){fabs(k->pg[j]), j};
+    int add = nc < lim ? nc : lim;
+    if (add < nc) qsort(c, nc, sizeof(Cand), by_violation);
+    for (int a = 0; a < add; a++) hm->in_w[c[a].j] = 1;
+    free(c);
+    if (!add) return 0;
+    hess_reserve(hm, hm->m + add);
+    hm->m = 0;
+    for (int j = 0; j < s->d; j++)
+        if (hm->in_w[j]) hm->cols[hm->m++] = j;
+    return add;
+}
+
+void newton_l1(const LrSolver *s, const double *w, Work *k, double tol) {
+    LrHess *hm = k->hm;
+    if (grow_working_set(s, k) || hm->refresh) hess_form(s, k);
+    int m = hm->m, d = s->d;
+    double *c = k->p, *u = k->q, *x = k->res;   // [m + 1] each (p, q, res: unused by L1)
+    for (int a = 0; a < m; a++) c[a] = k->g[hm->cols[a]], u[a] = w[hm->cols[a]];
+    c[m] = k->g[d], u[m] = 0;
+    l1_quadratic(hm->G, c, u, m, tol, x, hm->L);
     memset(k->dw, 0, (d + 1) * sizeof(double));
-    memset(k->dz, 0, s->n * sizeof(double));
-    memset(k->u, 0, s->n * sizeof(double));  // u = D * dz
-    for (int sweep = 0; sweep < MAX_CD; sweep++) {
-        double qv = 0;
-        for (int j = 0; j < d; j++) {
-            if (!k->act[j]) continue;
-            double G = k->g[j] + (sweep ? col_dot(s, j, k->u) : 0), v = w[j] + k->dw[j];
-            qv = fmax(qv, fabs(pseudo_grad(PEN_L1, G, v)));
-            double t = l1_step(G, k->h[j], v);
-            if (t == 0) continue;
-            k->dw[j] += t;
-            col_axpy_wt(s, j, t, k->dz, k->u, k->D);
-        }
-        double Gb = k->g[d] + dot(k->D, k->dz, s->n), t = -Gb / k->h[d];
-        k->dw[d] += t;
-        for (int i = 0; i < s->n; i++) k->u[i] = k->D[i] * (k->dz[i] += t);
-        if (fmax(qv, fabs(Gb)) <= tol) break;
-    }
+    for (int a = 0; a < m; a++) k->dw[hm->cols[a]] = x[a];
+    k->dw[d] = x[m];
+    margins_change(s, k->dw, k->dz);
 }
-

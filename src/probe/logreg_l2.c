@@ -11,10 +11,12 @@
 #include "ops/gemm_cpu.h"
 #include "probe/logreg_cuda.h"
 #include "base/rng.h"
+#include "probe/chol.h"
 
 #define PARTS 16        // fixed row parts of E^T u: the sum's order never depends on threads
 #define SKETCH 128      // random directions of the range finder
-#define SPECTRUM_MIN_D 128
+#define DENSE_MAX 512   // up to this many columns, the explicit Hessian (n d^2 / 2 per
+                        // refresh) beats tens of CG iterations (2 n d each) per Newton step
 #define MAX_CG 500
 #define PAR_MIN (1L << 22)  // products smaller than this run on one thread: on a loaded machine
                             // a barrier can cost more than the product
@@ -54,8 +56,10 @@ static void orthonormalise(const real *Y, int d, int l, double *Q) {
 
 void lr_solver_precondition(LrSolver *s, LrCuda *gpu) {
     int d = s->d, n = s->n, l = d / 4 < SKETCH ? d / 4 : SKETCH;  // the block costs n l^2 / 2 per step
-    if (s->sp.l || d < SPECTRUM_MIN_D) return;
-    if (s->sparse) return;  // not centred: the intercept's coupling, which the model drops, is large
+    // Sparse columns (byte bigrams) keep Jacobi: their products cost only the non-zeros, and
+    // the spectral model, uncentred, would drop the intercept's large coupling.
+    if (s->sparse || s->sp.l) return;
+    if (d <= DENSE_MAX) { s->dense = 1; return; }
     Spectrum *sp = &s->sp;
     real *V = xmalloc((size_t)d * l * sizeof(real)), *Y = xmalloc((size_t)d * l * sizeof(real));
     sp->P = xmalloc((size_t)n * l * sizeof(real));
@@ -164,23 +168,37 @@ static void subspace_block(const LrSolver *s, const Work *k, double *L) {
             double pa = P[(size_t)i * l + a] * k->D[i];
             for (int b = 0; b <= a; b++) L[a * l + b] += pa * P[(size_t)i * l + b];
         }
-    for (int a = 0; a < l; a++) {
-        L[a * l + a] += 1;
-        for (int b = 0; b <= a; b++) {
-            double v = L[a * l + b];
-            for (int c = 0; c < b; c++) v -= L[a * l + c] * L[b * l + c];
-            L[a * l + b] = a == b ? sqrt(v) : v / L[b * l + b];
-        }
-    }
+    for (int a = 0; a < l; a++) L[a * l + a] += 1;
+    chol_factor(L, l, l);
 }
 
-// pz = M^-1 res, returns res . pz. M is H in the spectrum's subspace (exact, factor L) and
+// The explicit model of narrow problems (every column and the intercept): the Cholesky
+// factor of I + G, formed again when the last one went stale.
+static void dense_model(const LrSolver *s, Work *k) {
+    LrHess *hm = k->hm;
+    int m1 = s->d + 1;
+    if (hm->refresh) hess_form(s, k);
+    if (hm->factored) return;
+    memcpy(hm->L, hm->G, (size_t)m1 * m1 * sizeof(double));
+    for (int a = 0; a < s->d; a++) hm->L[(size_t)a * m1 + a] += 1;
+    hm->L[(size_t)s->d * m1 + s->d] += HMIN;
+    if (!chol_factor(hm->L, m1, m1)) die("internal: the L2 Hessian is not positive definite");
+    hm->factored = 1;
+}
+
+// pz = M^-1 res, returns res . pz. Narrow problems: M is the explicit Hessian (exact when
+// fresh). Else M is H in the spectrum's subspace (exact, factor L) and
 // (1 + sum(D) bulk) I on the rest, the cross terms dropped:
 // M^-1 = U^T (I + P^T D P)^-1 U + (I - U^T U) / (1 + sum(D) bulk). Without a spectrum
-// (narrow problems), M = diag(H) (Jacobi). The intercept always takes its diagonal.
+// (narrow sparse problems), M = diag(H) (Jacobi). The intercept always takes its diagonal.
 static double precondition(const LrSolver *s, Work *k, const double *L) {
     const Spectrum *sp = &s->sp;
     int d = s->d, l = sp->l;
+    if (k->hm->m) {
+        memcpy(k->pz, k->res, (d + 1) * sizeof(double));
+        chol_solve(k->hm->L, d + 1, d + 1, k->pz);
+        return dot(k->res, k->pz, d + 1);
+    }
     k->pz[d] = k->res[d] / k->h[d];
     if (!l) {
         for (int j = 0; j < d; j++) k->pz[j] = k->res[j] / k->h[j];
@@ -189,16 +207,8 @@ static double precondition(const LrSolver *s, Work *k, const double *L) {
     double c = 0, a[SKETCH], x[SKETCH];
     for (int i = 0; i < s->n; i++) c += k->D[i];
     double rest = 1 / (1 + c * sp->bulk);
-    for (int m = 0; m < l; m++) a[m] = dot(sp->U + (size_t)m * d, k->res, d);
-    for (int m = 0; m < l; m++) {  // L L^T x = a
-        x[m] = a[m];
-        for (int q = 0; q < m; q++) x[m] -= L[m * l + q] * x[q];
-        x[m] /= L[m * l + m];
-    }
-    for (int m = l - 1; m >= 0; m--) {
-        for (int q = m + 1; q < l; q++) x[m] -= L[q * l + m] * x[q];
-        x[m] /= L[m * l + m];
-    }
+    for (int m = 0; m < l; m++) x[m] = a[m] = dot(sp->U + (size_t)m * d, k->res, d);
+    chol_solve(L, l, l, x);
     for (int j = 0; j < d; j++) k->pz[j] = rest * k->res[j];
     for (int m = 0; m < l; m++) {
         const double *u = sp->U + (size_t)m * d;
@@ -208,16 +218,17 @@ static double precondition(const LrSolver *s, Work *k, const double *L) {
     return dot(k->res, k->pz, d + 1);
 }
 
-void newton_cg(const LrSolver *s, Work *k, double tol) {
-    int m = s->d + 1;
+int newton_cg(const LrSolver *s, Work *k, double tol) {
+    int m = s->d + 1, it = 0;
     double *part = xmalloc((size_t)PARTS * s->d * sizeof(double)), *L = xmalloc(SKETCH * SKETCH * sizeof(double));
-    if (s->sp.l) subspace_block(s, k, L);
+    if (k->hm->m) dense_model(s, k);
+    else if (s->sp.l) subspace_block(s, k, L);
     for (int j = 0; j < m; j++) k->res[j] = -k->pg[j];
     memset(k->dw, 0, m * sizeof(double));
     memset(k->dz, 0, s->n * sizeof(double));
     double rz = precondition(s, k, L);
     memcpy(k->p, k->pz, m * sizeof(double));
-    for (int it = 0; it < MAX_CG; it++) {
+    for (; it < MAX_CG; it++) {
         double rmax = 0;
         for (int j = 0; j < m; j++) rmax = fmax(rmax, fabs(k->res[j]));
         if (rmax <= tol) break;
@@ -229,6 +240,10 @@ void newton_cg(const LrSolver *s, Work *k, double tol) {
         for (int j = 0; j < m; j++) k->p[j] = k->pz[j] + beta * k->p[j];
         rz = rz1;
     }
+    // The CPU products read the rows in float: the margins' change is recomputed in double
+    // (else the KKT violation stalls near 1e-8 of the gradient on raw LSTM states).
+    if (!k->gpu) margins_change(s, k->dw, k->dz);
     free(part);
     free(L);
+    return it;
 }

@@ -97,14 +97,21 @@ static PathJob *make_jobs(const ProbeSet *train, const ProbeSet *dev, const Prob
     return jobs;
 }
 
-// r->sweep: dev or pooled CV accuracy for every penalty and C.
+// r->sweep: dev or pooled CV accuracy for every penalty and C; the final path's non-zero
+// weights; how well the fits converged.
 static void tally(const PathJob *jobs, int njobs, int n_eval, ProbeResult *r) {
     for (int p = 0; p < 2; p++)
-        for (int k = 0; k < PROBE_NC; k++) r->sweep[p][k] = -1;
+        for (int k = 0; k < PROBE_NC; k++) r->sweep[p][k] = r->sweep_kkt[p][k] = -1, r->sweep_nonzero[p][k] = -1;
     for (int i = 0; i < njobs; i++)
-        for (int k = 0; k < PROBE_NC && jobs[i].ev.n; k++) {
-            double *acc = &r->sweep[jobs[i].pen][k];
-            *acc = (*acc < 0 ? 0 : *acc) + (double)jobs[i].correct[k] / n_eval;
+        for (int k = 0; k < jobs[i].ran; k++) {
+            const PathJob *j = &jobs[i];
+            double *acc = &r->sweep[j->pen][k], *kkt = &r->sweep_kkt[j->pen][k];
+            if (j->ev.n) *acc = (*acc < 0 ? 0 : *acc) + (double)j->correct[k] / n_eval;
+            if (j->keep) r->sweep_nonzero[j->pen][k] = j->nonzero[k];
+            *kkt = fmax(*kkt, j->kkt[k]);
+            r->worst_kkt = fmax(r->worst_kkt, j->kkt[k]);
+            r->fits++;
+            r->unconverged += !(j->kkt[k] <= 1);
         }
 }
 
@@ -163,8 +170,9 @@ void probe_run(const ProbeSet *train, const ProbeSet *dev, const ProbeSet *test,
     int *y = NULL, njobs, k = 0;
     ProbeSet fit = dev && o->refit_all ? concat(train, dev, &X, &y) : *train;
     PathJob *jobs = make_jobs(train, dev, dev && o->refit_all ? &fit : train, o, &njobs);
-    sweep_run(jobs, njobs, o->device);
-    tally(jobs, njobs, dev ? dev->n : train->n, r);
+    int n_eval = dev ? dev->n : train->n;
+    sweep_run(jobs, njobs, o, n_eval);
+    tally(jobs, njobs, n_eval, r);
     choose(r);
     while (probe_C(k) < r->C) k++;
     const LogReg *m = kept_model(jobs, njobs, r->penalty, k);

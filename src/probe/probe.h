@@ -24,6 +24,7 @@ typedef struct {
     long seed;        // fold assignment
     int refit_all;    // refit on train + dev for the test score
     ProbeDevice device;  // where L2 paths are fitted
+    double tol;          // relative KKT tolerance of every fit (0: the solver's defaults)
 } ProbeOpts;
 
 #define PROBE_TOP 10   // units reported by their L1 weight
@@ -44,7 +45,14 @@ typedef struct {
     long nonzero;
     int folds;             // 0 when a dev set chose
     int n_train, n_test;
-    double sweep[2][PROBE_NC];   // selection accuracy per penalty and C (-1: not run)
+    double sweep[2][PROBE_NC];   // selection accuracy per penalty and C (-1: not run, or cut
+                                 // by the early stop once the accuracy had peaked)
+    long sweep_nonzero[2][PROBE_NC];  // non-zero weights of the final path's model
+    double sweep_kkt[2][PROBE_NC];    // largest KKT violation / tolerance of the C's fits
+    // Every fit must meet its KKT tolerance; one that does not is counted here (and the
+    // verb says so): its accuracy is not that of the optimum.
+    int fits, unconverged;
+    double worst_kkt;      // largest KKT violation / tolerance over all fits (<= 1: all converged)
     // The sentiment-unit view. top_*: the L1 model at the best L1 C (n_top = 0 without L1).
     int n_top, top_unit[PROBE_TOP];
     double top_weight[PROBE_TOP], top_C;
