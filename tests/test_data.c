@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define N_BYTES 20000
@@ -56,7 +57,7 @@ static size_t deflate_raw(const uint8_t *src, size_t n, uint8_t *dst, size_t cap
     return z.total_out;
 }
 
-// Local header (sizes deferred to the central directory, flag bit 3), data, central directory, end.
+// Local header (sizes deferred, flag bit 3), data, data descriptor, central directory, end.
 static const char *write_zip(const char *path, const uint8_t *b, size_t n, ZipOpt o) {
     size_t cap = 2 * n + 1024;
     uint8_t *z = malloc(cap), *p = z;
@@ -69,6 +70,7 @@ static const char *write_zip(const char *path, const uint8_t *b, size_t n, ZipOp
     p = put32(p, 0xcafe0000);  // an extra field the reader must skip
     size_t csize = o.deflated ? deflate_raw(b, n, p, cap - 200) : (memcpy(p, b, n), n);
     p += csize;
+    p = put32(p, 0x08074b50); p = put32(p, crc); p = put32(p, (uint32_t)csize); p = put32(p, (uint32_t)n);
     uint8_t *cd = p;
     p = put32(p, 0x02014b50); p = put16(p, 20); p = put16(p, 20); p = put16(p, 8); p = put16(p, method);
     p = put32(p, 0); p = put32(p, crc); p = put32(p, (uint32_t)csize); p = put32(p, (uint32_t)n);
@@ -264,5 +266,46 @@ TEST(data_split_and_stripe_errors) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK_DIES(split_1000, (void *)cases[i][0], cases[i][1]);
     CHECK_DIES(stripes_14, NULL, "a span of 14 bytes cannot hold B = 3 stripes of T+1 = 5 bytes (T = 4)");
+}
+
+// ---- data/get_enwik8.sh without the internet (its happy path needs the real 36 MB download)
+
+// Runs the script into dir with ENWIK8_URL = url; err gets its stderr. Returns the exit status.
+static int get_enwik8(const char *url, const char *dir, char *err, size_t n) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "ENWIK8_URL='%s' bash data/get_enwik8.sh '%s' 2>&1 >/dev/null", url, dir);
+    return run_shell(cmd, err, n);
+}
+
+static int one_line(const char *s) {
+    const char *nl = strchr(s, '\n');
+    return nl && nl[1] == 0;
+}
+
+TEST(data_get_enwik8_unreachable_is_one_line) {
+    char err[2048];
+    // port 1 of this machine refuses at once: the offline case without waiting on a resolver
+    CHECK_EQ(get_enwik8("http://127.0.0.1:1/enwik8.zip", tmp_path("e8net"), err, sizeof err), 1);
+    CHECK_MSG(one_line(err) && strstr(err, "get_enwik8.sh: error: ") == err && strstr(err, "127.0.0.1:1"), "%s", err);
+    CHECK_EQ(get_enwik8("file:///nonexistent/enwik8.zip", tmp_path("e8file"), err, sizeof err), 1);
+    CHECK_MSG(one_line(err) && strstr(err, "get_enwik8.sh: error: download of file:///nonexistent/enwik8.zip failed: "),
+              "%s", err);
+}
+
+TEST(data_get_enwik8_refuses_other_bytes) {
+    if (run_shell("command -v unzip || command -v python3", NULL, 0)) {
+        test_skip("neither unzip nor python3 to extract a zip");
+        return;
+    }
+    char url[1100], dir[1024], err[2048], want[256];
+    snprintf(url, sizeof url, "file://%s", write_zip(tmp_path("not_enwik8.zip"), corpus(), N_BYTES, (ZipOpt){0, 0, 1, -1}));
+    snprintf(dir, sizeof dir, "%s", tmp_path("e8zip"));
+    CHECK_EQ(get_enwik8(url, dir, err, sizeof err), 1);
+    snprintf(want, sizeof want, "expected 100000000 bytes with SHA-1 57b8363b814821dc9d47aa4d41f58733519076b2, got %d bytes", N_BYTES);
+    CHECK_MSG(one_line(err) && strstr(err, "get_enwik8.sh: error: ") == err && strstr(err, "does not hold enwik8: ") &&
+              strstr(err, want), "%s", err);
+    char path[1100];
+    snprintf(path, sizeof path, "%s/enwik8", dir);
+    CHECK(access(path, F_OK) != 0);  // no config may train on the wrong bytes
 }
 #endif

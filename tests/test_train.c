@@ -166,6 +166,30 @@ TEST(eval_json_matches_model) {
     CHECK_EQ(bytes, 4 * (1000 / 4 - 1));
 }
 
+// --protocol stream is one stripe: every byte after the first predicted once, as --batch-size 1;
+// the output names the protocol either way.
+TEST(eval_protocol_stream_and_stripes) {
+    char log[4096], dir[512], args[1024], one[1024];
+    snprintf(dir, sizeof dir, "%s", tmp_path("evalp"));
+    CHECK_EQ(train(dir, "--max_steps=2 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
+    snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --max-bytes 1000 --protocol stream --json", dir);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "\"bytes\": 999, \"split\": \"test\", \"protocol\": \"stream\", \"stripes\": 1,"), "%s", log);
+    snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --max-bytes 1000 --batch-size 1 --json", dir);
+    CHECK_EQ(run_swlstm(args, one, sizeof one), 0);
+    CHECK_MSG(!strncmp(log, one, strstr(log, "\"seconds\"") - log), "%s\n%s", log, one);
+    snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --max-bytes 1000 --batch-size 2", dir);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, " over 998 bytes (protocol stripes: 2 stripes, each from a zero state; "), "%s", log);
+    snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --protocol stream", dir);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "(protocol stream: one stream, state carried across the whole split; "), "%s", log);
+    snprintf(args, sizeof args, "eval %s/latest.ckpt --protocol streams", dir);
+    CHECK(run_swlstm(args, log, sizeof log) != 0 && strstr(log, "eval: --protocol 'streams': expected stripes or stream"));
+    snprintf(args, sizeof args, "eval %s/latest.ckpt --protocol stream --batch-size 4", dir);
+    CHECK(run_swlstm(args, log, sizeof log) != 0 && strstr(log, "eval: --protocol stream is one stream; drop --batch-size 4"));
+}
+
 TEST(checkpoint_round_trip_keeps_weights) {
     Config cfg;
     config_defaults(&cfg);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench_dist.sh: data-parallel throughput of `swlstm train` on 1 and 2 GPUs of this machine
-# for configs/enwik8_dense.cfg (H=2048) and configs/enwik8_smallworld.cfg (H=8192 ba_8), in
+# for configs/enwik8_lstm_dense.cfg (H=2048) and configs/enwik8_lstm_smallworld.cfg (H=8192 ba_8), in
 # chars/s (median over the timed steps), with the scaling efficiency against 1 GPU:
 #   weak:   2 GPUs x 128 rows  vs 2 x (1 GPU x 128 rows)   (the per-GPU batch kept)
 #   strong: 2 GPUs x 64 rows   vs 2 x (1 GPU x 128 rows)   (the global batch kept)
@@ -46,7 +46,7 @@ k() { awk -v a="$1" 'BEGIN {printf "%.0fk", a / 1000}'; }
 
 echo "data-parallel throughput, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) x2, $(date -u +%F), T=128, $STEPS steps ($WARM untimed)"
 printf "%-22s %10s %10s %12s %12s %10s %10s %10s\n" model "1GPU B64" "1GPU B128" "2GPU B2x64" "2GPU B2x128" weak strong comm
-for cfg in configs/enwik8_dense.cfg configs/enwik8_smallworld.cfg; do
+for cfg in configs/enwik8_lstm_dense.cfg configs/enwik8_lstm_smallworld.cfg; do
     for prec in bf16 fp32; do
         r1s=$(rate "$cfg" "$prec" 1 64)
         r1=$(rate "$cfg" "$prec" 1 128)
@@ -59,10 +59,10 @@ done
 
 echo
 echo "launch and overlap, bf16, 2 GPUs x 128 rows (chars/s):"
-sw=configs/enwik8_smallworld.cfg
+sw=configs/enwik8_lstm_smallworld.cfg
 printf "  %-58s %8s\n" "small-world, gpus = 2 (one process, threads)" "$(k "$(rate $sw bf16 2 256)")"
 printf "  %-58s %8s\n" "small-world, 2 processes (TCP id exchange)" "$(k "$(PROCS=2 rate $sw bf16 1 256)")"
-dense2="configs/enwik8_dense.cfg"
+dense2="configs/enwik8_lstm_dense.cfg"
 printf "  %-58s %8s\n" "dense 2 layers, 1 GPU x 128 rows" "$(k "$(rate $dense2 bf16 1 128 --num_layers=2)")"
 printf "  %-58s %8s\n" "dense 2 layers, buckets of 25 MiB started during backward" "$(k "$(rate $dense2 bf16 2 256 --num_layers=2)")"
 printf "  %-58s %8s\n" "dense 2 layers, one bucket after backward (no overlap)" "$(k "$(rate $dense2 bf16 2 256 --num_layers=2 --dist_bucket_mb=100000)")"
