@@ -248,13 +248,19 @@ TEST(gpu_pruned_masks_match_cpu) {
             EngRun rc = {pruned_model(backend_cpu(), cells[c], "on"), NULL, 0}, rg = {pruned_model(backend_cuda(precs[p]), cells[c], "on"), NULL, 0};
             rc.a = acts_create(rc.m, 67, 5), rg.a = acts_create(rg.m, 67, 5);
             rc.loss = fwd_bwd(rc.m, rc.a, &b), rg.loss = fwd_bwd(rg.m, rg.a, &b);
-            const char *what = "";
-            double e = eng_worst(&rg, &rc, 5, &what), tol = p ? 1e-2 : 1e-4;
+            const char *w = "";
+            double e = eng_worst(&rg, &rc, 5, &w), loss_err = fabs(rg.loss - rc.loss) / rc.loss;
+            // bf16 moves some of the mlstm's relu inputs across zero, which moves its gradients by
+            // 5-20% at these sizes (gpu_mlstm_bf16_matches_cpu); its loss still agrees to 1e-2
+            double tol = !p ? 1e-4 : c ? 0.2 : 1e-2;
+            char what[32];
+            snprintf(what, sizeof what, "%s", w);
             int took = c || rg.a->seq[0] != NULL;
             printf("  pruned %s %s: loss %.7f (cpu %.7f), worst rel L2 %.2g (%s)\n", cells[c], precs[p], rg.loss, rc.loss, e, what);
             eng_free(&rc); eng_free(&rg);
             batch_free(&b);
             CHECK_MSG(took, "pruned lstm %s: the engine did not take the layer", precs[p]);
+            CHECK_MSG(loss_err < (p ? 1e-2 : 1e-5), "pruned %s %s: loss off the CPU's by %.3g", cells[c], precs[p], loss_err);
             CHECK_MSG(e < tol, "pruned %s %s: %s off the CPU by rel L2 %.3g (tol %g)", cells[c], precs[p], what, e, tol);
         }
 }
