@@ -64,3 +64,21 @@ void gram_block(const LrSolver *s, const int *cols, int m, const double *D, doub
     for (int a = 0; a < m1; a++)
         for (int b = a + 1; b < m1; b++) H[(size_t)a * m1 + b] = H[(size_t)b * m1 + a];
 }
+
+// ---- the model a fit keeps (LrHess) ----
+
+void hess_reserve(LrHess *hm, int m) {
+    if (hm->G && m <= hm->cap) return;
+    size_t m1 = m + 1;
+    hm->cols = xrealloc(hm->cols, m1 * sizeof(int));
+    hm->G = xrealloc(hm->G, m1 * m1 * sizeof(double));
+    hm->L = xrealloc(hm->L, (m1 * m1 + 7 * m1) * sizeof(double));
+    hm->cap = m;
+}
+
+void hess_form(const LrSolver *s, Work *k) {
+    LrHess *hm = k->hm;
+    gram_block(s, hm->cols, hm->m, k->D, hm->G);
+    hm->Cg = k->C;
+    hm->refresh = hm->factored = 0;
+}

@@ -86,7 +86,7 @@ void lr_spectrum_free(Spectrum *sp);
 int newton_cg(const LrSolver *s, Work *k, double tol);
 // L1: the step that minimises the quadratic model plus |w|_1 over the working set.
 void newton_l1(const LrSolver *s, const double *w, Work *k, double tol);
-void hess_reserve(LrHess *hm, int m);   // room for m columns in W
+void hess_reserve(LrHess *hm, int m);       // logreg_gram.c: room for m columns in W
 void hess_form(const LrSolver *s, Work *k); // G from the current curvatures
 // logreg_l1_qp.c: argmin over x [m + 1] of c.x + x^T H x / 2 + sum_{a<m} |u_a + x_a| (the last
 // coordinate, the intercept, is not penalised) to KKT tolerance tol; H [(m+1)^2] positive

@@ -17,22 +17,6 @@ static int by_violation(const void *a, const void *b) {   // descending, ties by
     return x->v < y->v ? 1 : x->v > y->v ? -1 : x->j - y->j;
 }
 
-void hess_reserve(LrHess *hm, int m) {
-    if (hm->G && m <= hm->cap) return;
-    size_t m1 = m + 1;
-    hm->cols = xrealloc(hm->cols, m1 * sizeof(int));
-    hm->G = xrealloc(hm->G, m1 * m1 * sizeof(double));
-    hm->L = xrealloc(hm->L, (m1 * m1 + 7 * m1) * sizeof(double));
-    hm->cap = m;
-}
-
-void hess_form(const LrSolver *s, Work *k) {
-    LrHess *hm = k->hm;
-    gram_block(s, hm->cols, hm->m, k->D, hm->G);
-    hm->Cg = k->C;
-    hm->refresh = hm->factored = 0;
-}
-
 // Adds violating zero weights to W (kept ascending); returns how many.
 static int grow_working_set(const LrSolver *s, Work *k) {
     LrHess *hm = k->hm;
