@@ -7,7 +7,7 @@ bin=$1 runs=$2
 RANDOM=${3:-12345}
 work=$(mktemp -d /tmp/swlstm-kill-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-cat src/*.c > "$work/corpus.txt"   # ~150 kB of text, always present
+cat src/*/*.c > "$work/corpus.txt"   # ~400 kB of text, always present
 cat > "$work/kill.cfg" <<CFG
 data = $work/corpus.txt
 out_dir = $work/run
