@@ -15,6 +15,13 @@ typedef double real;
 typedef float real;
 #endif
 
+// Before a function: compiled for AVX2 too and picked at load time. clang (the fuzz build's
+// compiler) gets one version: its sanitizer builds leave the clones' symbols unresolved.
+#ifdef __clang__
+#define SW_AVX2_CLONES
+#else
+#define SW_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
 #define SW_VOCAB 256
 // The embedding gradient sums each row's occurrences in runs of this many, then the runs
 // (both backends: src/ops/embed_cpu.c says the order).

@@ -50,12 +50,7 @@ static inline __attribute__((always_inline)) void gemm_tile_n(
 // Rows [m0, m1) and columns [0, ncols) of C. The full-size tiles get compile-time shapes
 // so that `acc` lives in vector registers; the edges take the general path.
 // Compiled for AVX2 too and picked at load time: same operations, so the same bits.
-// (clang, used only for the fuzz build, rejects target_clones with unused: one version.)
-#ifdef __clang__
-__attribute__((unused))
-#else
-__attribute__((target_clones("avx2", "default"), unused))
-#endif
+SW_AVX2_CLONES __attribute__((unused))
 static void gemm_rows(real *c, long ldc, const GemmTerms *t, const real *bias,
                       int m0, int m1, int ncols, int accumulate) {
     for (int j0 = 0; j0 < ncols; j0 += GEMM_NR) {

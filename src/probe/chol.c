@@ -1,11 +1,12 @@
 // chol.c: Cholesky factorisation (row-oriented, so the inner loops run along rows) and the
 // two triangular solves.
 #include "probe/chol.h"
+#include "base/common.h"
 #include <math.h>
 
 // The inner products are SIMD reductions (a fixed order for a given build).
 
-__attribute__((target_clones("avx2", "default")))
+SW_AVX2_CLONES
 int chol_factor(double *A, int m, int ld) {
     for (int a = 0; a < m; a++) {
         double *ra = A + (long)a * ld;

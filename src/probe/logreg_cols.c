@@ -19,7 +19,7 @@ double col_dot(const LrSolver *s, int j, const double *a) {   // sum_i e_ij a_i
 
 // g = sum_i e_ij r_i and h = sum_i e_ij^2 D_i in one pass (SIMD sums over a dense column:
 // the Newton loop's one pass over the data per step)
-__attribute__((target_clones("avx2", "default")))
+SW_AVX2_CLONES
 void col_grad_hess(const LrSolver *s, int j, const double *r, const double *D, double *g, double *h) {
     const Col *c = &s->col[j];
     double ag = 0, ah = 0;

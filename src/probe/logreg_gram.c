@@ -14,7 +14,7 @@
 #define PAR_MIN (1L << 24)   // smaller blocks are formed on one thread
 
 // h[a][0..a] += sum_r x_r[a] x_r[0..a] for the GB rows x_r (stride ld), a in [a0, a1).
-__attribute__((target_clones("avx2", "default")))
+SW_AVX2_CLONES
 static void rank8_update(const double *x, long ld, int a0, int a1, double *H, int m1) {
     const double *x0 = x, *x1 = x + ld, *x2 = x + 2 * ld, *x3 = x + 3 * ld, *x4 = x + 4 * ld, *x5 = x + 5 * ld,
                  *x6 = x + 6 * ld, *x7 = x + 7 * ld;

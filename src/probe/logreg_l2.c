@@ -93,7 +93,7 @@ void lr_spectrum_free(Spectrum *sp) {
 #define RB 4            // rows per pass of the Hessian product: p and q are read once per 4 rows
 
 // xp[r] = p[d] + e_r . p for the RB rows e_0.. (stride d), then q += sum_r D[r] xp[r] e_r.
-__attribute__((target_clones("avx2", "default")))
+SW_AVX2_CLONES
 static void rows_hess(const real *e, const double *p, const double *D, double *xp, double *u, double *q, int d) {
     const real *e0 = e, *e1 = e + d, *e2 = e + 2 * d, *e3 = e + 3 * d;
     double t0 = 0, t1 = 0, t2 = 0, t3 = 0;
