@@ -26,7 +26,7 @@ static void *seq_for(const Model *m, Acts *a, int l) {
 // Layer 0's input is one of 256 byte embeddings, so its dense projection W_x Emb[tok] is a
 // row of the table Emb W_x^T [256, 4H]: 256 rows of product a window instead of T*B (16384
 // at B = T = 128), and the table's gradient is dz summed by byte (model_step.c). (Layer 0's
-// W_x is always dense; the mlstm keeps its own input products.)
+// W_x is always dense; the mlstm keeps its own table of the bytes' m and a, mlstm_step.c.)
 int input_table(const Model *m) {
     return !m->mlstm;
 }
@@ -55,13 +55,10 @@ Acts *acts_create(const Model *m, int B, int T) {
     a->T = T;
     a->tok = be->alloc(N * sizeof(int));
     a->tgt = be->alloc(N * sizeof(int));
-    if (input_table(m)) {
+    if (input_table(m)) {  // the mlstm keeps its own (mlstm_step.c)
         a->xtab = ralloc(be, SW_VOCAB * G);
         a->dxtab = ralloc(be, SW_VOCAB * G);
         a->dembx = ralloc(be, SW_VOCAB * (size_t)m->E);
-    } else {
-        a->x0 = ralloc(be, N * m->E);
-        a->dx0 = ralloc(be, N * m->E);
     }
     for (int l = 0; l < m->L; l++) {
         a->lnstat[l] = m->ln ? ralloc(be, N * 8) : NULL;
@@ -86,7 +83,7 @@ Acts *acts_create(const Model *m, int B, int T) {
 void acts_free(const Model *m, Acts *a) {
     if (!a) return;
     const Backend *be = m->be;
-    be->free(a->tok); be->free(a->tgt); be->free(a->x0); be->free(a->dx0);
+    be->free(a->tok); be->free(a->tgt);
     be->free(a->xtab); be->free(a->dxtab); be->free(a->dembx);
     for (int l = 0; l < m->L; l++) {
         if (!a->seq[l]) be->free(a->z[l]), be->free(a->act[l]), be->free(a->dz[l]);

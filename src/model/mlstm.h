@@ -12,7 +12,8 @@ typedef struct MlstmActs MlstmActs;
 // Buffers for N = B*T rows (for_training adds the backward's).
 MlstmActs *mlstm_acts_create(const Model *m, int l, int B, int T, int for_training);
 void mlstm_acts_free(const Model *m, MlstmActs *ml);
-// A window of T steps of layer l from input x [T*B, in] (model_forward's layer step).
+// A window of T steps of layer l from input x [T*B, in] (layer 0: from the bytes a->tok, x
+// unused), model_forward's layer step.
 void mlstm_layer_forward(Model *m, Acts *a, int l, const real *x, int T);
 // Its backward (model_backward's layer step), same conventions as the LSTM layer.
 void mlstm_layer_backward(Model *m, Acts *a, int l, int T);

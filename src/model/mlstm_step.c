@@ -1,7 +1,11 @@
 // mlstm_step.c: forward and backward of the deep-update mLSTM layer (mlstm.h) over a window,
 // and its inference step. As for the LSTM layer, the input projections of a whole window are
 // one product each, the internal steps and gates run step by step, and weight gradients are
-// summed over the window in one call per matrix.
+// summed over the window in one call per matrix. Layer 0's input is one of 256 byte
+// embeddings, so its m and a (LayerNorm(W Emb[v]), a function of the byte v alone) come from a
+// table of the 256 bytes' rows, built once a window and gathered; their gradients are summed
+// by byte before the table's backward (a layer norm's backward is linear in its upstream
+// gradient), so no pass over [T*B, H] runs through the projections or their norms.
 #include <stdlib.h>
 #include <string.h>
 #include "model/mlstm.h"
@@ -12,7 +16,10 @@
 // Row-major [rows, H] buffers; "per step" ones hold every step of the window (row t*B + b).
 struct MlstmActs {
     size_t N;                         // rows of the window
-    real *xpre, *xn, *xstat;          // m then a: [2][N][H] before and after their norms, [2][N][2]
+    size_t xrows;                     // rows of each plane of xpre and xstat: N, or 256 (bytes)
+    real *xpre, *xstat;               // m then a before their norms [2][xrows][H], (mean, rstd) [2][xrows][2]
+    real *xn;                         // m then a, normed, per step: [2][N][H]
+    real *tab;                        // bytes: m and a of each byte, [2][256][H]
     real *spre[SW_MAX_DEPTH];         // W_hj times the step's input, per step
     real *sstat[SW_MAX_DEPTH];        // its norm's (mean, rstd), [N][2]
     real *s0;                         // lin_h0 output (before * m), per step
@@ -21,7 +28,8 @@ struct MlstmActs {
     real *dx;                         // [2][N][H]: gradients at m, a, then at their pre-norm values
     real *ds[SW_MAX_DEPTH];           // gradients at spre, per step
     real *du;                         // [B][H] gradient at the current internal output
-    real *dxin;                       // [N][in]: the input gradient through W_a
+    real *dxin;                       // [xrows][in]: the input gradient through W_a
+    real *dtab, *demb;                // bytes: gradients at tab's rows [2][256][H] and at Emb [256][E]
 };
 
 static real *ralloc(const Model *m, size_t n) { return m->be->alloc(n * sizeof(real)); }
@@ -31,9 +39,11 @@ MlstmActs *mlstm_acts_create(const Model *m, int l, int B, int T, int for_traini
     MlstmActs *ml = xcalloc(1, sizeof *ml);
     size_t N = (size_t)B * T, H = (size_t)m->H;
     ml->N = N;
-    ml->xpre = ralloc(m, 2 * N * H);
+    ml->xrows = l == 0 ? SW_VOCAB : N;
+    ml->xpre = ralloc(m, 2 * ml->xrows * H);
     ml->xn = ralloc(m, 2 * N * H);
-    ml->xstat = ralloc(m, 4 * N);
+    ml->xstat = ralloc(m, 4 * ml->xrows);
+    if (l == 0) ml->tab = ralloc(m, 2 * SW_VOCAB * H);
     ml->s0 = ralloc(m, N * H);
     for (int j = 0; j < m->D; j++) {
         ml->spre[j] = ralloc(m, N * H);
@@ -48,7 +58,8 @@ MlstmActs *mlstm_acts_create(const Model *m, int l, int B, int T, int for_traini
     if (for_training) {
         ml->dx = ralloc(m, 2 * N * H);
         ml->du = ralloc(m, (size_t)B * H);
-        ml->dxin = ralloc(m, N * (size_t)m->layer[l].in);
+        ml->dxin = ralloc(m, ml->xrows * m->layer[l].in);
+        if (l == 0) ml->dtab = ralloc(m, 2 * SW_VOCAB * H), ml->demb = ralloc(m, SW_VOCAB * (size_t)m->E);
     }
     return ml;
 }
@@ -56,8 +67,8 @@ MlstmActs *mlstm_acts_create(const Model *m, int l, int B, int T, int for_traini
 void mlstm_acts_free(const Model *m, MlstmActs *ml) {
     if (!ml) return;
     if (m->be->replay_forget) m->be->replay_forget(ml);
-    real *all[] = {ml->xpre, ml->xn, ml->xstat, ml->s0, ml->dx, ml->du, ml->dxin};
-    for (int i = 0; i < 7; i++)
+    real *all[] = {ml->xpre, ml->xn, ml->xstat, ml->tab, ml->s0, ml->dx, ml->du, ml->dxin, ml->dtab, ml->demb};
+    for (int i = 0; i < 10; i++)
         if (all[i]) m->be->free(all[i]);
     for (int j = 0; j < m->D; j++) {
         m->be->free(ml->spre[j]);
@@ -68,14 +79,21 @@ void mlstm_acts_free(const Model *m, MlstmActs *ml) {
     free(ml);
 }
 
-// m = lin_m(x), a = lin_a(x) for N rows of x [N, in]: planes 0 and 1 of xn.
-static void inputs_fwd(Model *m, const Layer *L, MlstmActs *ml, const real *x, size_t N) {
-    size_t H = (size_t)m->H, plane = ml->N * H;
+// m = lin_m(x), a = lin_a(x) for n rows of x [n, in]: planes 0 and 1 of out, xrows rows apart.
+static void inputs_fwd(Model *m, const Layer *L, MlstmActs *ml, const real *x, size_t n, real *out) {
+    size_t H = (size_t)m->H, plane = ml->xrows * H;
     for (int k = 0; k < 2; k++) {
         const real *ln = P(L->off_xln) + 2 * k * H;
-        m->be->matmul_fwd(ml->xpre + k * plane, x, P(L->off_wx) + k * H * L->in, NULL, (int)N, L->in, (int)H, 0);
-        m->be->layernorm_fwd(ml->xn + k * plane, ml->xstat + 2 * k * ml->N, ml->xpre + k * plane, ln, ln + H, (int)N, (int)H);
+        m->be->matmul_fwd(ml->xpre + k * plane, x, P(L->off_wx) + k * H * L->in, NULL, (int)n, L->in, (int)H, 0);
+        m->be->layernorm_fwd(out + k * plane, ml->xstat + 2 * k * ml->xrows, ml->xpre + k * plane, ln, ln + H, (int)n, (int)H);
     }
+}
+
+// Layer 0: m and a of the window's N bytes, rows of the bytes' table.
+static void bytes_fwd(Model *m, const Layer *L, MlstmActs *ml, const int *tok, size_t N) {
+    size_t H = (size_t)m->H;
+    inputs_fwd(m, L, ml, P(m->off_emb), SW_VOCAB, ml->tab);
+    for (int k = 0; k < 2; k++) m->be->embed_fwd(ml->xn + k * ml->N * H, ml->tab + k * SW_VOCAB * H, tok, (int)N, (int)H);
 }
 
 // One time step on B rows starting at row r0 of the buffers: from h_prev, c_prev to h, c.
@@ -124,7 +142,10 @@ static void fwd_steps(void *p) {
 }
 
 void mlstm_layer_forward(Model *m, Acts *a, int l, const real *x, int T) {
-    inputs_fwd(m, &m->layer[l], a->ml[l], x, (size_t)T * a->B);
+    MlstmActs *ml = a->ml[l];
+    size_t N = (size_t)T * a->B;
+    if (ml->tab) bytes_fwd(m, &m->layer[l], ml, a->tok, N);
+    else inputs_fwd(m, &m->layer[l], ml, x, N, ml->xn);
     run_steps(m, a, l, T, 0, fwd_steps);
 }
 
@@ -143,19 +164,31 @@ static void internal_bwd(Model *m, const Layer *L, MlstmActs *ml, size_t r0, int
     }
 }
 
-// Gradients of the input projections and of x over N rows (overwriting dx, as the LSTM layer
-// does); the planes of m and a lie ml->N rows apart whatever N.
-static void inputs_bwd(Model *m, const Layer *L, MlstmActs *ml, const real *x, real *dx, size_t N) {
+// Gradients of the input projections and of x over n rows from dy, the gradients at the
+// normed m and a (planes xrows rows apart, overwritten), into dx (overwritten, as the LSTM
+// layer does).
+static void inputs_bwd(Model *m, const Layer *L, MlstmActs *ml, real *dy, const real *x, real *dx, size_t n) {
     const Backend *be = m->be;
-    size_t H = (size_t)m->H, plane = ml->N * H, in = (size_t)L->in;
+    size_t H = (size_t)m->H, plane = ml->xrows * H, in = (size_t)L->in;
     for (int k = 0; k < 2; k++) {
         real *dln = GR(L->off_xln) + 2 * k * H;
-        be->layernorm_bwd(ml->dx + k * plane, dln, dln + H, ml->dx + k * plane, ml->xpre + k * plane,
-                          ml->xstat + 2 * k * ml->N, P(L->off_xln) + 2 * k * H, (int)N, (int)H);
-        be->matmul_bwd(k ? ml->dxin : dx, GR(L->off_wx) + k * H * in, NULL, ml->dx + k * plane, x,
-                       P(L->off_wx) + k * H * in, (int)N, (int)in, (int)H);
+        be->layernorm_bwd(dy + k * plane, dln, dln + H, dy + k * plane, ml->xpre + k * plane, ml->xstat + 2 * k * ml->xrows,
+                          P(L->off_xln) + 2 * k * H, (int)n, (int)H);
+        be->matmul_bwd(k ? ml->dxin : dx, GR(L->off_wx) + k * H * in, NULL, dy + k * plane, x, P(L->off_wx) + k * H * in,
+                       (int)n, (int)in, (int)H);
     }
-    be->axpy(dx, ml->dxin, 1, N * in);
+    be->axpy(dx, ml->dxin, 1, n * in);
+}
+
+// Layer 0: the gradients at m and a of the window's N bytes summed by byte, then the table's
+// backward; Emb's share is added to its gradient.
+static void bytes_bwd(Model *m, const Layer *L, MlstmActs *ml, const int *tok, size_t N) {
+    const Backend *be = m->be;
+    size_t H = (size_t)m->H, V = SW_VOCAB;
+    be->zero(ml->dtab, 2 * V * H * sizeof(real));
+    for (int k = 0; k < 2; k++) be->embed_bwd(ml->dtab + k * V * H, ml->dx + k * ml->N * H, tok, (int)N, (int)H);
+    inputs_bwd(m, L, ml, ml->dtab, P(m->off_emb), ml->demb, V);
+    be->axpy(GR(m->off_emb), ml->demb, 1, V * (size_t)m->E);
 }
 
 static void bwd_steps(void *p) {
@@ -188,13 +221,13 @@ void mlstm_layer_backward(Model *m, Acts *a, int l, int T) {
     be->bsmm_bwd_weight(GR(L->off_wh), a->dz[l], ml->u[m->D - 1], &L->wh, (int)N);
     for (int j = 0; j < m->D; j++)
         be->bsmm_bwd_weight(GR(L->off_ws[j]), ml->ds[j], j ? ml->u[j - 1] : a->h[l], &L->ws[j], (int)N);
-    const real *x = l ? a->h[l - 1] + B * H : a->x0;
-    inputs_bwd(m, L, ml, x, l ? a->dh[l - 1] + B * H : a->dx0, N);
+    if (ml->tab) bytes_bwd(m, L, ml, a->tok, N);
+    else inputs_bwd(m, L, ml, ml->dx, a->h[l - 1] + B * H, a->dh[l - 1] + B * H, N);
 }
 
 // s->c_prev already holds the state's c (infer_step copies it).
 void mlstm_infer_layer(Model *m, Infer *s, int l, const real *x, int n) {
     const Layer *L = &m->layer[l];
-    inputs_fwd(m, L, s->ml, x, (size_t)n);
+    inputs_fwd(m, L, s->ml, x, (size_t)n, s->ml->xn);
     cell_step(m, L, s->ml, 0, n, s->h[l], s->c_prev, s->h[l], s->c[l], s->z, s->act, s->lnstat);
 }

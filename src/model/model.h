@@ -80,7 +80,6 @@ typedef struct {
     int B, T;
     int T_run;                         // steps of the last model_forward (<= T)
     int *tok, *tgt;                    // backend ints [T*B]
-    real *x0, *dx0;                    // embedding out / grad [T*B, E] (NULL with input_table)
     real *xtab, *dxtab, *dembx;        // input_table: [256, 4H] and its gradient; Emb's share [256, E]
     real *z[SW_MAX_LAYERS], *dz[SW_MAX_LAYERS];      // [T*B, 4H]
     real *act[SW_MAX_LAYERS];                        // [T*B, 4H]

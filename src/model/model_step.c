@@ -17,7 +17,7 @@ void input_table_fwd(const Model *m, real *xtab) {
 static void input_fwd(Model *m, Acts *a, int l, const real *x, int N) {
     const Layer *L = &m->layer[l];
     real *z = a->z[l];
-    if (!l && input_table(m)) {
+    if (!l) {
         input_table_fwd(m, a->xtab);
         if (!a->seq[l]) m->be->embed_fwd(z, a->xtab, a->tok, N, 4 * m->H);
     } else if (L->sparse_x) {
@@ -68,8 +68,7 @@ double model_forward(Model *m, Acts *a, const int *tok, const int *tgt, int T) {
     a->T_run = T;
     be->to_device(a->tok, tok, N * sizeof(int));
     be->to_device(a->tgt, tgt, N * sizeof(int));
-    if (!input_table(m)) be->embed_fwd(a->x0, P(m->off_emb), a->tok, (int)N, m->E);
-    const real *x = a->x0;
+    const real *x = NULL;  // layer 0 reads the bytes (a->tok)
     for (int l = 0; l < m->L; l++) {
         layer_forward(m, a, l, x, T);
         x = a->h[l] + B * H;
@@ -113,11 +112,13 @@ static void layer_backward(Model *m, Acts *a, int l, int T) {
     size_t B = (size_t)a->B, H = (size_t)m->H, G = 4 * H, N = (size_t)T * B;
     if (a->seq[l]) be->seq_bwd(a->seq[l], T);
     else recurrent_backward(m, a, l, T);
-    const real *x = l ? a->h[l - 1] + B * H : a->x0;
-    real *dx = l ? a->dh[l - 1] + B * H : a->dx0;
-    if (!l && input_table(m)) {
+    if (!l) {
         input_table_bwd(m, a, (int)N);
-    } else if (L->sparse_x) {
+        return;
+    }
+    const real *x = a->h[l - 1] + B * H;
+    real *dx = a->dh[l - 1] + B * H;
+    if (L->sparse_x) {
         be->bsmm_bwd_weight(GR(L->off_wx), a->dz[l], x, &L->wx, (int)N);
         be->bsmm_bwd_data(dx, a->dz[l], &L->wx, P(L->off_wx), (int)N, 0);
     } else {
@@ -140,6 +141,5 @@ void model_backward(Model *m, Acts *a, int T) {
         layer_backward(m, a, l, T);
         ready(m, m->layer[l].off_wx);
     }
-    if (!input_table(m)) be->embed_bwd(GR(m->off_emb), a->dx0, a->tok, (int)N, m->E);
     ready(m, 0);
 }
