@@ -298,7 +298,8 @@ static void bench_train(int only, const char *dtype, const char *cell) {
         {18432, 128, "ba_8", "bf16", "auto", 0}, {2048, 128, "dense", "fp32", "steps", 0}, {2048, 128, "dense", "fp32", "auto", 0},
         {8192, 128, "ba_8", "fp32", "steps", 0}, {8192, 128, "ba_8", "fp32", "auto", 0},
         {2048, 128, "dense", "bf16", "steps", 4}, {2048, 128, "dense", "bf16", "auto", 4},
-        {8192, 128, "ba_7", "bf16", "steps", 4}, {8192, 128, "ba_7", "bf16", "auto", 4},
+        {8192, 128, "ba_7", "bf16", "steps", 4}, {8192, 32, "ba_7", "bf16", "auto", 4}, {8192, 64, "ba_7", "bf16", "auto", 4},
+        {8192, 128, "ba_7", "bf16", "auto", 4}, {4096, 128, "ba_7", "bf16", "auto", 3}, {18432, 64, "ba_8", "bf16", "auto", 4},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         if ((!only || rows[i].H == only) && (!dtype || !strcmp(rows[i].prec, dtype)) &&

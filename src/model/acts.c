@@ -39,7 +39,10 @@ int engine_wanted(const Config *cfg) {
 }
 
 const char *acts_path(const Model *m, const Acts *a) {
-    if (m->mlstm && mlstm_replays(m)) return "per-step ops, each window's steps replayed as one launch per direction";
+    if (m->mlstm)
+        return mlstm_replays(m) ? "per-step ops, each window's steps replayed as one launch per direction; layer 0's m and a "
+                                  "from a table of the 256 bytes' rows"
+                                : "per-step ops; layer 0's m and a from a table of the 256 bytes' rows";
     if (!a->seq[0]) return "per-step ops";
     static _Thread_local char path[256];
     snprintf(path, sizeof path, "%s%s", m->be->seq_path(a->seq[0]),
