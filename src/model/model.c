@@ -18,6 +18,14 @@ static int is_mlstm(const Config *cfg) { return strcmp(cfg->cell, "mlstm") == 0;
 
 int model_masks_per_layer(const Config *cfg) { return 2 + (is_mlstm(cfg) ? cfg->depth : 0); }
 
+const Mask *model_layer_mask(const Model *m, int l, int k, const BsMat **w, size_t *off) {
+    const Layer *L = &m->layer[l];
+    const BsMat *wk = k == 0 ? &L->wh : k == 1 ? (L->sparse_x ? &L->wx : NULL) : &L->ws[k - 2];
+    if (w) *w = wk;
+    if (off) *off = k == 0 ? L->off_wh : k == 1 ? L->off_wx : L->off_ws[k - 2];
+    return !wk ? NULL : k == 0 ? &L->mask_h : k == 1 ? &L->mask_x : &L->mask_s[k - 2];
+}
+
 // Blocks of mask i (model_create_with_masks's order) of masks, or of a dense mask when NULL.
 static double mask_blocks(const Config *cfg, const Mask *masks, int i) {
     double nb = cfg->hidden_size / cfg->block_size;

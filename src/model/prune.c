@@ -6,13 +6,12 @@
 
 // The block-sparse matrix whose values start at offset off of m's parameters, or NULL.
 static const BsMat *bsmat_at(const Model *m, size_t off) {
-    for (int l = 0; l < m->L; l++) {
-        const Layer *L = &m->layer[l];
-        if (off == L->off_wh) return &L->wh;
-        if (L->sparse_x && off == L->off_wx) return &L->wx;
-        for (int j = 0; j < m->D; j++)
-            if (off == L->off_ws[j]) return &L->ws[j];
-    }
+    for (int l = 0; l < m->L; l++)
+        for (int k = 0; k < 2 + m->D; k++) {
+            const BsMat *w;
+            size_t o;
+            if (model_layer_mask(m, l, k, &w, &o) && o == off) return w;
+        }
     return NULL;
 }
 
@@ -20,15 +19,6 @@ static const char *tensor_name_at(const Model *m, size_t off) {
     for (int t = 0; t < m->ntensor; t++)
         if (m->tensor[t].off == off) return m->tensor[t].name;
     return "?";
-}
-
-// Mask k of layer l (model_create_with_masks's order), its matrix and its tensor's offset;
-// NULL where the layer has none (a dense W_x).
-static const Mask *layer_matrix(const Model *m, int l, int k, const BsMat **w, size_t *off) {
-    const Layer *L = &m->layer[l];
-    if (k == 0) return *w = &L->wh, *off = L->off_wh, &L->mask_h;
-    if (k == 1) return L->sparse_x ? (*w = &L->wx, *off = L->off_wx, &L->mask_x) : NULL;
-    return *w = &L->ws[k - 2], *off = L->off_ws[k - 2], &L->mask_s[k - 2];
 }
 
 // Squared norm of each mask block over its gate copies: norm[r * nc + c], 0 where absent.
@@ -92,7 +82,7 @@ void model_prune_masks(const Model *m, const real *params, double density, Mask 
         for (int k = 0; k < per; k++) {
             const BsMat *w;
             size_t off;
-            const Mask *mk = layer_matrix(m, l, k, &w, &off);
+            const Mask *mk = model_layer_mask(m, l, k, &w, &off);
             Mask *o = &out[l * per + k];
             if (!mk) { *o = none; continue; }
             double *norm = block_norms(w, mk, params + off);
