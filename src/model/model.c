@@ -184,7 +184,7 @@ static void init_params(Model *m, real *p) {
     init_uniform(p + m->off_wo, 256 * H, 1.0 / sqrt((double)H), &r);
 }
 
-Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask *masks) {
+Model *model_create_blank(const Config *cfg, const Backend *be, const Mask *masks) {
     Model *m = xcalloc(1, sizeof *m);
     m->cfg = *cfg;
     m->be = be;
@@ -210,17 +210,20 @@ Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask 
         if (L->sparse_x) be->bsmat_upload(&L->wx);
         for (int j = 0; j < m->D; j++) be->bsmat_upload(&L->ws[j]);
     }
-    real *host = xcalloc(m->nparams, sizeof(real));
-    init_params(m, host);
     m->params = be->alloc(m->nparams * sizeof(real));
     m->grads = be->alloc(m->nparams * sizeof(real));
     be->register_params(m->params, m->nparams);
+    if (cfg->ema > 0) m->ema = be->alloc(m->nparams * sizeof(real));
+    return m;
+}
+
+Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask *masks) {
+    Model *m = model_create_blank(cfg, be, masks);
+    real *host = xcalloc(m->nparams, sizeof(real));
+    init_params(m, host);
     be->to_device(m->params, host, m->nparams * sizeof(real));
     free(host);
-    if (cfg->ema > 0) {
-        m->ema = be->alloc(m->nparams * sizeof(real));
-        be->copy(m->ema, m->params, m->nparams * sizeof(real));
-    }
+    if (m->ema) be->copy(m->ema, m->params, m->nparams * sizeof(real));
     return m;
 }
 
