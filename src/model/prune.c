@@ -40,11 +40,22 @@ double *model_block_norms(const Model *m, const real *vals, int l, int k) {
     return norm;
 }
 
-static const double *g_norm;  // qsort's key
+static _Thread_local const double *g_score;  // qsort's key (rank threads sort at once)
 static int larger_first(const void *a, const void *b) {
     long x = *(const long *)a, y = *(const long *)b;
-    if (g_norm[x] != g_norm[y]) return g_norm[x] > g_norm[y] ? -1 : 1;
+    if (g_score[x] != g_score[y]) return g_score[x] > g_score[y] ? -1 : 1;
     return x < y ? -1 : 1;
+}
+
+long *mask_order(const Mask *mk, const double *score, int present, long *cnt) {
+    size_t n = (size_t)mk->nr * mk->nc;
+    long *order = xmalloc(sizeof(long) * (n + 1));
+    *cnt = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!mk->m[i] == !present) order[(*cnt)++] = (long)i;
+    g_score = score;
+    qsort(order, (size_t)*cnt, sizeof(long), larger_first);
+    return order;
 }
 
 // Marks in keep[] the largest present block of each row (by == 1) or column (by == 0).
@@ -65,12 +76,8 @@ Mask mask_keep_largest(const Mask *mk, const double *norm, long want, long *floo
     Mask out = {mk->nr, mk->nc, xcalloc(n + 1, 1)};
     keep_best_of_lines(mk, norm, 1, out.m);
     keep_best_of_lines(mk, norm, 0, out.m);
-    long have = *floor = mask_count(&out);
-    long *order = xmalloc(sizeof(long) * n), cnt = 0;
-    for (size_t i = 0; i < n; i++)
-        if (mk->m[i]) order[cnt++] = (long)i;
-    g_norm = norm;
-    qsort(order, (size_t)cnt, sizeof(long), larger_first);
+    long have = *floor = mask_count(&out), cnt;
+    long *order = mask_order(mk, norm, 1, &cnt);
     for (long q = 0; q < cnt && have < want; q++)
         if (!out.m[order[q]]) out.m[order[q]] = 1, have++;
     free(order);

@@ -15,6 +15,9 @@ double *model_block_norms(const Model *m, const real *vals, int l, int k);
 // The `want` blocks of mk of largest norm, the largest of every row and column among them
 // whatever their rank: *floor gets how many those are, and the mask holds max(want, *floor).
 Mask mask_keep_largest(const Mask *mk, const double *norm, long want, long *floor);
+// The blocks of mk that are present (present = 1) or absent (0), by score, largest first,
+// ties to the lower index; *cnt gets their count. Caller frees.
+long *mask_order(const Mask *mk, const double *score, int present, long *cnt);
 // The name of the tensor of mask k of layer l ("l0.wh"), for messages.
 const char *model_mask_name(const Model *m, int l, int k);
 // dst (laid out for `to`) from src (laid out for `from`): the same config, other masks.
