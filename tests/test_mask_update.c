@@ -217,6 +217,12 @@ static void resume_across_updates(const char *cfg, const char *tag, const char *
     snprintf(args, sizeof args, "info %s", pa);
     CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
     CHECK_MSG(strstr(log, "differs from the mask its config draws"), "%s", log);
+    snprintf(args, sizeof args, "mask --ckpt %s --layer 1 --json", pa);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "\"mask\":{\"sparsity\":\"checkpoint\"") && strstr(log, "\"drawn_reach\":["), "%s", log);
+    snprintf(args, sizeof args, "mask --ckpt %s --layer 2", pa);
+    CHECK(run_swlstm(args, log, sizeof log) != 0);
+    CHECK_MSG(strstr(log, "mask: --layer 2: checkpoint") && strstr(log, "has 2 layer(s)"), "%s", log);
 }
 
 TEST(mask_update_rigl_resumes_bit_exactly) {

@@ -66,14 +66,15 @@ TEST(gpu_train_rigl_matches_cpu) {
     unsigned char *text = toy_text(60000, 5);
     const char *data = write_file(tmp_path("rigl.txt"), text, 60000);
     free(text);
+    const char *cfg = write_file(tmp_path("rigl.cfg"), "seed = 3\n", 9);
     char args[2048], log[2][16384], ck[2][600];
     static const char *dev[] = {"cpu", "cuda"};
     for (int d = 0; d < 2; d++) {
         snprintf(args, sizeof args,
-                 "train --data %s --split 0.9,0.05,0.05 --hidden_size 128 --block_size 32 --num_layers 2 --sparsity ba_1 "
+                 "train %s --data %s --split 0.9,0.05,0.05 --hidden_size 128 --block_size 32 --num_layers 2 --sparsity ba_1 "
                  "--embed_size 16 --batch_size 8 --seq_length 16 --max_steps 6 --eval_every 0 --log_every 1 "
                  "--mask_update rigl --mask_update_every 2 --mask_update_frac 0.3 --mask_update_end 6 --device %s --out_dir %s",
-                 data, dev[d], tmp_path(dev[d]));
+                 cfg, data, dev[d], tmp_path(dev[d]));
         CHECK_EQ(run_swlstm(args, log[d], sizeof log[d]), 0);
         CHECK_MSG(strstr(log[d], "step 2: mask update (rigl) moved"), "%s", log[d]);
         snprintf(ck[d], sizeof ck[d], "%s/latest.ckpt", tmp_path(dev[d]));
