@@ -28,17 +28,32 @@ double mask_update_frac_at(const Config *cfg, long t) {
     return cfg->mask_update_frac * 0.5 * (1 + cos(M_PI * (double)t / (double)end));
 }
 
-void mask_prune_gradual(const Model *m, const real *params, const Mask *drawn, double density, Mask *out) {
+// out[i] = next(mask i of m, its block norms from params, i, arg) for every matrix of m, an
+// empty mask where m has none.
+typedef Mask (*NextMask)(const Mask *mk, const double *norm, int i, const void *arg);
+
+static void each_matrix(const Model *m, const real *params, NextMask next, const void *arg, Mask *out) {
     int per = 2 + m->D;
-    for (int l = 0; l < m->L; l++)
-        for (int k = 0; k < per; k++) {
-            const Mask *mk = model_layer_mask(m, l, k, NULL, NULL);
-            if (!mk) { out[l * per + k] = (Mask){0, 0, NULL}; continue; }
-            double *norm = model_block_norms(m, params, l, k);
-            long want = lround(density * (double)mask_count(&drawn[l * per + k])), have = mask_count(mk), floor;
-            out[l * per + k] = mask_keep_largest(mk, norm, want < have ? want : have, &floor);
-            free(norm);
-        }
+    for (int i = 0; i < per * m->L; i++) {
+        const Mask *mk = model_layer_mask(m, i / per, i % per, NULL, NULL);
+        if (!mk) { out[i] = (Mask){0, 0, NULL}; continue; }
+        double *norm = model_block_norms(m, params, i / per, i % per);
+        out[i] = next(mk, norm, i, arg);
+        free(norm);
+    }
+}
+
+typedef struct { const Mask *drawn; double density; } PruneArg;
+
+static Mask pruned(const Mask *mk, const double *norm, int i, const void *arg) {
+    const PruneArg *p = arg;
+    long want = lround(p->density * (double)mask_count(&p->drawn[i])), have = mask_count(mk), floor;
+    return mask_keep_largest(mk, norm, want < have ? want : have, &floor);
+}
+
+void mask_prune_gradual(const Model *m, const real *params, const Mask *drawn, double density, Mask *out) {
+    PruneArg p = {drawn, density};
+    each_matrix(m, params, pruned, &p, out);
 }
 
 // mk with its `want` smallest blocks dropped (sparing each row's and column's last) and as
@@ -63,16 +78,16 @@ static Mask move_blocks(const Mask *mk, const double *norm, const double *grow, 
     return out;
 }
 
+typedef struct { double frac; double *const *grow; } MoveArg;
+
+static Mask moved(const Mask *mk, const double *norm, int i, const void *arg) {
+    const MoveArg *a = arg;
+    return move_blocks(mk, norm, a->grow[i], lround(a->frac * (double)mask_count(mk)));
+}
+
 void mask_move_blocks(const Model *m, const real *params, double frac, double *const *grow, Mask *out) {
-    int per = 2 + m->D;
-    for (int l = 0; l < m->L; l++)
-        for (int k = 0; k < per; k++) {
-            const Mask *mk = model_layer_mask(m, l, k, NULL, NULL);
-            if (!mk) { out[l * per + k] = (Mask){0, 0, NULL}; continue; }
-            double *norm = model_block_norms(m, params, l, k);
-            out[l * per + k] = move_blocks(mk, norm, grow[l * per + k], lround(frac * (double)mask_count(mk)));
-            free(norm);
-        }
+    MoveArg a = {frac, grow};
+    each_matrix(m, params, moved, &a, out);
 }
 
 double *mask_random_scores(const Mask *mk, long seed, long t, int i) {

@@ -13,6 +13,9 @@
 
 static int nmasks(const Model *m) { return (2 + m->D) * m->L; }
 
+// Mask i of m in model_create_with_masks's order, NULL where m has none.
+static const Mask *mask_i(const Model *m, int i) { return model_layer_mask(m, i / (2 + m->D), i % (2 + m->D), NULL, NULL); }
+
 static void free_masks(Mask *masks, int n) {
     for (int i = 0; i < n; i++) mask_free(&masks[i]);
 }
@@ -71,7 +74,7 @@ static void rebuild(Trainer *tr, const Mask *masks) {
 static long blocks_new(const Model *m, const Mask *masks) {
     long n = 0;
     for (int i = 0; i < nmasks(m); i++) {
-        const Mask *mk = model_layer_mask(m, i / (2 + m->D), i % (2 + m->D), NULL, NULL);
+        const Mask *mk = mask_i(m, i);
         for (size_t q = 0; mk && q < (size_t)mk->nr * mk->nc; q++) n += masks[i].m[q] && !mk->m[q];
     }
     return n;
@@ -81,7 +84,7 @@ static long blocks_new(const Model *m, const Mask *masks) {
 static long blocks_of(const Model *m, const Mask *masks) {
     long b = 0;
     for (int i = 0; i < nmasks(m); i++) {
-        const Mask *mk = masks ? &masks[i] : model_layer_mask(m, i / (2 + m->D), i % (2 + m->D), NULL, NULL);
+        const Mask *mk = masks ? &masks[i] : mask_i(m, i);
         b += mk && mk->m ? mask_count(mk) : 0;
     }
     return b;
@@ -93,7 +96,7 @@ static void full_grad_norms(Trainer *tr, double **grow) {
     Model *m = tr->m;
     Mask full[SW_MAX_MASKS];
     for (int i = 0; i < nmasks(m); i++) {
-        const Mask *mk = model_layer_mask(m, i / (2 + m->D), i % (2 + m->D), NULL, NULL);
+        const Mask *mk = mask_i(m, i);
         full[i] = mk ? mask_make("dense", mk->nr, mk->nc, 0) : (Mask){0, 0, NULL};
     }
     Model *d = model_remask(m, full);
@@ -142,7 +145,7 @@ static void move(Trainer *tr, long t, double frac) {
     Mask out[SW_MAX_MASKS];
     if (rigl) full_grad_norms(tr, grow);
     for (int i = 0; i < n && !rigl; i++) {
-        const Mask *mk = model_layer_mask(m, i / (2 + m->D), i % (2 + m->D), NULL, NULL);
+        const Mask *mk = mask_i(m, i);
         grow[i] = mk ? mask_random_scores(mk, tr->cfg.seed, t, i) : NULL;
     }
     real *p = host_copy(m, m->params);
