@@ -31,12 +31,15 @@ double *model_block_norms(const Model *m, const real *vals, int l, int k) {
     double *norm = xcalloc((size_t)mk->nr * mk->nc, sizeof(double));
     long bb = (long)w->bs * w->bs;
     vals += off;
-    for (int br = 0; br < w->nbr; br++)
-        for (int q = w->row_ptr[br]; q < w->row_ptr[br + 1]; q++) {
-            double s = 0;
-            for (long i = 0; i < bb; i++) s += (double)vals[q * bb + i] * vals[q * bb + i];
-            norm[(size_t)(br % mk->nr) * mk->nc + w->col_idx[q]] += s;
-        }
+    // Row r of every gate copy in one thread: the full masks of RigL hold hundreds of millions of values.
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int r = 0; r < mk->nr; r++)
+        for (int br = r; br < w->nbr; br += mk->nr)
+            for (int q = w->row_ptr[br]; q < w->row_ptr[br + 1]; q++) {
+                double s = 0;
+                for (long i = 0; i < bb; i++) s += (double)vals[q * bb + i] * vals[q * bb + i];
+                norm[(size_t)r * mk->nc + w->col_idx[q]] += s;
+            }
     return norm;
 }
 

@@ -99,7 +99,10 @@ static void full_grad_norms(Trainer *tr, double **grow) {
         const Mask *mk = mask_i(m, i);
         full[i] = mk ? mask_make("dense", mk->nr, mk->nc, 0) : (Mask){0, 0, NULL};
     }
-    Model *d = model_remask(m, full);
+    Config cfg = m->cfg;
+    cfg.ema = 0;  // the full model is run once: no moving average
+    Model *d = model_create_blank(&cfg, m->be, full);
+    model_remap_backend(m, m->params, d, d->params);
     Acts *da = acts_with_state(d, tr->a);
     d->be->zero(d->grads, sizeof(real) * d->nparams);
     model_forward(d, da, tr->tok, tr->tgt, tr->cfg.seq_length);
