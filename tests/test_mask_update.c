@@ -225,14 +225,14 @@ static void resume_across_updates(const char *cfg, const char *tag, const char *
     CHECK_MSG(strstr(log, "mask: --layer 2: checkpoint") && strstr(log, "has 2 layer(s)"), "%s", log);
 }
 
-TEST(mask_update_rigl_resumes_bit_exactly) {
-    resume_across_updates(train_cfg("rigl.cfg", "mask_update = rigl\nmask_update_every = 3\nmask_update_frac = 0.4\nmask_update_end = 9\n"),
-                          "rigl", "step 6: mask update (rigl) moved");
+TEST(mask_update_set_resumes_bit_exactly) {
+    resume_across_updates(train_cfg("set.cfg", "mask_update = set\nmask_update_every = 3\nmask_update_frac = 0.4\nmask_update_end = 9\n"),
+                          "set", "step 6: mask update (set) moved");
 }
 
-TEST(mask_update_set_and_pruning_resume_bit_exactly) {
-    resume_across_updates(train_cfg("set.cfg", "cell = mlstm\nmask_update = set\nmask_update_every = 3\nmask_update_end = 9\n"
-                                               "prune_to = 0.5\nprune_start = 2\nprune_end = 6\nprune_every = 2\nema = 0.9\n"),
-                          "set", "step 6: pruned to 50.0% of the drawn blocks");
+TEST(mask_update_rigl_and_pruning_resume_bit_exactly) {
+    resume_across_updates(train_cfg("rigl.cfg", "cell = mlstm\nmask_update = rigl\nmask_update_every = 3\nmask_update_end = 9\n"
+                                                "prune_to = 0.5\nprune_start = 2\nprune_end = 6\nprune_every = 2\nema = 0.9\n"),
+                          "rigl", "step 6: pruned to 50.0% of the drawn blocks");
 }
 #endif
