@@ -235,4 +235,28 @@ TEST(mask_update_rigl_and_pruning_resume_bit_exactly) {
                                                 "prune_to = 0.5\nprune_start = 2\nprune_end = 6\nprune_every = 2\nema = 0.9\n"),
                           "rigl", "step 6: pruned to 50.0% of the drawn blocks");
 }
+// Pruning in training moves what `swlstm prune` moves: a run that prunes to 70% after step 3
+// ends with the bits of one stopped at step 3, pruned by the verb and resumed (weights, moving
+// average, moments, and the carried state, which the rebuilt windows must keep).
+TEST(mask_prune_in_training_matches_the_prune_verb) {
+    const char *cfg = train_cfg("p.cfg", "prune_to = 0.7\nprune_start = 2\nprune_end = 3\nprune_every = 1\nema = 0.9\n");
+    char log[16384], a[512], b[512], args[2048], ca[600], cb[600], pruned[600];
+    snprintf(a, sizeof a, "%s", tmp_path("pv-a"));
+    snprintf(b, sizeof b, "%s", tmp_path("pv-b"));
+    snprintf(args, sizeof args, "train %s --out_dir %s", cfg, a);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "step 3: pruned to 70.0%"), "%s", log);
+    snprintf(args, sizeof args, "train %s --out_dir %s --stop-after 3", cfg, b);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    snprintf(cb, sizeof cb, "%s/latest.ckpt", b);
+    snprintf(pruned, sizeof pruned, "%s/pruned.ckpt", b);
+    snprintf(args, sizeof args, "prune %s --density 0.7 --out %s", cb, pruned);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    snprintf(args, sizeof args, "train %s --out_dir %s --resume %s", cfg, b, pruned);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(!strstr(log, "pruned to"), "the resumed run pruned again:\n%s", log);
+    snprintf(ca, sizeof ca, "%s/latest.ckpt", a);
+    CHECK(ckpt_same_section(ca, cb, "masks") && ckpt_same_section(ca, cb, "params") && ckpt_same_section(ca, cb, "ema"));
+    CHECK(ckpt_same_section(ca, cb, "adam_m") && ckpt_same_section(ca, cb, "adam_v") && ckpt_same_section(ca, cb, "hidden"));
+}
 #endif
