@@ -32,12 +32,14 @@ TEST(config_defaults_values) {
     CHECK_EQ(c.gpus, 1); CHECK(c.dist_init[0] == 0 && c.dist_token[0] == 0 && c.dist_bucket_mb == 25);
     CHECK(!strcmp(c.cell, "lstm") && !strcmp(c.init, "uniform") && c.ema == 0);
     CHECK_EQ(c.depth, 4);
+    CHECK(c.prune_to == 1 && c.prune_start == 0 && c.prune_end == 0 && c.prune_every == 100);
+    CHECK(!strcmp(c.mask_update, "none") && c.mask_update_every == 100 && c.mask_update_frac == 0.3 && c.mask_update_end == 0);
     config_validate(&c);
     // one line per Config field
     char *text = config_to_text(&c);
     int lines = 0;
     for (char *p = text; *p; p++) lines += *p == '\n';
-    CHECK_EQ(lines, 42);
+    CHECK_EQ(lines, 50);
     for (char *line = text; *line; line = strchr(line, '\n') + 1) {  // no key twice
         int klen = (int)strcspn(line, " ");
         for (char *o = strchr(line, '\n') + 1; *o; o = strchr(o, '\n') + 1)
@@ -150,6 +152,11 @@ TEST(config_file_errors) {
         {"data = \"abc\n", "x.cfg:1: key 'data': bad quoted string"},
         {"data = \"a\" b\n", "x.cfg:1: key 'data': bad quoted string"},
         {"= 5\n", "x.cfg:1: expected 'key = value', got an empty key"},
+        {"prune_to = 0\n", "key 'prune_to' = '0': expected a fraction in (0, 1]"},
+        {"prune_to = 1.5\n", "key 'prune_to' = '1.5': expected a fraction in (0, 1]"},
+        {"mask_update = magic\n", "key 'mask_update' = 'magic': expected one of none, set, rigl"},
+        {"mask_update_frac = 1\n", "key 'mask_update_frac' = '1': expected a number in [0, 1)"},
+        {"prune_every = 0\n", "key 'prune_every' = '0': expected a positive integer"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK_DIES(load_text, (void *)cases[i][0], cases[i][1]);
@@ -178,7 +185,9 @@ TEST(config_text_round_trip) {
                     "--warmup_steps=5", "--max_steps=123456789012", "--beta1=0.30000000000000004",
                     "--beta2=0", "--adam_eps=3.3e-7", "--weight_decay=0.1", "--grad_clip=0",
                     "--nan_policy=skip", "--log_every=1", "--eval_every=7", "--eval_bytes=5000000",
-                    "--save_every=100", "--out_dir=r", "--init_from=x.ckpt", "--batch_size=5", "--seq_length=9"};
+                    "--save_every=100", "--out_dir=r", "--init_from=x.ckpt", "--batch_size=5", "--seq_length=9",
+                    "--prune_to=0.25", "--prune_start=10", "--prune_end=90", "--prune_every=7", "--mask_update=rigl",
+                    "--mask_update_every=3", "--mask_update_frac=0.1", "--mask_update_end=77"};
     config_apply_overrides(&a, (int)(sizeof args / sizeof args[0]), args);
     char *text = config_to_text(&a);
     config_from_text(&b, text, "round trip");
@@ -192,8 +201,14 @@ TEST(config_text_round_trip) {
     CHECK(memcmp(&a, &d, sizeof a) != 0);  // the overrides really changed the config
 }
 
+// arg: overrides separated by spaces.
 static void validate_with(void *arg) {
-    Config c = with_override(arg);
+    char *buf = strdup(arg), *args[8];
+    int n = 0;
+    for (char *t = strtok(buf, " "); t && n < 8; t = strtok(NULL, " ")) args[n++] = t;
+    Config c;
+    config_defaults(&c);
+    config_apply_overrides(&c, n, args);
     config_validate(&c);
 }
 
@@ -210,6 +225,10 @@ TEST(config_validate_errors) {
         {"--data=", "data: empty path"},
         {"--depth=1", "depth = 1: expected 2 to 8 (the mlstm's internal steps)"},
         {"--depth=9", "depth = 9: expected 2 to 8"},
+        {"--prune_to=0.5 --prune_start=100 --prune_end=100", "prune_end = 100: expected a step after prune_start = 100"},
+        {"--prune_to=0.5", "prune_end = 0: expected a step after prune_start = 0"},
+        {"--mask_update=rigl", "mask_update = rigl: sparsity = dense leaves no block to regrow"},
+        {"--mask_update=set --sparsity=ba_2 --mask_update_end=50", "mask_update_end = 50: expected at least mask_update_every = 100"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK_DIES(validate_with, (void *)cases[i][0], cases[i][1]);
@@ -228,7 +247,7 @@ TEST(config_help_lists_every_key) {
     char *help = read_text_file(tmp_path("help.txt"), NULL, "help");
     int keys = 0;
     for (char *p = strstr(help, "\n  "); p; p = strstr(p + 1, "\n  ")) keys++;
-    CHECK_EQ(keys, 42);
+    CHECK_EQ(keys, 50);
     CHECK(strstr(help, "\n  cell ") && strstr(help, "(default lstm; one of lstm, mlstm)") && strstr(help, "\n  depth "));
     CHECK(strstr(help, "\n  init ") && strstr(help, "\n  ema ") && strstr(help, "(default uniform; one of uniform, identity)"));
     CHECK(strstr(help, "\n  hidden_size ") && strstr(help, "(default 256)"));

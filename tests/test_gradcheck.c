@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model/model.h"
+#include "model/mask_update.h"
 #include "model/prune.h"
 #include "test.h"
 
@@ -28,21 +29,32 @@ static Config small_config(int H, int bs, int L, const char *sparsity, int ln) {
     return cfg;
 }
 
-// The model of cfg, or (pruned) the same with each mask cut to half its blocks by prune.c.
-static Model *create(const Config *cfg, int pruned) {
+enum { DRAWN, PRUNED, MOVED };
+
+// The model of cfg on its drawn masks, or on the masks that prune.c cuts to half their blocks
+// (PRUNED), or that a mask update gives (MOVED: a third of the blocks dropped, as many
+// regrown at random, mask_update.c).
+static Model *create(const Config *cfg, int how) {
     Model *m = model_create(cfg, backend_cpu());
-    if (!pruned) return m;
+    if (how == DRAWN) return m;
     Mask masks[SW_MAX_MASKS];
-    model_prune_masks(m, m->params, 0.5, masks);
+    double *grow[SW_MAX_MASKS] = {0};
+    int n = (2 + m->D) * m->L;
+    for (int i = 0; i < n && how == MOVED; i++) {
+        const Mask *mk = model_layer_mask(m, i / (2 + m->D), i % (2 + m->D), NULL, NULL);
+        grow[i] = mk ? mask_random_scores(mk, 6, 100, i) : NULL;
+    }
+    if (how == PRUNED) model_prune_masks(m, m->params, 0.5, masks);
+    else mask_move_blocks(m, m->params, 1.0 / 3, grow, masks);
     Model *p = model_create_with_masks(cfg, backend_cpu(), masks);
-    for (int i = 0; i < (2 + m->D) * m->L; i++) mask_free(&masks[i]);
+    for (int i = 0; i < n; i++) mask_free(&masks[i]), free(grow[i]);
     model_free(m);
     return p;
 }
 
-static Fixture fixture(const Config *cfg, int B, int T, int pruned) {
+static Fixture fixture(const Config *cfg, int B, int T, int how) {
     int H = cfg->hidden_size, L = cfg->num_layers;
-    Fixture f = {create(cfg, pruned), NULL, xmalloc(sizeof(int) * B * T), xmalloc(sizeof(int) * B * T)};
+    Fixture f = {create(cfg, how), NULL, xmalloc(sizeof(int) * B * T), xmalloc(sizeof(int) * B * T)};
     f.a = acts_create(f.m, B, T);
     unsigned long long s = 99;
     for (int i = 0; i < B * T; i++) {
@@ -94,8 +106,8 @@ static int check_entries(Fixture *f, const char *name, real *x, const real *g, s
     return 1;
 }
 
-static void check_config(const Config *cfg, int pruned) {
-    Fixture f = fixture(cfg, 3, 4, pruned);
+static void check_config(const Config *cfg, int how) {
+    Fixture f = fixture(cfg, 3, 4, how);
     Model *m = f.m;
     int H = m->H, L = m->L;
     size_t BH = (size_t)f.a->B * H;
@@ -121,7 +133,7 @@ static void check_config(const Config *cfg, int pruned) {
 
 static void run_check(int H, int bs, int L, const char *sparsity, int ln) {
     Config cfg = small_config(H, bs, L, sparsity, ln);
-    check_config(&cfg, 0);
+    check_config(&cfg, DRAWN);
 }
 
 static void run_mlstm(int H, int bs, int L, const char *sparsity, int depth, const char *init, double ema) {
@@ -130,17 +142,26 @@ static void run_mlstm(int H, int bs, int L, const char *sparsity, int depth, con
     snprintf(cfg.init, sizeof cfg.init, "%s", init);
     cfg.depth = depth;
     cfg.ema = ema;
-    check_config(&cfg, 0);
+    check_config(&cfg, DRAWN);
 }
 
 // Masks that prune.c cut (no longer a drawn layout): the mlstm, two layers, and the LSTM with
 // a block-sparse W_x above layer 0.
 TEST(gradcheck_pruned_masks) {
     Config cfg = small_config(64, 8, 2, "ba_3", 1);
-    check_config(&cfg, 1);
+    check_config(&cfg, PRUNED);
     snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
     cfg.depth = 2;
-    check_config(&cfg, 1);
+    check_config(&cfg, PRUNED);
+}
+
+// Masks after a mask update (SET's random regrowth): the LSTM with a block-sparse W_x, the mlstm.
+TEST(gradcheck_moved_masks) {
+    Config cfg = small_config(64, 8, 2, "ba_3", 1);
+    check_config(&cfg, MOVED);
+    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
+    cfg.depth = 2;
+    check_config(&cfg, MOVED);
 }
 
 TEST(gradcheck_dense_bs8_two_layers) { run_check(16, 8, 2, "dense", 0); }

@@ -31,12 +31,18 @@ static void print_mask(const char *what, int l, const Mask *mk, const Mask *draw
 }
 
 // The paper's mixing measure: units reachable from a unit within 1..D internal steps of one
-// time step (the LSTM cell: the one hop of W_h).
-static void print_reach(int l, const Mask *steps, int D) {
-    double share[SW_MAX_DEPTH];
-    mask_reach(steps, D, share);
+// time step (the LSTM cell: the one hop of W_h); and the drawn masks' where they differ.
+static void print_reach(int l, const Mask *steps, const Mask *drawn, int D) {
+    double share[2][SW_MAX_DEPTH];
+    mask_reach(steps, D, share[0]);
+    mask_reach(drawn, D, share[1]);
     printf("  layer %d: units reachable within 1..%d internal step(s):", l, D);
-    for (int k = 0; k < D; k++) printf(" %.1f%%", 100 * share[k]);
+    for (int k = 0; k < D; k++) printf(" %.1f%%", 100 * share[0][k]);
+    if (memcmp(share[0], share[1], sizeof(double) * D)) {
+        printf(" (drawn masks:");
+        for (int k = 0; k < D; k++) printf(" %.1f%%", 100 * share[1][k]);
+        printf(")");
+    }
     printf("\n");
 }
 
@@ -52,7 +58,8 @@ static void print_model(const Ckpt *c, const Config *cfg) {
         if (i % per < 2) snprintf(what, sizeof what, "%s", i % per ? "W_x" : mlstm ? "gates" : "W_h");
         else snprintf(what, sizeof what, "W_h%d", i % per - 2);
         if (masks[i].nr) print_mask(what, i / per, &masks[i], &drawn[i], cfg->block_size);
-        if (i % per == per - 1 && n == per * cfg->num_layers) print_reach(i / per, &masks[i / per * per + (mlstm ? 2 : 0)], mlstm ? per - 2 : 1);
+        int first = i / per * per + (mlstm ? 2 : 0);
+        if (i % per == per - 1 && n == per * cfg->num_layers) print_reach(i / per, &masks[first], &drawn[first], mlstm ? per - 2 : 1);
     }
     // The CUDA backend's engine takes block 32 (lstm_seq_host.cu); the CPU always runs per step.
     printf("recurrent path on cuda: %s\n", cfg->block_size != 32 || !engine_wanted(cfg) ? "per-step ops"

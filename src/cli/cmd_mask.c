@@ -1,5 +1,6 @@
 // cmd_mask.c: `swlstm mask`: build a sparsity mask, print its graph statistics next to those of
-// a random mask with the same expected block count, optionally draw it as a PNG.
+// a random mask with the same expected block count, optionally draw it as a PNG; or with
+// --ckpt, a checkpoint's current mask (pruned or learned) next to the mask its config draws.
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,12 +8,12 @@
 #include <string.h>
 #include "base/common.h"
 #include "sparse/mask.h"
-#include "model/model.h"
+#include "model/model_io.h"
 #include "cli/verbs.h"
 
 typedef struct {
-    int hidden, block, json, depth;
-    const char *sparsity, *image;
+    int hidden, block, json, depth, layer;
+    const char *sparsity, *image, *ckpt;
     long seed;
 } MaskArgs;
 
@@ -20,6 +21,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: swlstm mask --hidden H --block B --sparsity DESC [--seed S] [--depth D] [--image FILE.png]\n"
             "                   [--json]\n"
+            "       swlstm mask --ckpt CKPT [--layer L] [--image FILE.png] [--json]\n"
             "  --hidden H       hidden size; a multiple of B\n"
             "  --block B        block size: 8, 16 or 32\n"
             "  --sparsity DESC  dense | random_<density> | ba_<m> | ws_<k>_<p>\n"
@@ -29,6 +31,9 @@ static void usage(FILE *f) {
             "                   mask_seed S (D = 1: the mask itself, the plain LSTM's one hop per step)\n"
             "  --image FILE     draw the layout (stored blocks black) as a greyscale PNG\n"
             "  --json           print one JSON object instead of the table\n"
+            "  --ckpt CKPT      layer L's (default 0) recurrent mask in CKPT, as pruning or mask updates left\n"
+            "                   it, beside the mask its config draws (the mlstm: its gates' mask, and the\n"
+            "                   reach of its internal steps' masks, depth = the config's)\n"
             "Prints blocks stored, density, blocks per block row, the average shortest path length and\n"
             "the clustering coefficient of the layout read as an undirected graph, beside a random mask\n"
             "with the same expected block count (small-world: paths as short, clustering higher).\n");
@@ -43,7 +48,7 @@ static const char *opt_value(int argc, char **argv, int *i, const char *key) {
 }
 
 static MaskArgs parse_args(int argc, char **argv) {
-    MaskArgs a = {0, 0, 0, 1, NULL, NULL, 1};
+    MaskArgs a = {0, 0, 0, 1, 0, NULL, NULL, NULL, 1};
     const char *v;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) a.json = 1;
@@ -53,8 +58,11 @@ static MaskArgs parse_args(int argc, char **argv) {
         else if ((v = opt_value(argc, argv, &i, "--seed"))) a.seed = parse_long("--seed", v, 0, LONG_MAX);
         else if ((v = opt_value(argc, argv, &i, "--depth"))) a.depth = (int)parse_long("--depth", v, 1, SW_MAX_DEPTH);
         else if ((v = opt_value(argc, argv, &i, "--image"))) a.image = v;
+        else if ((v = opt_value(argc, argv, &i, "--ckpt"))) a.ckpt = v;
+        else if ((v = opt_value(argc, argv, &i, "--layer"))) a.layer = (int)parse_long("--layer", v, 0, SW_MAX_LAYERS - 1);
         else die("mask: unknown option '%s' (see swlstm mask --help)", argv[i]);
     }
+    if (a.ckpt) return a;
     if (!a.hidden) die("mask: --hidden is required (a positive multiple of --block)");
     if (!a.sparsity) die("mask: --sparsity is required (dense, random_<density>, ba_<m> or ws_<k>_<p>)");
     if (a.block != 8 && a.block != 16 && a.block != 32) die("mask: option --block: '%d' is not 8, 16 or 32", a.block);
@@ -99,21 +107,45 @@ static void reach_of(const MaskArgs *a, const char *desc, int n, double *share) 
     for (int j = 0; j < a->depth; j++) mask_free(&steps[j]);
 }
 
+// The --ckpt view: layer a->layer's mask and reach in the checkpoint (which = 0) or as its
+// config draws them (1): *m the recurrent (gates') mask, share the reach of the recurrent
+// masks of one time step. Fills the layout fields of a from the config.
+static Mask ckpt_mask(MaskArgs *a, int which, double *share) {
+    Ckpt c;
+    ckpt_read(&c, a->ckpt);
+    Config cfg;
+    ckpt_config(&c, &cfg);
+    Mask masks[SW_MAX_MASKS];
+    int n = which ? model_draw_masks(&cfg, masks) : ckpt_masks_for(&c, &cfg, masks), per = model_masks_per_layer(&cfg);
+    ckpt_close(&c);
+    if (a->layer >= cfg.num_layers) die("mask: --layer %d: checkpoint '%s' has %d layer(s)", a->layer, a->ckpt, cfg.num_layers);
+    a->hidden = cfg.hidden_size, a->block = cfg.block_size, a->seed = cfg.mask_seed, a->depth = per > 2 ? per - 2 : 1;
+    Mask *mk = &masks[per * a->layer], out = mk[0];
+    mask_reach(per > 2 ? mk + 2 : mk, a->depth, share);
+    mk[0].m = NULL;  // out keeps it
+    for (int i = 0; i < n; i++) mask_free(&masks[i]);
+    return out;
+}
+
 static void json_reach(const char *key, const double *share, int depth, const char *sep) {
     printf("\"%s\":[", key);
     for (int k = 0; k < depth; k++) printf("%.6g%s", share[k], k + 1 < depth ? "," : "]");
     printf("%s", sep);
 }
 
+// The second column: a random mask, or (--ckpt) the drawn one.
 static void print_json(const MaskArgs *a, int n, const char *rdesc, const MaskStats *s, const MaskStats *r,
                        const double reach[2][SW_MAX_DEPTH]) {
+    const char *other = a->ckpt ? "drawn" : "random";
+    char key[32];
     printf("{\"hidden\":%d,\"block\":%d,\"seed\":%ld,\"rows\":%d,\"cols\":%d,\"path_sources\":%d,\"depth\":%d,",
            a->hidden, a->block, a->seed, n, n, mask_path_sources(n), a->depth);
     json_stats("mask", a->sparsity, s, ",");
-    json_stats("random", rdesc, r, ",");
+    json_stats(other, rdesc, r, ",");
     json_reach("reach", reach[0], a->depth, ",");
-    json_reach("random_reach", reach[1], a->depth, ",");
-    json_num("sigma", sigma(s, r), "}\n");
+    snprintf(key, sizeof key, "%s_reach", other);
+    json_reach(key, reach[1], a->depth, a->ckpt ? "}\n" : ",");
+    if (!a->ckpt) json_num("sigma", sigma(s, r), "}\n");
 }
 
 static void print_table(const MaskArgs *a, int n, const char *rdesc, const MaskStats *s, const MaskStats *r,
@@ -136,7 +168,7 @@ static void print_table(const MaskArgs *a, int n, const char *rdesc, const MaskS
     printf("%-22s %18.4f %18.4f\n", path_label, s->avg_path, r->avg_path);
     printf("%-22s %18.4f %18.4f\n", "clustering", s->clustering, r->clustering);
     printf("%-22s %18s %18s\n", reach_label, rs[0], rs[1]);
-    printf("small-world sigma = (C/C_rand) / (L/L_rand) = %.3f\n", sigma(s, r));
+    if (!a->ckpt) printf("small-world sigma = (C/C_rand) / (L/L_rand) = %.3f\n", sigma(s, r));
     if (nsrc < n) printf("note: avg path sampled from %d of %d nodes (fixed seed); exact up to %d nodes\n", nsrc, n, MASK_STATS_EXACT_MAX);
 }
 
@@ -147,17 +179,24 @@ int cmd_mask(int argc, char **argv) {
             return 0;
         }
     MaskArgs a = parse_args(argc, argv);
-    int n = a.hidden / a.block;
-    char err[512], rdesc[64];
-    if (mask_check_desc(a.sparsity, n, n, err, sizeof err)) die("mask: %s", err);
-    Mask m = mask_make(a.sparsity, n, n, (uint64_t)a.seed);
-    MaskStats s = mask_stats(&m);
-    random_like(rdesc, sizeof rdesc, s.blocks, n);
-    Mask rm = mask_make(rdesc, n, n, (uint64_t)a.seed);
-    MaskStats r = mask_stats(&rm);
+    char err[512], rdesc[64] = "drawn";
     double reach[2][SW_MAX_DEPTH];
-    reach_of(&a, a.sparsity, n, reach[0]);
-    reach_of(&a, rdesc, n, reach[1]);
+    Mask m, rm;
+    if (a.ckpt) {
+        m = ckpt_mask(&a, 0, reach[0]);
+        rm = ckpt_mask(&a, 1, reach[1]);
+        a.sparsity = "checkpoint";
+    }
+    int n = a.hidden / a.block;
+    if (!a.ckpt) {
+        if (mask_check_desc(a.sparsity, n, n, err, sizeof err)) die("mask: %s", err);
+        m = mask_make(a.sparsity, n, n, (uint64_t)a.seed);
+        random_like(rdesc, sizeof rdesc, mask_count(&m), n);
+        rm = mask_make(rdesc, n, n, (uint64_t)a.seed);
+        reach_of(&a, a.sparsity, n, reach[0]);
+        reach_of(&a, rdesc, n, reach[1]);
+    }
+    MaskStats s = mask_stats(&m), r = mask_stats(&rm);
     if (a.json) print_json(&a, n, rdesc, &s, &r, reach);
     else print_table(&a, n, rdesc, &s, &r, reach);
     if (a.image) {

@@ -52,9 +52,7 @@ int cmd_prune(int argc, char **argv) {
     Model *from = model_load(in, "cpu", "fp32");
     Mask masks[SW_MAX_MASKS];
     model_prune_masks(from, from->params, density, masks);
-    Model *to = model_create_with_masks(&from->cfg, from->be, masks);
-    model_remap(from, from->params, to, to->params);
-    if (from->ema) model_remap(from, from->ema, to, to->ema);
+    Model *to = model_remask(from, masks);
     Ckpt c;
     ckpt_read(&c, in);
     int train = ckpt_find(&c, "state", 0) != NULL;

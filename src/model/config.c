@@ -12,7 +12,7 @@
 #include <strings.h>
 
 typedef enum { T_INT, T_LONG, T_DOUBLE, T_BOOL, T_STR, T_CHOICE } KeyType;
-typedef enum { R_ANY, R_POS, R_NONNEG, R_UNIT } Range;  // R_UNIT: [0, 1)
+typedef enum { R_ANY, R_POS, R_NONNEG, R_UNIT, R_DENSITY } Range;  // R_UNIT: [0, 1); R_DENSITY: (0, 1]
 
 typedef struct {
     const char *name;
@@ -62,6 +62,14 @@ static const Key keys[] = {
     KEY(weight_decay, T_DOUBLE, R_NONNEG, "0", "decoupled weight decay (AdamW)", NULL),
     KEY(grad_clip, T_DOUBLE, R_NONNEG, "1.0", "global gradient-norm clip (0 = off)", NULL),
     KEY(nan_policy, T_CHOICE, R_ANY, "stop", "on a non-finite loss: stop, or skip the step", "stop, skip"),
+    KEY(prune_to, T_DOUBLE, R_DENSITY, "1", "gradual pruning: the fraction of each matrix's drawn blocks kept from prune_end on, by smallest block norm on a cubic schedule (1 = off)", NULL),
+    KEY(prune_start, T_LONG, R_NONNEG, "0", "gradual pruning: the step it starts at", NULL),
+    KEY(prune_end, T_LONG, R_NONNEG, "0", "gradual pruning: the step it reaches prune_to at (after prune_start)", NULL),
+    KEY(prune_every, T_LONG, R_POS, "100", "gradual pruning: steps between prunings", NULL),
+    KEY(mask_update, T_CHOICE, R_ANY, "none", "learned masks at a fixed block count: every mask_update_every steps drop the smallest blocks and regrow as many at random (set) or where the gradient is largest (rigl)", "none, set, rigl"),
+    KEY(mask_update_every, T_LONG, R_POS, "100", "steps between mask updates", NULL),
+    KEY(mask_update_frac, T_DOUBLE, R_UNIT, "0.3", "fraction of each matrix's blocks a mask update moves, decaying as a cosine to 0 at mask_update_end", NULL),
+    KEY(mask_update_end, T_LONG, R_NONNEG, "0", "the step after which masks stay (0 = 3/4 of max_steps)", NULL),
     KEY(log_every, T_LONG, R_NONNEG, "10", "steps between progress lines (0 = none)", NULL),
     KEY(eval_every, T_LONG, R_NONNEG, "200", "steps between validation evals (0 = none)", NULL),
     KEY(eval_bytes, T_LONG, R_NONNEG, "0", "validation bytes per eval (0 = whole valid split)", NULL),
@@ -113,8 +121,8 @@ static const Key *find_key(const char *name, const char *where) {
 
 // What a key accepts, for error messages: "a positive integer", "one of cpu, cuda", ...
 static const char *expected(const Key *k, char *buf, size_t n) {
-    static const char *ints[] = {"an integer", "a positive integer", "a non-negative integer", ""};
-    static const char *reals[] = {"a finite number", "a number > 0", "a number >= 0", "a number in [0, 1)"};
+    static const char *ints[] = {"an integer", "a positive integer", "a non-negative integer", "", ""};
+    static const char *reals[] = {"a finite number", "a number > 0", "a number >= 0", "a number in [0, 1)", "a fraction in (0, 1]"};
     switch (k->type) {
     case T_INT:
     case T_LONG: return ints[k->range];
@@ -131,6 +139,7 @@ static int in_range(const Key *k, double v) {
     case R_POS: return v > 0;
     case R_NONNEG: return v >= 0;
     case R_UNIT: return v >= 0 && v < 1;
+    case R_DENSITY: return v > 0 && v <= 1;
     default: return 1;
     }
 }
@@ -342,6 +351,19 @@ static void check_mask(const Config *c, const char *key, const char *desc) {
             c->block_size, n);
 }
 
+// Gradual pruning needs a span; a mask update needs blocks missing from some mask.
+static void check_learned_masks(const Config *c) {
+    if (c->prune_to < 1 && c->prune_end <= c->prune_start)
+        die("prune_end = %ld: expected a step after prune_start = %ld (prune_to = %g prunes between them)",
+            c->prune_end, c->prune_start, c->prune_to);
+    if (!strcmp(c->mask_update, "none")) return;
+    int dense_x = !c->input_sparsity[0] || !strcmp(c->input_sparsity, "dense");
+    if (!strcmp(c->sparsity, "dense") && (dense_x || c->num_layers == 1 || !strcmp(c->cell, "mlstm")))
+        die("mask_update = %s: sparsity = dense leaves no block to regrow (expected a sparse mask, or mask_update = none)", c->mask_update);
+    if (c->mask_update_end && c->mask_update_end < c->mask_update_every)
+        die("mask_update_end = %ld: expected at least mask_update_every = %ld (no update would run)", c->mask_update_end, c->mask_update_every);
+}
+
 void config_validate(const Config *c) {
     if (c->block_size != 8 && c->block_size != 16 && c->block_size != 32)
         die("block_size = %d: expected 8, 16 or 32", c->block_size);
@@ -365,4 +387,5 @@ void config_validate(const Config *c) {
         die("depth = %d: expected 2 to %d (the mlstm's internal steps)", c->depth, SW_MAX_DEPTH);
     check_mask(c, "sparsity", c->sparsity);
     if (c->input_sparsity[0]) check_mask(c, "input_sparsity", c->input_sparsity);
+    check_learned_masks(c);
 }

@@ -34,6 +34,12 @@ typedef struct {
     long warmup_steps, max_steps;
     double beta1, beta2, adam_eps, weight_decay, grad_clip;
     char nan_policy[16];                 // stop | skip
+    // learned masks (src/train/train_masks.c)
+    double prune_to;                     // gradual pruning's final fraction of the drawn blocks (1 = off)
+    long prune_start, prune_end, prune_every;
+    char mask_update[16];                // none | set | rigl: drop and regrow blocks every mask_update_every steps
+    long mask_update_every, mask_update_end;
+    double mask_update_frac;             // fraction of blocks moved at step 0, decaying to 0 at mask_update_end
     // logging, evaluation, checkpoints
     long log_every, eval_every, eval_bytes, save_every;
     // data parallel (docs/MULTIGPU.md)

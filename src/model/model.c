@@ -18,6 +18,14 @@ static int is_mlstm(const Config *cfg) { return strcmp(cfg->cell, "mlstm") == 0;
 
 int model_masks_per_layer(const Config *cfg) { return 2 + (is_mlstm(cfg) ? cfg->depth : 0); }
 
+const Mask *model_layer_mask(const Model *m, int l, int k, const BsMat **w, size_t *off) {
+    const Layer *L = &m->layer[l];
+    const BsMat *wk = k == 0 ? &L->wh : k == 1 ? (L->sparse_x ? &L->wx : NULL) : &L->ws[k - 2];
+    if (w) *w = wk;
+    if (off) *off = k == 0 ? L->off_wh : k == 1 ? L->off_wx : L->off_ws[k - 2];
+    return !wk ? NULL : k == 0 ? &L->mask_h : k == 1 ? &L->mask_x : &L->mask_s[k - 2];
+}
+
 // Blocks of mask i (model_create_with_masks's order) of masks, or of a dense mask when NULL.
 static double mask_blocks(const Config *cfg, const Mask *masks, int i) {
     double nb = cfg->hidden_size / cfg->block_size;
@@ -176,7 +184,7 @@ static void init_params(Model *m, real *p) {
     init_uniform(p + m->off_wo, 256 * H, 1.0 / sqrt((double)H), &r);
 }
 
-Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask *masks) {
+Model *model_create_blank(const Config *cfg, const Backend *be, const Mask *masks) {
     Model *m = xcalloc(1, sizeof *m);
     m->cfg = *cfg;
     m->be = be;
@@ -202,17 +210,20 @@ Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask 
         if (L->sparse_x) be->bsmat_upload(&L->wx);
         for (int j = 0; j < m->D; j++) be->bsmat_upload(&L->ws[j]);
     }
-    real *host = xcalloc(m->nparams, sizeof(real));
-    init_params(m, host);
     m->params = be->alloc(m->nparams * sizeof(real));
     m->grads = be->alloc(m->nparams * sizeof(real));
     be->register_params(m->params, m->nparams);
+    if (cfg->ema > 0) m->ema = be->alloc(m->nparams * sizeof(real));
+    return m;
+}
+
+Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask *masks) {
+    Model *m = model_create_blank(cfg, be, masks);
+    real *host = xcalloc(m->nparams, sizeof(real));
+    init_params(m, host);
     be->to_device(m->params, host, m->nparams * sizeof(real));
     free(host);
-    if (cfg->ema > 0) {
-        m->ema = be->alloc(m->nparams * sizeof(real));
-        be->copy(m->ema, m->params, m->nparams * sizeof(real));
-    }
+    if (m->ema) be->copy(m->ema, m->params, m->nparams * sizeof(real));
     return m;
 }
 

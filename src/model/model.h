@@ -57,7 +57,14 @@ Model *model_create(const Config *cfg, const Backend *be);
 // (ignored for layer 0 and for mlstm layers), then for mlstm W_h0 .. W_h(D-1). The model keeps
 // copies. Used when loading checkpoints, which store their masks.
 Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask *masks);
+// The same with every parameter (and the moving average) zero, for a caller that fills them
+// (model_remask): it draws nothing.
+Model *model_create_blank(const Config *cfg, const Backend *be, const Mask *masks);
 int model_masks_per_layer(const Config *cfg);
+// Mask k of layer l in model_create_with_masks's order, with its matrix and its tensor's
+// offset (w, off may be NULL); NULL where the layer has none (the dense W_x of layer 0 and of
+// mlstm layers).
+const Mask *model_layer_mask(const Model *m, int l, int k, const BsMat **w, size_t *off);
 // The masks cfg draws (sparsity, input_sparsity, mask_seed) in that order; returns their count.
 // A checkpoint's masks differ from them once pruned.
 int model_draw_masks(const Config *cfg, Mask *masks);

@@ -78,8 +78,8 @@ static void put_mask(Buf *b, const Mask *mk) {
 // Mask k of layer l in the order of model_create_with_masks (absent W_x: an empty mask).
 static const Mask *layer_mask(const Model *m, int l, int k) {
     static const Mask none = {0, 0, NULL};
-    const Layer *L = &m->layer[l];
-    return k == 0 ? &L->mask_h : k == 1 ? (L->sparse_x ? &L->mask_x : &none) : &L->mask_s[k - 2];
+    const Mask *mk = model_layer_mask(m, l, k, NULL, NULL);
+    return mk ? mk : &none;
 }
 
 // The layer count, then every layer's masks (2 + depth for mlstm layers) back to back.

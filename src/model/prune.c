@@ -1,4 +1,4 @@
-// prune.c: block pruning by norm (prune.h).
+// prune.c: block pruning by norm, and remapping weights onto other masks (prune.h).
 #include "model/prune.h"
 #include <math.h>
 #include <stdlib.h>
@@ -6,49 +6,59 @@
 
 // The block-sparse matrix whose values start at offset off of m's parameters, or NULL.
 static const BsMat *bsmat_at(const Model *m, size_t off) {
-    for (int l = 0; l < m->L; l++) {
-        const Layer *L = &m->layer[l];
-        if (off == L->off_wh) return &L->wh;
-        if (L->sparse_x && off == L->off_wx) return &L->wx;
-        for (int j = 0; j < m->D; j++)
-            if (off == L->off_ws[j]) return &L->ws[j];
-    }
+    for (int l = 0; l < m->L; l++)
+        for (int k = 0; k < 2 + m->D; k++) {
+            const BsMat *w;
+            size_t o;
+            if (model_layer_mask(m, l, k, &w, &o) && o == off) return w;
+        }
     return NULL;
 }
 
-static const char *tensor_name_at(const Model *m, size_t off) {
+const char *model_mask_name(const Model *m, int l, int k) {
+    size_t off;
+    const BsMat *w;
+    model_layer_mask(m, l, k, &w, &off);
     for (int t = 0; t < m->ntensor; t++)
         if (m->tensor[t].off == off) return m->tensor[t].name;
     return "?";
 }
 
-// Mask k of layer l (model_create_with_masks's order), its matrix and its tensor's offset;
-// NULL where the layer has none (a dense W_x).
-static const Mask *layer_matrix(const Model *m, int l, int k, const BsMat **w, size_t *off) {
-    const Layer *L = &m->layer[l];
-    if (k == 0) return *w = &L->wh, *off = L->off_wh, &L->mask_h;
-    if (k == 1) return L->sparse_x ? (*w = &L->wx, *off = L->off_wx, &L->mask_x) : NULL;
-    return *w = &L->ws[k - 2], *off = L->off_ws[k - 2], &L->mask_s[k - 2];
-}
-
-// Squared norm of each mask block over its gate copies: norm[r * nc + c], 0 where absent.
-static double *block_norms(const BsMat *w, const Mask *mk, const real *vals) {
+double *model_block_norms(const Model *m, const real *vals, int l, int k) {
+    const BsMat *w;
+    size_t off;
+    const Mask *mk = model_layer_mask(m, l, k, &w, &off);
     double *norm = xcalloc((size_t)mk->nr * mk->nc, sizeof(double));
     long bb = (long)w->bs * w->bs;
-    for (int br = 0; br < w->nbr; br++)
-        for (int k = w->row_ptr[br]; k < w->row_ptr[br + 1]; k++) {
-            double s = 0;
-            for (long i = 0; i < bb; i++) s += (double)vals[k * bb + i] * vals[k * bb + i];
-            norm[(size_t)(br % mk->nr) * mk->nc + w->col_idx[k]] += s;
-        }
+    vals += off;
+    // Row r of every gate copy in one thread: the full masks of RigL hold hundreds of millions of values.
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int r = 0; r < mk->nr; r++)
+        for (int br = r; br < w->nbr; br += mk->nr)
+            for (int q = w->row_ptr[br]; q < w->row_ptr[br + 1]; q++) {
+                double s = 0;
+                for (long i = 0; i < bb; i++) s += (double)vals[q * bb + i] * vals[q * bb + i];
+                norm[(size_t)r * mk->nc + w->col_idx[q]] += s;
+            }
     return norm;
 }
 
-static const double *g_norm;  // qsort's key
+static _Thread_local const double *g_score;  // qsort's key (rank threads sort at once)
 static int larger_first(const void *a, const void *b) {
     long x = *(const long *)a, y = *(const long *)b;
-    if (g_norm[x] != g_norm[y]) return g_norm[x] > g_norm[y] ? -1 : 1;
+    if (g_score[x] != g_score[y]) return g_score[x] > g_score[y] ? -1 : 1;
     return x < y ? -1 : 1;
+}
+
+long *mask_order(const Mask *mk, const double *score, int present, long *cnt) {
+    size_t n = (size_t)mk->nr * mk->nc;
+    long *order = xmalloc(sizeof(long) * (n + 1));
+    *cnt = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!mk->m[i] == !present) order[(*cnt)++] = (long)i;
+    g_score = score;
+    qsort(order, (size_t)*cnt, sizeof(long), larger_first);
+    return order;
 }
 
 // Marks in keep[] the largest present block of each row (by == 1) or column (by == 0).
@@ -64,23 +74,15 @@ static void keep_best_of_lines(const Mask *mk, const double *norm, int by_row, u
     }
 }
 
-// The `want` largest blocks of mk, the best of every row and column among them.
-static Mask keep_largest(const Mask *mk, const double *norm, long want, const char *name, double density) {
+Mask mask_keep_largest(const Mask *mk, const double *norm, long want, long *floor) {
     size_t n = (size_t)mk->nr * mk->nc;
     Mask out = {mk->nr, mk->nc, xcalloc(n + 1, 1)};
     keep_best_of_lines(mk, norm, 1, out.m);
     keep_best_of_lines(mk, norm, 0, out.m);
-    long have = mask_count(&out);
-    if (have > want)
-        die("prune: density %g keeps %ld blocks of %s, fewer than its block rows and columns need (%ld: "
-            "each keeps at least one)", density, want, name, have);
-    long *order = xmalloc(sizeof(long) * n), cnt = 0;
-    for (size_t i = 0; i < n; i++)
-        if (mk->m[i]) order[cnt++] = (long)i;
-    g_norm = norm;
-    qsort(order, (size_t)cnt, sizeof(long), larger_first);
-    for (long k = 0; k < cnt && have < want; k++)
-        if (!out.m[order[k]]) out.m[order[k]] = 1, have++;
+    long have = *floor = mask_count(&out), cnt;
+    long *order = mask_order(mk, norm, 1, &cnt);
+    for (long q = 0; q < cnt && have < want; q++)
+        if (!out.m[order[q]]) out.m[order[q]] = 1, have++;
     free(order);
     return out;
 }
@@ -90,32 +92,34 @@ void model_prune_masks(const Model *m, const real *params, double density, Mask 
     int per = 2 + m->D;
     for (int l = 0; l < m->L; l++)
         for (int k = 0; k < per; k++) {
-            const BsMat *w;
-            size_t off;
-            const Mask *mk = layer_matrix(m, l, k, &w, &off);
+            const Mask *mk = model_layer_mask(m, l, k, NULL, NULL);
             Mask *o = &out[l * per + k];
             if (!mk) { *o = none; continue; }
-            double *norm = block_norms(w, mk, params + off);
-            long want = lround(density * (double)mask_count(mk));
-            *o = keep_largest(mk, norm, want > 0 ? want : 1, tensor_name_at(m, off), density);
+            double *norm = model_block_norms(m, params, l, k);
+            long want = lround(density * (double)mask_count(mk)), floor;
+            want = want > 0 ? want : 1;
+            *o = mask_keep_largest(mk, norm, want, &floor);
             free(norm);
+            if (floor > want)
+                die("prune: density %g keeps %ld blocks of %s, fewer than its block rows and columns need (%ld: "
+                    "each keeps at least one)", density, want, model_mask_name(m, l, k), floor);
         }
 }
 
 // Block (br, c) of w's CSR layout, or -1 if absent.
 static long find_block(const BsMat *w, int br, int c) {
-    for (int k = w->row_ptr[br]; k < w->row_ptr[br + 1]; k++)
-        if (w->col_idx[k] == c) return k;
+    for (int q = w->row_ptr[br]; q < w->row_ptr[br + 1]; q++)
+        if (w->col_idx[q] == c) return q;
     return -1;
 }
 
 static void remap_blocks(const BsMat *from, const real *src, const BsMat *to, real *dst) {
     long bb = (long)to->bs * to->bs;
     for (int br = 0; br < to->nbr; br++)
-        for (int k = to->row_ptr[br]; k < to->row_ptr[br + 1]; k++) {
-            long f = find_block(from, br, to->col_idx[k]);
-            if (f < 0) die("internal: prune's new mask holds a block the old one lacks");
-            memcpy(dst + k * bb, src + f * bb, sizeof(real) * (size_t)bb);
+        for (int q = to->row_ptr[br]; q < to->row_ptr[br + 1]; q++) {
+            long f = find_block(from, br, to->col_idx[q]);
+            if (f < 0) memset(dst + q * bb, 0, sizeof(real) * (size_t)bb);
+            else memcpy(dst + q * bb, src + f * bb, sizeof(real) * (size_t)bb);
         }
 }
 
@@ -126,4 +130,20 @@ void model_remap(const Model *from, const real *src, const Model *to, real *dst)
         if (wb) remap_blocks(wa, src + a->off, wb, dst + b->off);
         else memcpy(dst + b->off, src + a->off, sizeof(real) * b->n);
     }
+}
+
+void model_remap_backend(const Model *from, const real *src, const Model *to, real *dst) {
+    real *a = xmalloc(sizeof(real) * from->nparams), *b = xmalloc(sizeof(real) * to->nparams);
+    from->be->to_host(a, src, sizeof(real) * from->nparams);
+    model_remap(from, a, to, b);
+    to->be->to_device(dst, b, sizeof(real) * to->nparams);
+    free(a);
+    free(b);
+}
+
+Model *model_remask(const Model *m, const Mask *masks) {
+    Model *to = model_create_blank(&m->cfg, m->be, masks);
+    model_remap_backend(m, m->params, to, to->params);
+    if (m->ema) model_remap_backend(m, m->ema, to, to->ema);
+    return to;
 }

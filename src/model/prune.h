@@ -1,6 +1,7 @@
-// prune.h: block pruning of a trained model. Each block-sparse matrix keeps the blocks of
-// largest norm (the four gates of a W_h or W_x share one mask, so a block's norm is taken
-// over its four copies); every block row and column keeps at least one block.
+// prune.h: block pruning of a trained model, and a model moved onto other masks. Each
+// block-sparse matrix keeps the blocks of largest norm (the four gates of a W_h or W_x share
+// one mask, so a block's norm is taken over its four copies); every block row and column
+// keeps at least one block.
 #pragma once
 #include "model/model.h"
 
@@ -8,6 +9,22 @@
 // matrix's current blocks, at least one, from the weights params (host memory, m's layout).
 // Dies with a one-line message if density cannot keep a block in every row and column.
 void model_prune_masks(const Model *m, const real *params, double density, Mask *out);
-// dst (laid out for `to`) from src (laid out for `from`): the same config, the masks of `to`
-// a subset of those of `from`. Tensors are matched by name; block-sparse ones block by block.
+// Squared norms of the blocks of mask k of layer l over their gate copies, from vals (host
+// memory in m's layout: weights, or gradients): [nr * nc], 0 where absent. Caller frees.
+double *model_block_norms(const Model *m, const real *vals, int l, int k);
+// The `want` blocks of mk of largest norm, the largest of every row and column among them
+// whatever their rank: *floor gets how many those are, and the mask holds max(want, *floor).
+Mask mask_keep_largest(const Mask *mk, const double *norm, long want, long *floor);
+// The blocks of mk that are present (present = 1) or absent (0), by score, largest first,
+// ties to the lower index; *cnt gets their count. Caller frees.
+long *mask_order(const Mask *mk, const double *score, int present, long *cnt);
+// The name of the tensor of mask k of layer l ("l0.wh"), for messages.
+const char *model_mask_name(const Model *m, int l, int k);
+// dst (laid out for `to`) from src (laid out for `from`): the same config, other masks.
+// Tensors are matched by name; block-sparse ones block by block, blocks new in `to` zero.
+// Host memory.
 void model_remap(const Model *from, const real *src, const Model *to, real *dst);
+// The same from and into backend memory (n = from->nparams, to->nparams).
+void model_remap_backend(const Model *from, const real *src, const Model *to, real *dst);
+// m on other masks, on m's backend: its weights and moving average, blocks new to it zero.
+Model *model_remask(const Model *m, const Mask *masks);

@@ -143,6 +143,7 @@ static void setup(Trainer *tr) {
     tr->adam_v = be->alloc(tr->m->nparams * sizeof(real));
     if (tr->m->ema) tr->raw = be->alloc(tr->m->nparams * sizeof(real));
     tr->ts = (TrainState){.best_valid_bpc = INFINITY};
+    tr->masks_step = -1;
     rng_seed(&tr->ts.rng, (uint64_t)cfg->seed ^ 0x5eedULL);
     if (lead(tr) && mkdir_p(cfg->out_dir)) die("out_dir '%s': cannot create the directory", cfg->out_dir);
     int stale = lead(tr) ? af_remove_stale(cfg->out_dir) : 0;
@@ -187,9 +188,10 @@ static void use_average(Trainer *tr, int on) {
 // One optimizer step. Returns 0 when a non-finite step was skipped.
 static int train_step(Trainer *tr, StepStats *s) {
     const Config *cfg = &tr->cfg;
-    Model *m = tr->m;
     int T = cfg->seq_length;
-    if (stripes_next(&tr->st, tr->tok, tr->tgt)) acts_reset_state(m, tr->a);
+    if (stripes_next(&tr->st, tr->tok, tr->tgt)) acts_reset_state(tr->m, tr->a);
+    train_masks_update(tr);  // may move the trainer onto new masks: a new model and windows
+    Model *m = tr->m;
     m->be->zero(m->grads, m->nparams * sizeof(real));
     s->loss = model_forward(m, tr->a, tr->tok, tr->tgt, T);
     model_backward(m, tr->a, T);

@@ -24,6 +24,7 @@ typedef struct {
     TrainLog log;          // rank 0 only
     int skipped_in_row;    // consecutive non-finite steps skipped (nan_policy = skip)
     int stop;              // a signal reached some rank: every rank stops after this step
+    long masks_step;       // the step whose mask changes were made (train_masks.c), -1 before any
     // world > 1 (train_dist.c)
     DistPlan plan;
     int launched;          // buckets of this step's gradients already all-reduced
@@ -33,6 +34,10 @@ typedef struct {
 // The training run of the `train` verb: every rank of this process (train_ranks) sets up,
 // loops until the last step or a signal, and finishes. proto: config and options.
 void train_run(Trainer *proto);
+// Before the step after tr->ts.step: prunes the masks or moves some of their blocks where the
+// config's schedules say so, rebuilding tr->m, its Adam moments and windows on the new masks
+// (train_masks.c). Needs this step's window in tr->tok, tr->tgt and the carried state in tr->a.
+void train_masks_update(Trainer *tr);
 // Starts the ranks of this process and runs `run` on each: one in this thread alone; with
 // several processes (rank and world size from the launcher, dist_env) or gpus = N, joins
 // them through NCCL first, one thread and GPU per rank. Fills rank and world of each copy.

@@ -3,7 +3,7 @@
 // what one GPU trains (losses, validation bpc, final weights and carried state within fp32
 // tolerance); checkpoints resume across GPU counts; a killed rank ends its peer with an error
 // naming the rank; more GPUs than the machine has is a clear error; the mlstm cell (with EMA
-// weights) trains on 2 GPUs what it trains on one.
+// weights) trains on 2 GPUs what it trains on one; mask updates keep one mask on both ranks.
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -190,6 +190,25 @@ TEST(gpu_dist_mlstm_two_gpus_match_one) {
     snprintf(extra, sizeof extra, "%s --gpus=2", opts);
     CHECK_MSG(train(two, extra, out, sizeof out) == 0, "mlstm on 2 GPUs failed: %s", out);
     CHECK(matches("mlstm, gpus = 2", one, two));
+}
+
+// Data-parallel ranks keep one mask: RigL (its scores from the all-reduced full gradient) and
+// gradual pruning on 2 GPUs end on the masks of 1 GPU, with its weights.
+TEST(gpu_dist_mask_updates_two_gpus_match_one) {
+    if (!two_gpus()) return;
+    char out[16384], one[512], two[512], ca[600], cb[600], extra[512];
+    const char *opts = "--mask_update=rigl --mask_update_every=4 --mask_update_end=16 --prune_to=0.6 --prune_start=2 "
+                       "--prune_end=12 --prune_every=5";
+    snprintf(one, sizeof one, "%s", dir("masks1"));
+    snprintf(two, sizeof two, "%s", dir("masks2"));
+    CHECK_MSG(train(one, opts, out, sizeof out) == 0, "mask updates on 1 GPU failed: %s", out);
+    CHECK_MSG(strstr(out, "step 8: mask update (rigl) moved") && strstr(out, "step 12: pruned"), "%s", out);
+    snprintf(extra, sizeof extra, "%s --gpus=2", opts);
+    CHECK_MSG(train(two, extra, out, sizeof out) == 0, "mask updates on 2 GPUs failed: %s", out);
+    snprintf(ca, sizeof ca, "%s/latest.ckpt", one);
+    snprintf(cb, sizeof cb, "%s/latest.ckpt", two);
+    CHECK_MSG(ckpt_same_section(ca, cb, "masks"), "2 GPUs ended on other masks than 1 GPU");
+    CHECK(matches("mask updates, gpus = 2", one, two));
 }
 
 // Half the run on one GPU count, the rest on the other, from the latest checkpoint.

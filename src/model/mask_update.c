@@ -1,0 +1,100 @@
+// mask_update.c: schedules and new masks of gradual pruning and of SET/RigL (mask_update.h).
+#include "model/mask_update.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/rng.h"
+#include "model/prune.h"
+
+double prune_density_at(const Config *cfg, long t) {
+    if (t <= cfg->prune_start) return 1;
+    if (t >= cfg->prune_end) return cfg->prune_to;
+    double x = 1 - (double)(t - cfg->prune_start) / (double)(cfg->prune_end - cfg->prune_start);
+    return cfg->prune_to + (1 - cfg->prune_to) * x * x * x;
+}
+
+int prune_due(const Config *cfg, long t) {
+    if (cfg->prune_to >= 1 || t < cfg->prune_start || t > cfg->prune_end) return 0;
+    return (t - cfg->prune_start) % cfg->prune_every == 0 || t == cfg->prune_end;
+}
+
+long mask_update_end(const Config *cfg) {
+    return cfg->mask_update_end ? cfg->mask_update_end : 3 * cfg->max_steps / 4;
+}
+
+double mask_update_frac_at(const Config *cfg, long t) {
+    long end = mask_update_end(cfg);
+    if (!strcmp(cfg->mask_update, "none") || t <= 0 || t % cfg->mask_update_every || t >= end) return 0;
+    return cfg->mask_update_frac * 0.5 * (1 + cos(M_PI * (double)t / (double)end));
+}
+
+// out[i] = next(mask i of m, its block norms from params, i, arg) for every matrix of m, an
+// empty mask where m has none.
+typedef Mask (*NextMask)(const Mask *mk, const double *norm, int i, const void *arg);
+
+static void each_matrix(const Model *m, const real *params, NextMask next, const void *arg, Mask *out) {
+    int per = 2 + m->D;
+    for (int i = 0; i < per * m->L; i++) {
+        const Mask *mk = model_layer_mask(m, i / per, i % per, NULL, NULL);
+        if (!mk) { out[i] = (Mask){0, 0, NULL}; continue; }
+        double *norm = model_block_norms(m, params, i / per, i % per);
+        out[i] = next(mk, norm, i, arg);
+        free(norm);
+    }
+}
+
+typedef struct { const Mask *drawn; double density; } PruneArg;
+
+static Mask pruned(const Mask *mk, const double *norm, int i, const void *arg) {
+    const PruneArg *p = arg;
+    long want = lround(p->density * (double)mask_count(&p->drawn[i])), have = mask_count(mk), floor;
+    return mask_keep_largest(mk, norm, want < have ? want : have, &floor);
+}
+
+void mask_prune_gradual(const Model *m, const real *params, const Mask *drawn, double density, Mask *out) {
+    PruneArg p = {drawn, density};
+    each_matrix(m, params, pruned, &p, out);
+}
+
+// mk with its `want` smallest blocks dropped (sparing each row's and column's last) and as
+// many of its absent blocks of largest grow score added.
+static Mask move_blocks(const Mask *mk, const double *norm, const double *grow, long want) {
+    size_t n = (size_t)mk->nr * mk->nc;
+    Mask out = {mk->nr, mk->nc, memcpy(xmalloc(n + 1), mk->m, n)};
+    int *row = xcalloc((size_t)mk->nr + mk->nc, sizeof(int)), *col = row + mk->nr;
+    for (size_t i = 0; i < n; i++) row[i / mk->nc] += mk->m[i], col[i % mk->nc] += mk->m[i];
+    long cnt, nabs, dropped = 0;
+    long *kept = mask_order(mk, norm, 1, &cnt), *lacked = mask_order(mk, grow, 0, &nabs);
+    for (long q = cnt - 1; q >= 0 && dropped < want && dropped < nabs; q--) {
+        long i = kept[q];
+        int r = (int)(i / mk->nc), c = (int)(i % mk->nc);
+        if (row[r] == 1 || col[c] == 1) continue;
+        out.m[i] = 0, row[r]--, col[c]--, dropped++;
+    }
+    for (long q = 0; q < dropped; q++) out.m[lacked[q]] = 1;
+    free(kept);
+    free(lacked);
+    free(row);
+    return out;
+}
+
+typedef struct { double frac; double *const *grow; } MoveArg;
+
+static Mask moved(const Mask *mk, const double *norm, int i, const void *arg) {
+    const MoveArg *a = arg;
+    return move_blocks(mk, norm, a->grow[i], lround(a->frac * (double)mask_count(mk)));
+}
+
+void mask_move_blocks(const Model *m, const real *params, double frac, double *const *grow, Mask *out) {
+    MoveArg a = {frac, grow};
+    each_matrix(m, params, moved, &a, out);
+}
+
+double *mask_random_scores(const Mask *mk, long seed, long t, int i) {
+    size_t n = (size_t)mk->nr * mk->nc;
+    double *s = xmalloc(sizeof(double) * (n + 1));
+    Rng r;
+    rng_seed(&r, (uint64_t)seed ^ 0x5e7b10c5ULL ^ ((uint64_t)t << 8) ^ (uint64_t)i);
+    for (size_t q = 0; q < n; q++) s[q] = rng_uniform(&r);
+    return s;
+}
