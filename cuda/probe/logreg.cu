@@ -1,4 +1,4 @@
-// logreg.cu: the L2 probe solver's matrix products on the GPU (see src/probe/logreg_cuda.h).
+// logreg.cu: the probe solver's matrix products on the GPU (see src/probe/logreg_cuda.h).
 // E [n][d] row-major is, to cuBLAS, the column-major d x n matrix Et (ld = d).
 #include "ops/common.cuh"
 #include "probe/logreg_cuda.h"
@@ -11,6 +11,8 @@ struct LrCuda {
     double *hd;           // [d]
     double *V, *T, *Y;    // gram_times: [d][l], [n][l], [d][l] (allocated on first use)
     int l;
+    double *R, *H;        // lr_cuda_gram: [n][cap + 1], [(cap + 1)^2] (grown on use)
+    int *cols, cap;
 };
 
 LrCuda *lr_cuda_new(const LrSolver *s) {
@@ -38,6 +40,7 @@ void lr_cuda_free(LrCuda *g) {
     if (!g) return;
     cudaFree(g->E); cudaFree(g->vn); cudaFree(g->vd); cudaFree(g->hd);
     cudaFree(g->V); cudaFree(g->T); cudaFree(g->Y);
+    cudaFree(g->R); cudaFree(g->H); cudaFree(g->cols);
     cublasDestroy(g->blas);
     cudaStreamDestroy(g->st);
     free(g);
@@ -104,6 +107,34 @@ void lr_cuda_margins(LrCuda *g, const LrSolver *s, const double *w, double b, do
     e_times(g, s->n, s->d, g->vd, g->vn);
     down(g, z, g->vn, s->n);
     for (int i = 0; i < s->n; i++) z[i] += b;
+}
+
+// R [n][m + 1]: row i of E on cols, then 1, times sqrt(D_i).
+__global__ void gram_rows_kernel(double *R, const double *E, const int *cols, const double *D, int n, int d, int m) {
+    const long e = blockIdx.x * (long)blockDim.x + threadIdx.x, m1 = m + 1;
+    if (e >= n * m1) return;
+    const long i = e / m1, a = e % m1;
+    R[e] = sqrt(D[i]) * (a < m ? E[i * d + cols[a]] : 1.0);
+}
+
+void lr_cuda_gram(LrCuda *g, const LrSolver *s, const int *cols, int m, const double *D, double *H) {
+    const int n = s->n, m1 = m + 1;
+    if (m > g->cap || !g->R) {
+        cudaFree(g->R); cudaFree(g->H); cudaFree(g->cols);
+        g->cap = m > 2 * g->cap ? m : 2 * g->cap < s->d ? 2 * g->cap : s->d;
+        CUDA_CHECK(cudaMalloc(&g->R, (size_t)n * (g->cap + 1) * sizeof(double)));
+        CUDA_CHECK(cudaMalloc(&g->H, (size_t)(g->cap + 1) * (g->cap + 1) * sizeof(double)));
+        CUDA_CHECK(cudaMalloc(&g->cols, (size_t)(g->cap + 1) * sizeof(int)));
+    }
+    CUDA_CHECK(cudaMemcpyAsync(g->cols, cols, m * sizeof(int), cudaMemcpyHostToDevice, g->st));
+    up(g, g->vn, D, n);
+    const long total = (long)n * m1;
+    gram_rows_kernel<<<(unsigned)((total + 255) / 256), 256, 0, g->st>>>(g->R, g->E, g->cols, g->vn, n, s->d, m);
+    LAUNCH_CHECK();
+    // Row-major R is the column-major m1 x n matrix Rt: H = Rt Rt^T, symmetric, so either order.
+    const double one = 1, zero = 0;
+    CUBLAS_CHECK(cublasDgemm(g->blas, CUBLAS_OP_N, CUBLAS_OP_T, m1, m1, n, &one, g->R, m1, g->R, m1, &zero, g->H, m1));
+    down(g, H, g->H, (size_t)m1 * m1);
 }
 
 void lr_cuda_gram_times(LrCuda *g, const LrSolver *s, const real *V, int l, real *T, real *Y) {

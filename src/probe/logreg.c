@@ -262,7 +262,7 @@ double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m) { return 
 double logreg_fit_on(const LrSolver *s, LrCuda *gpu, Penalty pen, double C, LogReg *m) {
     Work k = {0};
     m->b -= centre_shift(s, m->w);
-    work_init(&k, s, pen, C, m, pen == PEN_L2 ? gpu : NULL);
+    work_init(&k, s, pen, C, m, gpu);
     double tol = logreg_tol(s, pen, C), viol, last = INFINITY;
     for (int it = 0;; it++) {
         viol = gradient(s, pen, C, m, &k);

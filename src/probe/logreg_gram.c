@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "probe/logreg_impl.h"
+#include "probe/logreg_cuda.h"
 
 #define GB 8                 // rows of R per pass over a block of H
 #define BLOCK_DOUBLES 32768  // a block of H rows fits in L2 (256 KB)
@@ -78,7 +78,11 @@ void hess_reserve(LrHess *hm, int m) {
 
 void hess_form(const LrSolver *s, Work *k) {
     LrHess *hm = k->hm;
-    gram_block(s, hm->cols, hm->m, k->D, hm->G);
+#ifdef SW_CUDA
+    if (k->gpu) lr_cuda_gram(k->gpu, s, hm->cols, hm->m, k->D, hm->G);
+    else
+#endif
+        gram_block(s, hm->cols, hm->m, k->D, hm->G);
     hm->Cg = k->C;
     hm->refresh = hm->factored = 0;
 }

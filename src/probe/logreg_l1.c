@@ -9,6 +9,7 @@
 #include "probe/logreg_impl.h"
 
 #define WS_ADD_MIN 32     // zero weights added to W per step: up to max(this, |W|)
+#define WS_KEEP 0.9       // a zero weight stays in W while its gradient's size is at least this
 
 typedef struct { double v; int j; } Cand;
 
@@ -36,8 +37,24 @@ static int grow_working_set(const LrSolver *s, Work *k) {
     return add;
 }
 
+// At a refresh, drops from W the zero weights whose gradient lies well inside [-1, 1]
+// (glmnet's shrinking): they stay zero, and each column of W costs the Hessian block
+// n (m + 1) multiply-adds. The KKT check runs over every column, so a dropped one that turns
+// violating joins again (grow_working_set).
+static void shrink_working_set(const double *w, Work *k) {
+    LrHess *hm = k->hm;
+    int m = 0;
+    for (int a = 0; a < hm->m; a++) {
+        int j = hm->cols[a];
+        if (w[j] == 0 && fabs(k->g[j]) < WS_KEEP) hm->in_w[j] = 0;
+        else hm->cols[m++] = j;
+    }
+    hm->m = m;
+}
+
 void newton_l1(const LrSolver *s, const double *w, Work *k, double tol) {
     LrHess *hm = k->hm;
+    if (hm->refresh) shrink_working_set(w, k);
     if (grow_working_set(s, k) || hm->refresh) hess_form(s, k);
     int m = hm->m, d = s->d;
     double *c = k->p, *u = k->q, *x = k->res;   // [m + 1] each (p, q, res: unused by L1)
