@@ -204,9 +204,9 @@ __global__ void __launch_bounds__(GEN_THREADS) gen_loop(GenLaunch a) {
     if (blockIdx.x == 0 && threadIdx.x < 4) a.rng_out[threadIdx.x] = rs[threadIdx.x];
 }
 
-// After gen_loop_ctas_per_sm with the same smem (it sets the kernel's shared memory limit).
 template <typename W>
 void gen_loop_launch(const GenLaunch &a, int grid, size_t smem) {
+    CUDA_CHECK(cudaFuncSetAttribute(gen_loop<W>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     launch_attr(attr_cooperative(), gen_loop<W>, dim3(grid), dim3(GEN_THREADS), smem, g_cuda.stream, a);
 }
 template void gen_loop_launch<float>(const GenLaunch &, int, size_t);
