@@ -80,7 +80,7 @@ void *gen_create_cuda(const GenArgs *a) {
     int dev = 0, optin = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    if (w->bs != 32 || w->ngates != 4 || w->rows != 4 * H || w->cols != H || gen_smem_bytes(H, 0, BF) > (size_t)optin)
+    if (w->bs != 32 || w->ngates != 4 || w->rows != 4 * H || w->cols != H || H > gen_max_units(g_cuda.nsm))
         return NULL;
     GenLoop *g = (GenLoop *)xcalloc(1, sizeof *g);
     *g = (GenLoop){.H = H, .bf = BF, .grid = g_cuda.nsm, .gate_rows = w->nbr, .bias = a->bias, .xtab = a->xtab, .bo = a->bo,
@@ -98,10 +98,10 @@ void *gen_create_cuda(const GenArgs *a) {
     g->row_ptr = upload_ints(pl.row_ptr, nrows + 1);
     g->row_piece = upload_ints(pl.row_piece, pl.npieces);
     // Resident where every CTA's span fits beside h and the draw's scratch, one CTA an SM.
-    g->smem = gen_smem_bytes(H, g->most_span, BF);
+    g->smem = gen_smem_bytes(H, pl.npieces, g->most_span, BF);
     g->resident = g->smem <= (size_t)optin && gen_loop_ctas_per_sm<W>(g->smem) >= 1;
-    if (!g->resident) g->smem = gen_smem_bytes(H, 0, BF);
-    const int fits = gen_loop_ctas_per_sm<W>(g->smem) >= 1;
+    if (!g->resident) g->smem = gen_smem_bytes(H, pl.npieces, 0, BF);
+    const int fits = g->smem <= (size_t)optin && gen_loop_ctas_per_sm<W>(g->smem) >= 1;
     g->part = (float *)cu_alloc(sizeof(float) * 32 * (size_t)(pl.npieces ? pl.npieces : 1));
     g->h = (float *)cu_alloc(sizeof(float) * 2 * (size_t)H);
     g->c = (float *)cu_alloc(sizeof(float) * (size_t)H);
@@ -131,7 +131,7 @@ void gen_run_cuda(void *gv, const int *feed, int nfeed, int nsample, uint64_t rn
     if (logits) grow((void **)&g->logits, &g->logits_n, (size_t)steps * 256, sizeof(float));
     CUDA_CHECK(cudaMemcpy(g->feed, feed, sizeof(int) * (size_t)nfeed, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemsetAsync(g->bar, 0, sizeof(unsigned long long), g_cuda.stream));
-    GenLaunch L = {g->H, g->gate_rows, steps, nfeed, nsample, g->par, g->wblk, g->cols, g->worker_ptr, g->piece_blk,
+    GenLaunch L = {g->H, g->gate_rows, g->npieces, steps, nfeed, nsample, g->par, g->wblk, g->cols, g->worker_ptr, g->piece_blk,
                    g->row_ptr, g->row_piece, g->cta_blk, g->resident, g->bias, g->xtab, g->bo, g->part, g->h, g->c,
                    g->bar, g->feed, g->temperature, g->top_p, g->top_k, {rng[0], rng[1], rng[2], rng[3]}, g->out,
                    logits ? g->logits : NULL, g->rng};

@@ -9,18 +9,22 @@
 // The draw's shared scratch: logits, then the candidates in the CPU's order (probability
 // descending, ties in byte order) and their running sums.
 struct GenScratch {
-    float logit[256];
-    double p[256], sp[256], cp[256], wsum[GEN_WARPS];
+    __align__(16) float logit[256];
+    double sp[256], cp[256], wsum[GEN_WARPS];
     int sid[256], first, pick;
     float wmax[GEN_WARPS];
     int warg[GEN_WARPS];
 };
 
-// h and the scratch, rounded up to 16 bytes: the resident blocks follow.
-__host__ __device__ inline size_t gen_head_bytes(int H) { return ((size_t)H * sizeof(float) + sizeof(GenScratch) + 15) / 16 * 16; }
+// h, the scratch and the piece lists (the rows' offsets, then their pieces), rounded up to
+// 16 bytes: the resident blocks follow.
+__host__ __device__ inline size_t gen_head_bytes(int H, int npieces) {
+    const int nrows = 4 * H / 32 + 8 + 1;
+    return ((size_t)H * sizeof(float) + sizeof(GenScratch) + sizeof(int) * (size_t)(nrows + npieces) + 15) / 16 * 16;
+}
 
-size_t gen_smem_bytes(int H, size_t resident_blocks, int bf) {
-    return gen_head_bytes(H) + resident_blocks * GEN_BLOCK * (bf ? sizeof(bf16) : sizeof(float));
+size_t gen_smem_bytes(int H, int npieces, size_t resident_blocks, int bf) {
+    return gen_head_bytes(H, npieces) + resident_blocks * GEN_BLOCK * (bf ? sizeof(bf16) : sizeof(float));
 }
 
 // Every CTA arrives, then waits until all have: a monotone counter (reset per launch), so
@@ -28,8 +32,7 @@ size_t gen_smem_bytes(int H, size_t resident_blocks, int bf) {
 __device__ inline void grid_barrier(unsigned long long *bar, unsigned long long target) {
     __syncthreads();
     if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(bar, 1ULL);
+        asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(bar) : "memory");
         unsigned long long v;
         do asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(bar) : "memory");
         while (v < target);
@@ -115,13 +118,16 @@ __device__ int gen_draw(GenScratch *sc, const GenLaunch &a, uint64_t *rs) {
     const int best = block_argmax(sc->logit[i], sc);
     if (a.temperature <= 0) return best;
     const double p = exp(((double)sc->logit[i] - (double)sc->logit[best]) / a.temperature);
-    sc->p[i] = p;
     if (i == 0) sc->first = 256, sc->pick = 256;
-    __syncthreads();
+    // Rank by logit, as exp keeps their order: float compares, four a shared load. Only
+    // logits whose p underflows to 0 can order otherwise than the CPU's p, and they are never drawn.
+    const float l = sc->logit[i];
     int rank = 0;
-    for (int j = 0; j < 256; j++) {
-        double q = sc->p[j];
-        rank += q > p || (q == p && j < i);
+#pragma unroll 8
+    for (int j = 0; j < 256; j += 4) {
+        const float4 q = *(const float4 *)&sc->logit[j];
+        rank += (q.x > l || (q.x == l && j < i)) + (q.y > l || (q.y == l && j + 1 < i)) +
+                (q.z > l || (q.z == l && j + 2 < i)) + (q.w > l || (q.w == l && j + 3 < i));
     }
     sc->sp[rank] = p;
     sc->sid[rank] = i;
@@ -140,23 +146,37 @@ __device__ int gen_draw(GenScratch *sc, const GenLaunch &a, uint64_t *rs) {
     return sc->sid[sc->pick < keep ? sc->pick : keep - 1];
 }
 
-// The cell for units j owned by this thread: z = xtab[tok] + bias + the gate rows' partial
-// sums in block order; c and h as lstm_fwd (its fast activations).
-__device__ void gen_cell(const GenLaunch &a, int tok, float *h_out) {
-    const int H = a.H;
-    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < H; j += gridDim.x * blockDim.x) {
-        float z[4];
+// The partial sums of block row `row` at offset o, in block order; loads 8 at a time, so
+// that a row's pieces cost about one L2 round trip rather than one each.
+__device__ inline float row_sum(const float *part, const int *rp, const int *rpc, int row, int o) {
+    float s = 0;
+    for (int q = rp[row]; q < rp[row + 1]; q += 8) {
+        float v[8];
 #pragma unroll
-        for (int g = 0; g < 4; g++) {
-            const int r = g * H + j, row = r / 32;
-            float s = a.xtab[(size_t)tok * 4 * H + r] + a.bias[r];
-            for (int q = a.row_ptr[row]; q < a.row_ptr[row + 1]; q++) s += __ldcg(a.part + a.row_piece[q] * 32 + r % 32);
-            z[g] = s;
-        }
-        const float c = sigm(z[1]) * a.c[j] + sigm(z[0]) * tnh(z[2]);
-        a.c[j] = c;
-        h_out[j] = sigm(z[3]) * tnh(c);
+        for (int u = 0; u < 8; u++) v[u] = q + u < rp[row + 1] ? __ldcg(part + rpc[q + u] * 32 + o) : 0.f;
+#pragma unroll
+        for (int u = 0; u < 8; u++) s += v[u];
     }
+    return s;
+}
+
+// A warp runs 8 units, lane g*8 + u holding gate g of unit u; j < 0: none (gen_max_units).
+__device__ inline int cell_unit(int H) {
+    const int j = (blockIdx.x * GEN_WARPS + threadIdx.x / 32) * 8 + threadIdx.x % 8;
+    return j < H ? j : -1;
+}
+
+// The cell once the byte is known: z = xtab[tok] + (bias + the row's sums, zr, read before
+// the draw); the gates meet in lanes u; c and h as lstm_fwd (its fast activations).
+__device__ void gen_cell(const GenLaunch &a, int j, float zr, int tok, float *h_out) {
+    const int lane = threadIdx.x % 32, u = lane % 8, r = (lane / 8) * a.H + j;
+    const float z = j >= 0 ? a.xtab[(size_t)tok * 4 * a.H + r] + zr : 0.f;
+    const float zi = __shfl_sync(0xffffffffu, z, u), zf = __shfl_sync(0xffffffffu, z, 8 + u);
+    const float zg = __shfl_sync(0xffffffffu, z, 16 + u), zo = __shfl_sync(0xffffffffu, z, 24 + u);
+    if (j < 0 || lane >= 8) return;
+    const float c = sigm(zf) * a.c[j] + sigm(zi) * tnh(zg);
+    a.c[j] = c;
+    h_out[j] = sigm(zo) * tnh(c);
 }
 
 template <typename W>
@@ -164,14 +184,20 @@ __global__ void __launch_bounds__(GEN_THREADS) gen_loop(GenLaunch a) {
     extern __shared__ __align__(16) unsigned char smem[];
     float *hs = (float *)smem;
     GenScratch *sc = (GenScratch *)(hs + a.H);
+    const int nrows = a.gate_rows + 8;
+    int *rp = (int *)(sc + 1), *rpc = rp + nrows + 1;  // the piece lists, read every step
+    for (int q = threadIdx.x; q <= nrows; q += blockDim.x) rp[q] = a.row_ptr[q];
+    for (int q = threadIdx.x; q < a.npieces; q += blockDim.x) rpc[q] = a.row_piece[q];
     const int warp = blockIdx.x * GEN_WARPS + threadIdx.x / 32, b0 = a.cta_blk[blockIdx.x];
     const W *wb = (const W *)a.wblk + (size_t)b0 * GEN_BLOCK;
     if (a.resident) {  // this CTA's span of blocks into shared memory, once for all steps
-        W *ws = (W *)(smem + gen_head_bytes(a.H));
+        W *ws = (W *)(smem + gen_head_bytes(a.H, a.npieces));
         const size_t n16 = (size_t)(a.cta_blk[blockIdx.x + 1] - b0) * GEN_BLOCK * sizeof(W) / 16;
         for (size_t q = threadIdx.x; q < n16; q += blockDim.x) ((uint4 *)ws)[q] = ((const uint4 *)wb)[q];
         wb = ws;
     }
+    const int j = cell_unit(a.H), r = (threadIdx.x % 32 / 8) * a.H + j;
+    const float bias = j >= 0 ? a.bias[r] : 0.f;
     uint64_t rs[4] = {a.rng[0], a.rng[1], a.rng[2], a.rng[3]};
     unsigned long long nbar = 0;
     int tok = a.feed[0];
@@ -184,10 +210,11 @@ __global__ void __launch_bounds__(GEN_THREADS) gen_loop(GenLaunch a) {
             piece_dot(wb + (size_t)(k - b0) * GEN_BLOCK, a.cols + k, a.piece_blk[p + 1] - k, hs, a.part + (size_t)p * 32);
         }
         grid_barrier(a.bar, ++nbar * gridDim.x);
+        // The cell's sums first: their loads overlap the logits' and the draw.
+        const float zr = j >= 0 && it < a.steps ? bias + row_sum(a.part, rp, rpc, r / 32, r % 32) : 0.f;
         if (it > 0) {  // the logits after step it - 1, then maybe the draw
-            const int i = threadIdx.x, row = a.gate_rows + i / 32;
-            float l = a.bo[i];
-            for (int q = a.row_ptr[row]; q < a.row_ptr[row + 1]; q++) l += __ldcg(a.part + a.row_piece[q] * 32 + i % 32);
+            const int i = threadIdx.x;
+            const float l = a.bo[i] + row_sum(a.part, rp, rpc, a.gate_rows + i / 32, i % 32);
             sc->logit[i] = l;
             if (a.logits && blockIdx.x == 0) a.logits[(size_t)(it - 1) * 256 + i] = l;
             __syncthreads();
@@ -198,7 +225,7 @@ __global__ void __launch_bounds__(GEN_THREADS) gen_loop(GenLaunch a) {
         }
         if (it == a.steps) break;
         if (it < a.nfeed) tok = a.feed[it];
-        gen_cell(a, tok, a.h + (size_t)((it + 1 + a.par) & 1) * a.H);
+        gen_cell(a, j, zr, tok, a.h + (size_t)((it + 1 + a.par) & 1) * a.H);
         grid_barrier(a.bar, ++nbar * gridDim.x);
     }
     if (blockIdx.x == 0 && threadIdx.x < 4) a.rng_out[threadIdx.x] = rs[threadIdx.x];

@@ -10,7 +10,7 @@ enum { GEN_THREADS = 256, GEN_WARPS = GEN_THREADS / 32, GEN_BLOCK = 32 * 32 };
 // lie in wblk in worker order, so that each CTA's blocks are one span, which it copies into
 // its shared memory when every CTA's span fits (resident) and reads from L2 otherwise.
 struct GenLaunch {
-    int H, gate_rows, steps, nfeed, nsample, par;  // par: which half of h holds the state
+    int H, gate_rows, npieces, steps, nfeed, nsample, par;  // par: which half of h holds the state
     const void *wblk;        // [nblk, 32, 32], float or bf16
     const int *cols;         // [nblk] block column
     const int *worker_ptr;   // [warps + 1] pieces per warp
@@ -31,8 +31,11 @@ struct GenLaunch {
     uint64_t *rng_out;
 };
 
-// Shared memory a CTA needs: h, the draw's scratch, and its resident blocks (0 when streamed).
-size_t gen_smem_bytes(int H, size_t resident_blocks, int bf);
+// Shared memory a CTA needs: h, the draw's scratch, the rows' piece lists (npieces), and its
+// resident blocks (0 when streamed).
+size_t gen_smem_bytes(int H, int npieces, size_t resident_blocks, int bf);
+// Units the cell phase covers: a warp runs 8 units' 4 gates, one pass.
+static inline int gen_max_units(int grid) { return grid * GEN_WARPS * 8; }
 // CTAs of the loop an SM holds with smem bytes of shared memory (0: the launch cannot run).
 template <typename W>
 int gen_loop_ctas_per_sm(size_t smem);
