@@ -7,10 +7,11 @@
 #include "base/rng.h"
 
 // The draw's shared scratch: logits, then the candidates in the CPU's order (probability
-// descending, ties in byte order) and their running sums.
+// descending, ties in byte order: the sort's exchange, each place's byte) and their running sums.
 struct GenScratch {
     __align__(16) float logit[256];
-    double sp[256], cp[256], wsum[GEN_WARPS];
+    unsigned long long key[256];
+    double cp[256], wsum[GEN_WARPS];
     int sid[256], first, pick;
     float wmax[GEN_WARPS];
     int warg[GEN_WARPS];
@@ -110,29 +111,43 @@ __device__ int block_argmax(float l, GenScratch *sc) {
     return best;
 }
 
+// Sorts the 256 candidates as sample_byte does (logit descending, as exp keeps their order;
+// ties in byte order; logits whose p underflows to 0 may order otherwise, and add nothing to
+// any sum): thread i ends holding the key of place i. Bitonic, on unique 40-bit keys
+// (the logit's bits made orderable, then 255 - byte); strides under 32 within a warp by shuffle.
+__device__ unsigned long long sort_candidates(float l, GenScratch *sc) {
+    const int i = threadIdx.x;
+    const unsigned b = __float_as_uint(l + 0.f);  // -0 as +0: they tie on the CPU
+    unsigned long long k = ((unsigned long long)(b & 0x80000000u ? ~b : b | 0x80000000u) << 8) | (unsigned)(255 - i);
+    for (int size = 2; size <= 256; size <<= 1)
+        for (int stride = size / 2; stride > 0; stride >>= 1) {
+            unsigned long long o;
+            if (stride < 32) o = __shfl_xor_sync(0xffffffffu, k, stride);
+            else {
+                sc->key[i] = k;
+                __syncthreads();
+                o = sc->key[i ^ stride];
+                __syncthreads();
+            }
+            // Descending within blocks whose bit `size` is clear: the lower place keeps the larger.
+            const bool lower = (i & stride) == 0, desc = (i & size) == 0;
+            k = lower == desc ? (k > o ? k : o) : (k < o ? k : o);
+        }
+    return k;
+}
+
 // sample_byte over sc->logit, thread i holding byte i; every thread draws from its own copy
 // of the generator, so all copies (in every CTA) stay equal. The sums run in another order
 // than the CPU's: a draw can differ only where u falls within rounding of a boundary.
 __device__ int gen_draw(GenScratch *sc, const GenLaunch &a, uint64_t *rs) {
     const int i = threadIdx.x;
-    const int best = block_argmax(sc->logit[i], sc);
-    if (a.temperature <= 0) return best;
-    const double p = exp(((double)sc->logit[i] - (double)sc->logit[best]) / a.temperature);
+    if (a.temperature <= 0) return block_argmax(sc->logit[i], sc);
+    const int id = 255 - (int)(sort_candidates(sc->logit[i], sc) & 0xff);  // place i's byte
+    sc->sid[i] = id;
     if (i == 0) sc->first = 256, sc->pick = 256;
-    // Rank by logit, as exp keeps their order: float compares, four a shared load. Only
-    // logits whose p underflows to 0 can order otherwise than the CPU's p, and they are never drawn.
-    const float l = sc->logit[i];
-    int rank = 0;
-#pragma unroll 8
-    for (int j = 0; j < 256; j += 4) {
-        const float4 q = *(const float4 *)&sc->logit[j];
-        rank += (q.x > l || (q.x == l && j < i)) + (q.y > l || (q.y == l && j + 1 < i)) +
-                (q.z > l || (q.z == l && j + 2 < i)) + (q.w > l || (q.w == l && j + 3 < i));
-    }
-    sc->sp[rank] = p;
-    sc->sid[rank] = i;
     __syncthreads();
-    const double cp = block_scan(sc->sp[i], sc);
+    const double p = exp(((double)sc->logit[id] - (double)sc->logit[sc->sid[0]]) / a.temperature);
+    const double cp = block_scan(p, sc);
     sc->cp[i] = cp;
     __syncthreads();
     const double sum = sc->cp[255];
@@ -146,16 +161,16 @@ __device__ int gen_draw(GenScratch *sc, const GenLaunch &a, uint64_t *rs) {
     return sc->sid[sc->pick < keep ? sc->pick : keep - 1];
 }
 
-// The partial sums of block row `row` at offset o, in block order; loads 8 at a time, so
+// The partial sums of block row `row` at offset o, in block order; loads 16 at a time, so
 // that a row's pieces cost about one L2 round trip rather than one each.
 __device__ inline float row_sum(const float *part, const int *rp, const int *rpc, int row, int o) {
     float s = 0;
-    for (int q = rp[row]; q < rp[row + 1]; q += 8) {
-        float v[8];
+    for (int q = rp[row]; q < rp[row + 1]; q += 16) {
+        float v[16];
 #pragma unroll
-        for (int u = 0; u < 8; u++) v[u] = q + u < rp[row + 1] ? __ldcg(part + rpc[q + u] * 32 + o) : 0.f;
+        for (int u = 0; u < 16; u++) v[u] = q + u < rp[row + 1] ? __ldcg(part + rpc[q + u] * 32 + o) : 0.f;
 #pragma unroll
-        for (int u = 0; u < 8; u++) s += v[u];
+        for (int u = 0; u < 16; u++) s += v[u];
     }
     return s;
 }

@@ -27,7 +27,7 @@ static void sample_usage(void) {
            "agree only as long as their logits pick the same bytes. A checkpoint trained with ema > 0\n"
            "samples from the weights' moving average unless --raw-weights.\n"
            "On the GPU, a one-layer lstm without layer norm samples in one launch per %d bytes (the\n"
-           "device loop); other models step op by op. -v names the path taken on stderr.\n", SAMPLE_CHUNK);
+           "device loop); other models step op by op. -v names the path taken and its times on stderr.\n", SAMPLE_CHUNK);
 }
 
 static int parse_sample_args(int argc, char **argv, SampleArgs *a) {
@@ -101,6 +101,7 @@ static void sample_device(Gen *g, const SampleArgs *a, const char *prime, size_t
 int cmd_sample(int argc, char **argv) {
     SampleArgs a;
     if (!parse_sample_args(argc, argv, &a)) return 0;
+    double t0 = now_sec();
     Model *m = model_load(a.ckpt, a.device ? a.device : "cpu", a.precision);
     if (!a.raw) model_use_ema(m);
     size_t plen = 0;
@@ -109,12 +110,17 @@ int cmd_sample(int argc, char **argv) {
     Rng rng;
     rng_seed(&rng, (uint64_t)a.seed);
     const char *why = NULL;
+    double t1 = now_sec();
     Gen *g = gen_open(m, &a.so, &why);
+    double t2 = now_sec();
     if (a.verbose) fprintf(stderr, "sample: %s\n", g ? gen_path(g) : "per-step ops");
     if (a.verbose && !g) fprintf(stderr, "sample: no device loop: %s\n", why);
     if (g) sample_device(g, &a, prime ? prime : a.prime, plen, &rng);
     else sample_steps(m, &a, prime ? prime : a.prime, plen, &rng);
     fflush(stdout);
+    if (a.verbose)
+        fprintf(stderr, "sample: checkpoint loaded in %.3f s, path set up in %.3f s, prime and %ld bytes in %.3f s\n",
+                t1 - t0, t2 - t1, a.n, now_sec() - t2);
     free(prime);
     gen_close(g);
     model_free(m);
