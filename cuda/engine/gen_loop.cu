@@ -136,8 +136,8 @@ __device__ unsigned long long sort_candidates(float l, GenScratch *sc) {
     return k;
 }
 
-// sample_byte over sc->logit, thread i holding byte i; every thread draws from its own copy
-// of the generator, so all copies (in every CTA) stay equal. The sums run in another order
+// sample_byte over sc->logit (thread i: byte i, then place i of the sorted candidates); every
+// thread draws from its own copy of the generator, so all copies (in every CTA) stay equal. The sums run in another order
 // than the CPU's: a draw can differ only where u falls within rounding of a boundary.
 __device__ int gen_draw(GenScratch *sc, const GenLaunch &a, uint64_t *rs) {
     const int i = threadIdx.x;
