@@ -304,7 +304,14 @@ TEST(sample_is_deterministic) {
     CHECK(same_bytes(a1, n1, a2, n2));
     CHECK(!same_bytes(a1, n1, a3, n3));
     CHECK(g1 == 50 && same_bytes(b1, g1, b2, g2));
-    free(a1); free(a2); free(a3); free(b1); free(b2);
+    // -v names the path on stderr (here in the same file: first, then the times after the
+    // text) and leaves the text as it was.
+    size_t nv;
+    char *v = sample_to(dir, "-n 50 -t 0 -s 1 -v", "gv", &nv);
+    const char *say = "sample: per-step ops\nsample: no device loop: the backend has no device loop\n";
+    CHECK(v && nv > strlen(say) + 50 && !memcmp(v, say, strlen(say)) && !memcmp(v + strlen(say), b1, 50));
+    CHECK(v && strstr(v + strlen(say) + 50, "sample: checkpoint loaded in "));
+    free(a1); free(a2); free(a3); free(b1); free(b2); free(v);
 }
 
 TEST(sigint_saves_checkpoint_and_exits_cleanly) {

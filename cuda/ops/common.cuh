@@ -203,6 +203,12 @@ void seq_fwd_cuda(void *s, int T);
 template <bool BF>
 void seq_bwd_cuda(void *s, int T);
 void seq_free_cuda(void *s);
+template <bool BF>
+void *gen_create_cuda(const GenArgs *a);  // the sampling loop (gen_host.cu)
+void gen_run_cuda(void *g, const int *feed, int nfeed, int nsample, uint64_t rng[4], unsigned char *out, float *logits);
+void gen_state_cuda(void *g, real *h, real *c);
+void gen_free_cuda(void *g);
+const char *gen_path_cuda(void *g);
 const char *seq_path_cuda(void *s);
 void replay_cuda(const void *owner, int key, int T, void (*body)(void *), void *ctx);
 void replay_forget_cuda(const void *owner);

@@ -13,18 +13,9 @@ void rng_seed(Rng *r, uint64_t seed) {
     for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+uint64_t rng_next(Rng *r) { return xoshiro_next(r->s); }
 
-uint64_t rng_next(Rng *r) {
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-double rng_uniform(Rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+double rng_uniform(Rng *r) { return xoshiro_uniform(r->s); }
 
 uint64_t rng_below(Rng *r, uint64_t n) {
     uint64_t limit = UINT64_MAX - UINT64_MAX % n;  // reject the biased tail

@@ -27,6 +27,7 @@ int cmd_bench(int argc, char **argv) {
 #include "ops/backend.h"
 #include "sparse/bsmat.h"
 #include "sparse/mask.h"
+#include "model/gen.h"
 #include "model/mlstm.h"
 #include "model/model.h"
 
@@ -319,8 +320,88 @@ static void bench_train(int only, const char *dtype, const char *cell) {
     }
 }
 
+// ---- sampling at batch 1 ----
+typedef struct {
+    int H;
+    const char *mask, *prec;
+    int steps;  // 1: the per-step ops (infer_step and the host's draw) in place of the device loop
+} SampleRow;
+
+// One row of bench --sample: a random-weight model, its device loop set up (setup ms: the
+// plan, the gather and layer 0's table, the start-up sample adds to a checkpoint's load),
+// then bytes drawn at temperature 1 (the draw sorts all 256 candidates, as sample_byte does).
+static void sample_row(const SampleRow *r, double l2_gbps) {
+    enum { WARM = 64, BYTES = 4000, STEP_BYTES = 200 };
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.hidden_size = r->H;
+    cfg.block_size = 32;
+    cfg.num_layers = 1;
+    snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", r->mask);
+    snprintf(cfg.device, sizeof cfg.device, "cuda");
+    snprintf(cfg.precision, sizeof cfg.precision, "%s", r->prec);
+    Model *m = model_create(&cfg, backend_cuda(r->prec));
+    const Layer *L = &m->layer[0];
+    const double mb = (double)(bsmat_nvals(&L->wh) + SW_VOCAB * (long)r->H) * (strcmp(r->prec, "bf16") ? 4 : 2) / 1e6;
+    SamplerOpts so = {1.0, 0, 1.0};
+    Rng rng;
+    rng_seed(&rng, 1);
+    double t0 = now_sec(), setup = 0, secs;
+    const char *path = "steps";
+    int feed = '\n';
+    if (r->steps) {
+        Infer *s = infer_create(m, 1, 0);
+        float logits[256];
+        infer_step(m, s, &feed, 1, logits);
+        t0 = now_sec();
+        for (int i = 0; i < STEP_BYTES; i++) {
+            int b = sample_byte(logits, &so, &rng);
+            infer_step(m, s, &b, 1, logits);
+        }
+        secs = (now_sec() - t0) / STEP_BYTES;
+        infer_free(m, s);
+    } else {
+        Gen *g = gen_open(m, &so, NULL);
+        if (!g) die("bench --sample: H = %d %s %s has no device loop", r->H, r->mask, r->prec);
+        setup = 1e3 * (now_sec() - t0);
+        path = strstr(gen_path(g), "shared memory") ? "loop, smem" : "loop, L2";
+        unsigned char *out = xmalloc(BYTES);
+        gen_draw(g, &feed, 1, WARM, &rng, out);
+        feed = out[WARM - 1];
+        t0 = now_sec();
+        gen_draw(g, &feed, 1, BYTES, &rng, out);
+        secs = (now_sec() - t0) / BYTES;
+        free(out);
+        gen_close(g);
+    }
+    const double l2us = mb * 1e6 / (l2_gbps * 1e9) * 1e6;
+    printf("| %5d | %-11s | %5.1f%% | %s | %7.1f | %-10s | %6.0f | %7.2f | %8.0f | %6.2f | %5.1f |\n", r->H, r->mask,
+           100 * mask_stats(&L->mask_h).density, r->prec, mb, path, setup, secs * 1e6, 1 / secs, l2us, secs * 1e6 / l2us);
+    fflush(stdout);
+    model_free(m);
+}
+
+static void bench_sample(void) {
+    char dev[256];
+    size_t l2;
+    cb_device(dev, sizeof dev, &l2);
+    const double l2g = cb_l2_gbps(l2);
+    printf("device: %s; L2 read: %.0f GB/s\nsampling at batch 1 (1 layer, E = 64, block 32, temperature 1): one "
+           "launch of 4000 bytes after 64; weights = W_h + W_o; L2 us = weights / L2 read; x L2 = us per byte / L2 us\n\n",
+           dev, l2g);
+    printf("| H | W_h mask | density | dtype | weights MB | path | setup ms | us/byte | bytes/s | L2 us | x L2 |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    static const SampleRow rows[] = {
+        {4096, "ba_4", "bf16", 1}, {4096, "ba_4", "bf16", 0}, {4096, "ba_4", "fp32", 0},
+        {4096, "dense", "bf16", 0}, {4096, "random_0.5", "bf16", 0}, {4096, "random_0.25", "bf16", 0},
+        {4096, "random_0.1", "bf16", 0}, {4096, "random_0.05", "bf16", 0}, {8192, "ba_7", "bf16", 0},
+        {512, "random_0.05", "bf16", 0},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) sample_row(&rows[i], l2g);
+}
+
 static void bench_usage(void) {
-    printf("usage: swlstm bench [--train] [--bs 8|16|32] [--density D] [--dtype fp32|bf16]\n"
+    printf("usage: swlstm bench [--train | --sample] [--bs 8|16|32] [--density D] [--dtype fp32|bf16]\n"
            "  (default) block-sparse kernel table vs cuBLAS and cuSPARSE; --bs, --density and --dtype\n"
            "            keep only the matching rows (block 32 runs densities 1 0.5 0.25 0.1 0.05 0.02;\n"
            "            blocks 8 and 16 run 0.1)\n"
@@ -329,17 +410,20 @@ static void bench_usage(void) {
            "            dense H=2048 and ba_7 H=8192, per-step ops issued one by one and replayed\n"
            "  --hidden H, --dtype D, --cell C  with --train: only the rows of this hidden size, this\n"
            "            precision, this cell (lstm or mlstm)\n"
+           "  --sample  sampling at batch 1: bytes/s of the device loop for H=4096 at 100/50/25/10/5%% of\n"
+           "            blocks and ba_4 (bf16; ba_4 also fp32 and op by op), H=8192 ba_7, H=512 (the floor)\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n");
 }
 
 int cmd_bench(int argc, char **argv) {
     if (wants_probe(argc, argv)) return bench_probe(argc, argv);
-    int train = 0, only = 0;
+    int train = 0, only = 0, sample = 0;
     const char *cell = NULL;
     KFilter f = {0, 0, NULL};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--train")) train = 1;
+        else if (!strcmp(o, "--sample")) sample = 1;
         else if (!strcmp(o, "--hidden") && v) only = (int)parse_long("bench --hidden", argv[++i], 32, 1 << 20);
         else if (!strcmp(o, "--cell") && v) {
             cell = argv[++i];
@@ -357,7 +441,8 @@ int cmd_bench(int argc, char **argv) {
             else die("bench --dtype %s: expected fp32 or bf16", v);
         } else die("bench: unknown option '%s' (see swlstm bench --help)", o);
     }
-    if (train) bench_train(only, f.dtype, cell);
+    if (sample) bench_sample();
+    else if (train) bench_train(only, f.dtype, cell);
     else bench_kernels(&f);
     return 0;
 }

@@ -3,22 +3,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model/model_io.h"
+#include "model/gen.h"
 #include "model/sampler.h"
 #include "cli/verbs.h"
+
+// Bytes the device loop draws per launch: each launch's bytes reach stdout together.
+#define SAMPLE_CHUNK 4096
 
 typedef struct {
     const char *ckpt, *prime, *prime_file, *device, *precision;
     long n, seed;
-    int raw;
+    int raw, verbose;
     SamplerOpts so;
 } SampleArgs;
 
 static void sample_usage(void) {
     printf("usage: swlstm sample CKPT [-n LEN] [-t TEMP] [--top-k K] [--top-p P]\n"
-           "                    [-i PRIME | --prime-file F] [-s SEED] [--device cpu|cuda] [--raw-weights]\n"
+           "                    [-i PRIME | --prime-file F] [-s SEED] [--device cpu|cuda] [--precision P]\n"
+           "                    [--raw-weights] [-v]\n"
            "Streams the prime and then LEN sampled bytes (default 500) to stdout, unfiltered.\n"
-           "TEMP 0 is greedy; the same SEED gives the same text. A checkpoint trained with ema > 0\n"
-           "samples from the weights' moving average unless --raw-weights.\n");
+           "TEMP 0 is greedy. The same SEED on the same device and precision gives the same text; the\n"
+           "CPU and the GPU round differently (bf16 weights on the GPU by far the most), so their texts\n"
+           "agree only as long as their logits pick the same bytes. A checkpoint trained with ema > 0\n"
+           "samples from the weights' moving average unless --raw-weights.\n"
+           "On the GPU, a one-layer lstm without layer norm samples in one launch per %d bytes (the\n"
+           "device loop); other models step op by op. -v names the path taken and its times on stderr.\n", SAMPLE_CHUNK);
 }
 
 static int parse_sample_args(int argc, char **argv, SampleArgs *a) {
@@ -27,6 +36,7 @@ static int parse_sample_args(int argc, char **argv, SampleArgs *a) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) { sample_usage(); return 0; }
         if (!strcmp(o, "--raw-weights")) { a->raw = 1; continue; }
+        if (!strcmp(o, "-v") || !strcmp(o, "--verbose")) { a->verbose = 1; continue; }
         if (o[0] != '-' && !a->ckpt) { a->ckpt = o; continue; }
         if (!v) die("sample: option '%s' needs a value (see swlstm sample --help)", o);
         i++;
@@ -55,29 +65,64 @@ static void feed_prime(Model *m, Infer *s, const char *prime, size_t len, float 
     fwrite(prime, 1, len, stdout);
 }
 
+// The per-step path: infer_step and sample_byte on the host, a byte at a time.
+static void sample_steps(Model *m, const SampleArgs *a, const char *prime, size_t plen, Rng *rng) {
+    Infer *s = infer_create(m, 1, 0);
+    float logits[256];
+    if (plen) feed_prime(m, s, prime, plen, logits);
+    else infer_step(m, s, &(int){'\n'}, 1, logits);  // no prime: start as after a newline
+    for (long i = 0; i < a->n; i++) {
+        int b = sample_byte(logits, &a->so, rng);
+        putchar(b);
+        if (b == '\n') fflush(stdout);
+        if (i + 1 < a->n) infer_step(m, s, &b, 1, logits);
+    }
+    infer_free(m, s);
+}
+
+// The device loop: the prime (or a newline) fed, then SAMPLE_CHUNK bytes a launch, each
+// launch feeding first the byte the one before drew last.
+static void sample_device(Gen *g, const SampleArgs *a, const char *prime, size_t plen, Rng *rng) {
+    if (plen > INT_MAX) die("sample: a prime of %zu bytes; the device loop takes at most %d", plen, INT_MAX);
+    int nfeed = plen ? (int)plen : 1, *feed = xmalloc(sizeof(int) * (size_t)nfeed);
+    for (int i = 0; i < nfeed; i++) feed[i] = plen ? (unsigned char)prime[i] : '\n';
+    fwrite(prime, 1, plen, stdout);
+    unsigned char out[SAMPLE_CHUNK];
+    for (long done = 0; done < a->n;) {
+        int k = a->n - done < SAMPLE_CHUNK ? (int)(a->n - done) : SAMPLE_CHUNK;
+        gen_draw(g, feed, nfeed, k, rng, out);
+        fwrite(out, 1, (size_t)k, stdout);
+        fflush(stdout);
+        feed[0] = out[k - 1], nfeed = 1, done += k;
+    }
+    free(feed);
+}
+
 int cmd_sample(int argc, char **argv) {
     SampleArgs a;
     if (!parse_sample_args(argc, argv, &a)) return 0;
+    double t0 = now_sec();
     Model *m = model_load(a.ckpt, a.device ? a.device : "cpu", a.precision);
     if (!a.raw) model_use_ema(m);
     size_t plen = 0;
     char *prime = a.prime_file ? read_text_file(a.prime_file, &plen, "prime file") : NULL;
     if (a.prime) plen = strlen(a.prime);
-    Infer *s = infer_create(m, 1, 0);
-    float logits[256];
-    if (plen) feed_prime(m, s, prime ? prime : a.prime, plen, logits);
-    else infer_step(m, s, &(int){'\n'}, 1, logits);  // no prime: start as after a newline
     Rng rng;
     rng_seed(&rng, (uint64_t)a.seed);
-    for (long i = 0; i < a.n; i++) {
-        int b = sample_byte(logits, &a.so, &rng);
-        putchar(b);
-        if (b == '\n') fflush(stdout);
-        if (i + 1 < a.n) infer_step(m, s, &b, 1, logits);
-    }
+    const char *why = NULL;
+    double t1 = now_sec();
+    Gen *g = gen_open(m, &a.so, &why);
+    double t2 = now_sec();
+    if (a.verbose) fprintf(stderr, "sample: %s\n", g ? gen_path(g) : "per-step ops");
+    if (a.verbose && !g) fprintf(stderr, "sample: no device loop: %s\n", why);
+    if (g) sample_device(g, &a, prime ? prime : a.prime, plen, &rng);
+    else sample_steps(m, &a, prime ? prime : a.prime, plen, &rng);
     fflush(stdout);
+    if (a.verbose)
+        fprintf(stderr, "sample: checkpoint loaded in %.3f s, path set up in %.3f s, prime and %ld bytes in %.3f s\n",
+                t1 - t0, t2 - t1, a.n, now_sec() - t2);
     free(prime);
-    infer_free(m, s);
+    gen_close(g);
     model_free(m);
     return 0;
 }

@@ -10,6 +10,7 @@
 // - Everything is deterministic: the same inputs give the same bits.
 #pragma once
 #include <stddef.h>
+#include <stdint.h>
 #include "sparse/bsmat.h"
 #include "base/common.h"
 #ifdef __cplusplus
@@ -35,6 +36,19 @@ typedef struct {
     const int *tok;
     int persistent;  // 1: one persistent launch per direction where it applies, not a kernel per time step
 } SeqArgs;
+
+// A one-layer plain LSTM's sampling loop (batch 1), for the backend's gen_* ops: layer 0's
+// input is row `byte` of xtab (model.h input_table), then the recurrence, the head, the draw
+// with temperature, top-k and top-p (src/model/sampler.c), and the drawn byte's row next.
+typedef struct {
+    int H;
+    const BsMat *wh;                      // [4H, H], gates i, f, g, o
+    const real *wh_vals, *bias;           // bias [4H]
+    const real *xtab;                     // [256, 4H]
+    const real *wo, *bo;                  // the head: [256, H] and [256]
+    double temperature, top_p;
+    int top_k;
+} GenArgs;
 
 typedef struct Backend {
     const char *name;  // "cpu" or "cuda"
@@ -104,6 +118,19 @@ typedef struct Backend {
     void (*seq_bwd)(void *s, int T);
     void (*seq_free)(void *s);
     const char *(*seq_path)(void *s);  // how the engine runs the window, in words (the training log)
+    // ---- the sampling loop on the device ----
+    // gen_create returns a handle with a zero state, or NULL where this backend or shape has
+    // no device loop (the caller then samples with infer_step). gen_run feeds the host bytes
+    // feed[0..nfeed) (nfeed >= 1), then draws nsample bytes into out, feeding back every drawn
+    // byte but the last; rng (rng.h) is drawn from and advanced as sample_byte would. logits
+    // (NULL: not kept) receives the host logits after each step that ran: nfeed + nsample - 1
+    // rows, nfeed without draws. gen_state copies the state (h, c: host [H] each) out.
+    void *(*gen_create)(const GenArgs *a);
+    void (*gen_run)(void *g, const int *feed, int nfeed, int nsample, uint64_t rng[4], unsigned char *out,
+                    float *logits);
+    void (*gen_state)(void *g, real *h, real *c);
+    void (*gen_free)(void *g);
+    const char *(*gen_path)(void *g);  // how the loop runs, in words (sample -v, bench --sample)
     // ---- a window's ops in one launch (the mlstm's steps) ----
     // replay runs body(ctx), whose ops must be the same on the same buffers at every call with
     // the same (owner, key, T): the backend may record them once and replay the record (the
