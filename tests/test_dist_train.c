@@ -1,7 +1,9 @@
 // test_dist_train.c: what data-parallel ranks rely on, checked on the CPU: the backward hook
-// reports only final gradients, a rank resumes its rows of the carried state, and ranks that
-// evaluate their shares of the stripes add up to the one-rank evaluation (LSTM and mlstm).
+// reports only final gradients, two ranks' gradients average to the one-rank gradient, a
+// rank resumes its rows of the carried state, and ranks that evaluate their shares of the
+// stripes add up to the one-rank evaluation (LSTM and mlstm).
 #ifndef SW_DOUBLE
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "train/dist.h"
@@ -82,6 +84,50 @@ static void check_hook(const char *cell) {
 
 TEST(dist_backward_hook_reports_final_gradients) { check_hook("lstm"); }
 TEST(dist_backward_hook_reports_final_gradients_mlstm) { check_hook("mlstm"); }
+
+// The window's rows b of step t as two ranks hold them: rank r has rows [r*B/2, (r+1)*B/2).
+static void rank_rows(const int *all, int *mine, int r) {
+    for (int t = 0; t < T; t++) memcpy(mine + t * B / 2, all + t * B + r * B / 2, B / 2 * sizeof(int));
+}
+
+// The mean of two half-batch gradients (each rank's, before the all-reduce) is the full
+// batch's, every tensor to rounding: the byte tables' sums by byte included.
+static void check_rank_grads(const char *cell) {
+    Model *m = model_of(cell);
+    Acts *all = acts_create(m, B, T), *half = acts_create(m, B / 2, T);
+    uint8_t *text = text_of(LEN);
+    int tok[B * T], tgt[B * T], mt[B * T / 2], mg[B * T / 2];
+    window(text, tok, tgt);
+    size_t n = m->nparams;
+    real *want = malloc(n * sizeof(real)), *mean = calloc(n, sizeof(real));
+    memset(m->grads, 0, n * sizeof(real));
+    model_forward(m, all, tok, tgt, T);
+    model_backward(m, all, T);
+    memcpy(want, m->grads, n * sizeof(real));
+    for (int r = 0; r < 2; r++) {
+        rank_rows(tok, mt, r);
+        rank_rows(tgt, mg, r);
+        memset(m->grads, 0, n * sizeof(real));
+        model_forward(m, half, mt, mg, T);
+        model_backward(m, half, T);
+        for (size_t i = 0; i < n; i++) mean[i] += m->grads[i] / 2;
+    }
+    for (int k = 0; k < m->ntensor; k++) {
+        const ParamTensor *p = &m->tensor[k];
+        double err = 0, big = 0;
+        for (size_t i = p->off; i < p->off + p->n; i++) err = fmax(err, fabs(mean[i] - want[i])), big = fmax(big, fabs(want[i]));
+        CHECK_MSG(err <= 1e-5 * big, "%s %s: ranks' mean gradient off by %g (largest %g)", cell, p->name, err, big);
+    }
+    free(want);
+    free(mean);
+    free(text);
+    acts_free(m, all);
+    acts_free(m, half);
+    model_free(m);
+}
+
+TEST(dist_rank_gradients_average_to_one_rank) { check_rank_grads("lstm"); }
+TEST(dist_rank_gradients_average_to_one_rank_mlstm) { check_rank_grads("mlstm"); }
 
 static void load_wrong_rows(void *path) {
     Model *m = small_model();
