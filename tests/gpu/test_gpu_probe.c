@@ -74,60 +74,70 @@ TEST(gpu_logreg_gram_block_matches_cpu) {
     free(X);
 }
 
-TEST(gpu_logreg_l1_path_matches_cpu) {
-    float *X = malloc(sizeof(float) * N * D);
+// One problem set up twice: a CPU solver, and one whose products run on the GPU.
+typedef struct {
+    float *X;
     int y[N], idx[N];
-    correlated_rows(X, y, N, D, 31);
-    for (int i = 0; i < N; i++) idx[i] = i;
-    LrSet t = {X, D, y, idx, N};
-    LrSolver *cpu = lr_solver_new(&t), *gs = lr_solver_new(&t);
-    LrCuda *g = lr_cuda_new(gs);
+    LrSet t;
+    LrSolver *cpu, *gs;
+    LrCuda *g;
+} Twins;
+
+static void twins_open(Twins *w) {
+    w->X = malloc(sizeof(float) * N * D);
+    correlated_rows(w->X, w->y, N, D, 31);
+    for (int i = 0; i < N; i++) w->idx[i] = i;
+    w->t = (LrSet){w->X, D, w->y, w->idx, N};
+    w->cpu = lr_solver_new(&w->t);
+    w->gs = lr_solver_new(&w->t);
+    w->g = lr_cuda_new(w->gs);
+}
+
+static void twins_close(Twins *w) {
+    lr_cuda_free(w->g);
+    lr_solver_free(w->cpu);
+    lr_solver_free(w->gs);
+    free(w->X);
+}
+
+TEST(gpu_logreg_l1_path_matches_cpu) {
+    Twins w;
+    twins_open(&w);
     LogReg a, b;
-    logreg_init(&a, cpu);
-    logreg_init(&b, gs);
+    logreg_init(&a, w.cpu);
+    logreg_init(&b, w.gs);
     for (int k = 0; k < PROBE_NC; k++) {
-        double va = logreg_fit(cpu, PEN_L1, probe_C(k), &a), vb = logreg_fit_on(gs, g, PEN_L1, probe_C(k), &b);
-        double tol = logreg_tol(cpu, PEN_L1, probe_C(k));
+        double va = logreg_fit(w.cpu, PEN_L1, probe_C(k), &a), vb = logreg_fit_on(w.gs, w.g, PEN_L1, probe_C(k), &b);
+        double tol = logreg_tol(w.cpu, PEN_L1, probe_C(k));
         CHECK_MSG(va <= tol && vb <= tol, "C=2^%d: KKT violations %g, %g (tol %g)", k - 8, va, vb, tol);
         // Both meet the tolerance; on columns this correlated, the optima they reach may
         // differ in a weight or two near zero, not in what they predict.
         long na = logreg_nonzero(&a, PEN_L1), nb = logreg_nonzero(&b, PEN_L1);
-        int ca = logreg_correct(&a, &t), cb = logreg_correct(&b, &t);
+        int ca = logreg_correct(&a, &w.t), cb = logreg_correct(&b, &w.t);
         CHECK_MSG(labs(na - nb) <= 2 && abs(ca - cb) <= 2, "C=2^%d: non-zero %ld vs %ld, correct %d vs %d", k - 8, na, nb, ca, cb);
     }
     logreg_free(&a);
     logreg_free(&b);
-    lr_cuda_free(g);
-    lr_solver_free(cpu);
-    lr_solver_free(gs);
-    free(X);
+    twins_close(&w);
 }
 
 TEST(gpu_logreg_l2_path_matches_cpu) {
-    float *X = malloc(sizeof(float) * N * D);
-    int y[N], idx[N];
-    correlated_rows(X, y, N, D, 31);
-    for (int i = 0; i < N; i++) idx[i] = i;
-    LrSet t = {X, D, y, idx, N};
-    LrSolver *cpu = lr_solver_new(&t), *gs = lr_solver_new(&t);
-    LrCuda *g = lr_cuda_new(gs);
-    lr_solver_precondition(cpu, NULL);
-    lr_solver_precondition(gs, g);
+    Twins w;
+    twins_open(&w);
+    lr_solver_precondition(w.cpu, NULL);
+    lr_solver_precondition(w.gs, w.g);
     LogReg a, b;
-    logreg_init(&a, cpu);
-    logreg_init(&b, gs);
+    logreg_init(&a, w.cpu);
+    logreg_init(&b, w.gs);
     for (int k = 0; k < PROBE_NC; k++) {
-        double va = logreg_fit(cpu, PEN_L2, probe_C(k), &a), vb = logreg_fit_on(gs, g, PEN_L2, probe_C(k), &b);
+        double va = logreg_fit(w.cpu, PEN_L2, probe_C(k), &a), vb = logreg_fit_on(w.gs, w.g, PEN_L2, probe_C(k), &b);
         double dw = fmax(max_diff(a.w, b.w, D), fabs(a.b - b.b));
         CHECK_MSG(dw < 1e-6, "C=2^%d: weights differ by %g (KKT violations %g, %g)", k - 8, dw, va, vb);
-        CHECK_EQ(logreg_correct(&a, &t), logreg_correct(&b, &t));
+        CHECK_EQ(logreg_correct(&a, &w.t), logreg_correct(&b, &w.t));
     }
     logreg_free(&a);
     logreg_free(&b);
-    lr_cuda_free(g);
-    lr_solver_free(cpu);
-    lr_solver_free(gs);
-    free(X);
+    twins_close(&w);
 }
 
 TEST(gpu_probe_sweep_same_answers) {
