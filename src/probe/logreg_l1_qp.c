@@ -2,7 +2,8 @@
 // feature-sign search (Lee, Battle, Raina and Ng 2007): with the signs of the non-zero
 // weights fixed the model is a smooth quadratic, minimised by a Cholesky solve; the step
 // walks towards that minimiser and stops at the best point, which may be where a weight
-// reaches zero (it leaves the active set). Once the active weights are optimal, the most
+// reaches zero (it leaves the active set); weights that cross zero on the way keep their new
+// sign in the next model (without that, the next direction need not descend). Once the active weights are optimal, the most
 // violating zero weight joins. Each solve keeps the factor of the active block up to date
 // (a row appended or deleted, O(na^2)), so a subproblem whose support changes by k weights
 // costs one factorisation plus O(k na^2). Coordinate descent needs thousands of sweeps on
@@ -88,7 +89,9 @@ static int feature_sign_step(Qp *q, const double *H, const double *u, double *x)
         int a = q->act[k];
         double v = u[a] + x[a];
         x[a] += best_t * q->d[k];
-        if (a != q->m && v * q->d[k] < 0 && -v / q->d[k] == best_t) x[a] = -u[a], leave(q, k);
+        if (a == q->m) continue;
+        if (v * q->d[k] < 0 && -v / q->d[k] == best_t) x[a] = -u[a], leave(q, k);
+        else if ((u[a] + x[a]) * q->th[a] < 0) q->th[a] = -q->th[a];  // crossed zero: the next model takes its new sign
     }
     return 1;
 }
