@@ -25,7 +25,6 @@ int chol_factor(double *A, int m, int ld) {
     return 1;
 }
 
-SW_AVX2_CLONES
 void chol_solve(const double *L, int m, int ld, double *x) {
     for (int a = 0; a < m; a++) {  // L y = x
         const double *r = L + (long)a * ld;
@@ -34,11 +33,10 @@ void chol_solve(const double *L, int m, int ld, double *x) {
         for (int c = 0; c < a; c++) acc += r[c] * x[c];
         x[a] = (x[a] - acc) / r[a];
     }
-    for (int a = m - 1; a >= 0; a--) {  // L^T x = y, by rows of L (a column walk would stride)
-        const double *r = L + (long)a * ld;
-        const double xa = x[a] /= r[a];
-        #pragma omp simd
-        for (int c = 0; c < a; c++) x[c] -= r[c] * xa;
+    for (int a = m - 1; a >= 0; a--) {  // L^T x = y
+        double v = x[a];
+        for (int c = a + 1; c < m; c++) v -= L[(long)c * ld + a] * x[c];
+        x[a] = v / L[(long)a * ld + a];
     }
 }
 

@@ -68,10 +68,8 @@ double pseudo_grad(Penalty p, double g, double w) {
     return g > 1 ? g - 1 : g < -1 ? g + 1 : 0;
 }
 
-SW_AVX2_CLONES
 double dot(const double *a, const double *b, int n) {
     double acc = 0;
-    #pragma omp simd reduction(+ : acc)
     for (int i = 0; i < n; i++) acc += a[i] * b[i];
     return acc;
 }

@@ -47,7 +47,6 @@ static void leave(Qp *q, int k) {
 // The model's gradient c + H x; returns the violation on the active set (|grad + th|).
 static double gradient_at(Qp *q, const double *H, const double *c, const double *x) {
     int m1 = q->m + 1;
-    #pragma omp parallel for schedule(static) if (m1 >= 512)
     for (int a = 0; a < m1; a++) q->grad[a] = c[a] + dot(H + (size_t)a * m1, x, m1);
     double v = 0;
     for (int k = 0; k < q->na; k++) v = fmax(v, fabs(q->grad[q->act[k]] + q->th[q->act[k]]));
