@@ -37,7 +37,8 @@ static void probe_usage(void) {
            "  --json        one JSON object on stdout\n"
            "  --tol T       KKT tolerance of every fit, relative to the largest gradient at w = 0\n"
            "                (default 1e-8 for L2, 1e-6 for L1); a fit that misses it is reported\n"
-           "  --device cpu|cuda  (default cpu) extracts features and fits the L2 paths on the GPU\n"
+           "  --device cpu|cuda  (default cpu) extracts features and runs the fits' products and\n"
+           "                Hessian blocks on the GPU\n"
            "feature options (CKPT form; --no-preprocess and --max-docs also for bigram):\n%s", feat_opts_usage);
 }
 
