@@ -42,23 +42,14 @@ static int *stage_rows(const BsMat *w, int H, int head) {
     return rp;
 }
 
-// Each CTA's distinct block columns over its span, in column order (the mLSTM normalizes
-// only these rows of a stage's input).
+// Each CTA's distinct block columns over its span (the mLSTM normalizes only these rows of a
+// stage's input).
 static void cta_columns(GenLoop *g, GenStage *st, const int *cols, const int *cta) {
-    const int nbc = g->H / 32;
-    int *ptr = (int *)xmalloc(sizeof(int) * (size_t)(g->grid + 1)), *list = (int *)xmalloc(sizeof(int) * ((size_t)g->grid * nbc + 1));
-    unsigned char *seen = (unsigned char *)xmalloc((size_t)nbc);
-    ptr[0] = 0;
-    for (int b = 0; b < g->grid; b++) {
-        memset(seen, 0, (size_t)nbc);
-        for (int k = cta[b]; k < cta[b + 1]; k++) seen[cols[k]] = 1;
-        ptr[b + 1] = ptr[b];
-        for (int c = 0; c < nbc; c++)
-            if (seen[c]) list[ptr[b + 1]++] = c;
-    }
+    int *ptr, *list;
+    span_columns(cols, cta, g->grid, g->H / 32, &ptr, &list);
     st->cta_col_ptr = upload_ints(ptr, g->grid + 1);
-    st->cta_col = upload_ints(list, ptr[g->grid] ? ptr[g->grid] : 1);
-    free(ptr); free(list); free(seen);
+    st->cta_col = upload_ints(list, ptr[g->grid]);
+    free(ptr); free(list);
 }
 
 // Lays stage i's pieces out in worker order: per block its column; per piece its first
@@ -116,16 +107,18 @@ static void build_stage(GenLoop *g, int i, const BsMat *w, const real *vals, con
     free(rp);
 }
 
-// Stages held in shared memory, in order while their spans fit beside the head (one CTA an
-// SM); returns the bytes a CTA needs, 0 where not even the head fits.
+// Holds in shared memory the stages that fill most of it beside the head (fit_most); returns
+// the bytes a CTA needs, 0 where not even the head fits (one CTA an SM).
 template <typename W>
 static size_t place_stages(GenLoop *g, int optin) {
     const size_t head = gen_head_bytes(g->H, g->st[0].rows, g->st[0].npieces);
+    size_t bytes[GEN_MAX_STAGES];
+    for (int i = 0; i <= g->D; i++) bytes[i] = g->span[i] * GEN_BLOCK * sizeof(W);
+    const unsigned set = head <= (size_t)optin ? fit_most(bytes, g->D + 1, optin - head) : 0;
     size_t smem = head;
     for (int i = 0; i <= g->D; i++) {
-        const size_t b = g->span[i] * GEN_BLOCK * sizeof(W);
-        g->st[i].resident = smem + b <= (size_t)optin;
-        if (g->st[i].resident) g->st[i].smem_off = (unsigned)smem, smem += b;
+        g->st[i].resident = set >> i & 1;
+        if (g->st[i].resident) g->st[i].smem_off = (unsigned)smem, smem += g->span[i] * GEN_BLOCK * sizeof(W);
     }
     if (smem > head && gen_loop_ctas_per_sm<W>(smem) < 1) {
         for (int i = 0; i <= g->D; i++) g->st[i].resident = 0;

@@ -41,8 +41,7 @@ __device__ inline void grid_barrier(unsigned long long *bar, unsigned long long 
 }
 
 // 16 bytes of weights (8 bf16 or 4 floats) dotted with h[0..V).
-__device__ inline float dot16(const bf16 *w, const float *h) {
-    uint4 u = *(const uint4 *)w;
+__device__ inline float dot16(uint4 u, const float *h, bf16) {
     const __nv_bfloat162 *p = (const __nv_bfloat162 *)&u;
     float s = 0;
 #pragma unroll
@@ -53,24 +52,37 @@ __device__ inline float dot16(const bf16 *w, const float *h) {
     }
     return s;
 }
-__device__ inline float dot16(const float *w, const float *h) {
-    float4 f = *(const float4 *)w;
+__device__ inline float dot16(uint4 u, const float *h, float) {
+    const float4 f = *(const float4 *)&u;
     return f.x * h[0] + f.y * h[1] + f.z * h[2] + f.w * h[3];
 }
 
-// One piece: its blocks times h (shared), summed into 32 partial sums. A lane reads 16 bytes
-// of a block per load: V values of row (it*32 + lane) / LPR, LPR lanes a row.
-template <typename W>
+// 16 bytes of weights read from L2/HBM without a place in L1: the streamed weights pass
+// through once a step and would push out the piece lists and norms that L1 keeps between steps.
+__device__ inline uint4 ld_stream(const void *p) {
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+
+// One piece: its blocks (STREAM: in global memory, else shared) times h (shared), summed into
+// 32 partial sums. A lane reads 16 bytes of a block per load: V values of row
+// (it*32 + lane) / LPR, LPR lanes a row.
+template <typename W, bool STREAM>
 __device__ void piece_dot(const W *blk, const int *cols, int nb, const float *hs, float *part) {
     constexpr int V = 16 / sizeof(W), LPR = 32 / V, NL = GEN_BLOCK / V / 32;
     const int lane = threadIdx.x % 32;
+    constexpr int AHEAD = STREAM ? 4 : 2;  // blocks in flight: from L2/HBM more to cover the longer trip
     float acc[NL] = {};
-#pragma unroll 2
+#pragma unroll AHEAD
     for (int b = 0; b < nb; b++) {
         const W *w = blk + (size_t)b * GEN_BLOCK;
         const float *h = hs + cols[b] * 32 + (lane % LPR) * V;
 #pragma unroll
-        for (int it = 0; it < NL; it++) acc[it] += dot16(w + (it * 32 + lane) * V, h);
+        for (int it = 0; it < NL; it++) {
+            const W *p = w + (it * 32 + lane) * V;
+            acc[it] += dot16(STREAM ? ld_stream(p) : *(const uint4 *)p, h, W());
+        }
     }
 #pragma unroll
     for (int it = 0; it < NL; it++) {
@@ -196,7 +208,9 @@ __device__ void lstm_units(const GenLaunch &a, int j, float z, float *h_out) {
 // turn), written by thread 0 to out. Every thread takes part.
 __device__ void block_sums(double *v, int n, GenScratch *sc, double *out) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    for (int k = 0; k < n; k++) {
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        if (k >= n) break;
         for (int o = 16; o; o >>= 1) v[k] += __shfl_xor_sync(0xffffffffu, v[k], o);
         if (lane == 0) sc->wst[warp][k] = v[k];
     }
@@ -208,20 +222,19 @@ __device__ void block_sums(double *v, int n, GenScratch *sc, double *out) {
     }
 }
 
-// The grid's sums of each CTA's n values in stat (rows of 8) into sc->tot: lane l sums CTAs
-// l, l + 32, ... in turn, then lane 0 takes a shuffle tree; the same order in every CTA.
-__device__ void grid_sums(const double *stat, int n, GenScratch *sc) {
-    if (threadIdx.x < 32) {
-        double acc[8] = {};
-        for (int b = threadIdx.x; b < gridDim.x; b += 32)
+// Each CTA's n values in stat (rows of 8): thread b loads CTA b's row (one round trip for
+// all); grid_sums adds them in block_sums' fixed order, the same in every CTA, into sc->tot.
+// Split in two so that other loads can fly between.
+__device__ inline void grid_loads(const double *stat, int n, double *v) {
 #pragma unroll
-            for (int k = 0; k < 8; k++)
-                if (k < n) acc[k] += __ldcg(stat + (size_t)b * 8 + k);
-        for (int k = 0; k < n; k++) {
-            for (int o = 16; o; o >>= 1) acc[k] += __shfl_xor_sync(0xffffffffu, acc[k], o);
-            if (threadIdx.x == 0) sc->tot[k] = acc[k];
-        }
-    }
+    for (int k = 0; k < 8; k++) v[k] = 0;
+    for (int b = threadIdx.x; b < gridDim.x; b += blockDim.x)
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (k < n) v[k] += __ldcg(stat + (size_t)b * 8 + k);
+}
+__device__ void grid_sums(double *v, int n, GenScratch *sc) {
+    block_sums(v, n, sc, sc->tot);
     __syncthreads();
 }
 
@@ -233,12 +246,16 @@ __device__ inline float2 norm_stats(double sum, double sq, int H) {
 }
 
 // Phase one of an internal norm: the owner of element e (thread e of the grid) sums its row
-// of stage j into a.s; each CTA's (sum, sum of squares) goes to a.stat.
-__device__ void inner_sums(const GenLaunch &a, const GenStage &st, const int *rp, const int *rpc, GenScratch *sc) {
+// of stage st (inner_row); inner_publish puts it in a.s and each CTA's (sum, sum of squares)
+// in a.stat.
+__device__ inline float inner_row(const GenLaunch &a, const GenStage &st, const int *rp, const int *rpc) {
     const int e = blockIdx.x * GEN_THREADS + threadIdx.x;
-    float v = 0;
-    if (e < a.H) a.s[e] = v = row_sum(st.part, rp, rpc, e / 32, e % 32);
-    double t[2] = {v, (double)v * v};
+    return e < a.H ? row_sum(st.part, rp, rpc, e / 32, e % 32) : 0.f;
+}
+__device__ void inner_publish(const GenLaunch &a, float v, GenScratch *sc) {
+    const int e = blockIdx.x * GEN_THREADS + threadIdx.x;
+    if (e < a.H) a.s[e] = v;
+    double t[8] = {v, (double)v * v};
     block_sums(t, 2, sc, a.stat + (size_t)blockIdx.x * 8);
 }
 
@@ -246,15 +263,21 @@ __device__ void inner_sums(const GenLaunch &a, const GenStage &st, const int *rp
 // (norm_act_fwd), into hs: only the block columns the next stage's span in this CTA reads,
 // so that a CTA reads a few KB of s, the norm and the table rather than all of them.
 __device__ void inner_norm(const GenLaunch &a, int j, int tok, float *hs, GenScratch *sc) {
-    grid_sums(a.stat, 2, sc);
+    const GenStage &nx = a.st[j + 1];
+    const int c0 = nx.cta_col_ptr[blockIdx.x], n = (nx.cta_col_ptr[blockIdx.x + 1] - c0) * 32;
+    double v[8];
+    grid_loads(a.stat, 2, v);  // in flight while s comes in
+    for (int q = threadIdx.x; q < n; q += blockDim.x) {
+        const int e = nx.cta_col[c0 + q / 32] * 32 + q % 32;
+        hs[e] = __ldcg(a.s + e);
+    }
+    grid_sums(v, 2, sc);
     const float2 ms = norm_stats(sc->tot[0], sc->tot[1], a.H);
     const float *g = a.sln + (size_t)j * 2 * a.H, *bi = g + a.H;
     const float *mt = a.mtab + (size_t)tok * a.H, *at = a.mtab + (size_t)(256 + tok) * a.H;
-    const GenStage &nx = a.st[j + 1];
-    const int c0 = nx.cta_col_ptr[blockIdx.x], n = (nx.cta_col_ptr[blockIdx.x + 1] - c0) * 32;
-    for (int q = threadIdx.x; q < n; q += blockDim.x) {
+    for (int q = threadIdx.x; q < n; q += blockDim.x) {  // each thread its own elements again
         const int e = nx.cta_col[c0 + q / 32] * 32 + q % 32;
-        const float y = (__ldcg(a.s + e) - ms.x) * ms.y * g[e] + bi[e];
+        const float y = (hs[e] - ms.x) * ms.y * g[e] + bi[e];
         hs[e] = j == 0 ? y * mt[e] : fmaxf(j == 1 ? y + at[e] : y, 0.f);
     }
     __syncthreads();
@@ -267,21 +290,24 @@ __device__ void stage_product(const GenStage &st, const unsigned char *smem, con
     const W *wb = st.resident ? (const W *)(smem + st.smem_off) : (const W *)st.wblk + (size_t)b0 * GEN_BLOCK;
     for (int p = st.worker_ptr[warp]; p < st.worker_ptr[warp + 1]; p++) {
         const int k = st.piece_blk[p];
-        piece_dot(wb + (size_t)(k - b0) * GEN_BLOCK, st.cols + k, st.piece_blk[p + 1] - k, hs, st.part + (size_t)p * 32);
+        const W *w = wb + (size_t)(k - b0) * GEN_BLOCK;
+        if (st.resident) piece_dot<W, false>(w, st.cols + k, st.piece_blk[p + 1] - k, hs, st.part + (size_t)p * 32);
+        else piece_dot<W, true>(w, st.cols + k, st.piece_blk[p + 1] - k, hs, st.part + (size_t)p * 32);
     }
 }
 
 __device__ inline void grid_sync(const GenLaunch &a, unsigned long long &nbar) { grid_barrier(a.bar, ++nbar * gridDim.x); }
 
-// The mLSTM's step after the draw, from stage 0's sums (W_h0 h): the internal products and
+// The mLSTM's step after the draw, from stage 0's sums (W_h0 h; this thread's row of them in
+// s0, inner_row's, loaded before the draw): the internal products and
 // norms, the gates' product, their per-gate norms (sums shared as the internal ones') and the
 // cell, h into h_out.
 template <typename W>
-__device__ void mlstm_step(const GenLaunch &a, int tok, const unsigned char *smem, float *hs, const int *rp0,
-                           const int *rpc0, GenScratch *sc, unsigned long long &nbar, float *h_out) {
+__device__ void mlstm_step(const GenLaunch &a, int tok, float s0, const unsigned char *smem, float *hs, float2 gb,
+                           GenScratch *sc, unsigned long long &nbar, float *h_out) {
     for (int j = 0; j < a.D; j++) {
         const GenStage &st = a.st[j];
-        inner_sums(a, st, j ? st.row_ptr : rp0, j ? st.row_piece : rpc0, sc);
+        inner_publish(a, j ? inner_row(a, st, st.row_ptr, st.row_piece) : s0, sc);
         grid_sync(a, nbar);
         inner_norm(a, j, tok, hs, sc);
         stage_product<W>(a.st[j + 1], smem, hs);
@@ -290,13 +316,15 @@ __device__ void mlstm_step(const GenLaunch &a, int tok, const unsigned char *sme
     const GenStage &gs = a.st[a.D];
     const int u = cell_unit(a.H), g = threadIdx.x % 32 / 8, r = g * a.H + u;
     const float z = u >= 0 ? row_sum(gs.part, gs.row_ptr, gs.row_piece, r / 32, r % 32) : 0.f;
-    double t[8] = {};
-    t[2 * g] = z, t[2 * g + 1] = (double)z * z;
+    double t[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) t[k] = k / 2 != g ? 0.0 : k % 2 ? (double)z * z : z;
     block_sums(t, 8, sc, a.stat + (size_t)blockIdx.x * 8);
     grid_sync(a, nbar);
-    grid_sums(a.stat, 8, sc);
+    grid_loads(a.stat, 8, t);
+    grid_sums(t, 8, sc);
     const float2 ms = norm_stats(sc->tot[2 * g], sc->tot[2 * g + 1], a.H);
-    lstm_units(a, u, u >= 0 ? (z - ms.x) * ms.y * a.gain[r] + a.bias[r] : 0.f, h_out);
+    lstm_units(a, u, u >= 0 ? (z - ms.x) * ms.y * gb.x + gb.y : 0.f, h_out);
 }
 
 // Stage 0's piece lists into shared memory (read every step); each resident span too, once.
@@ -326,7 +354,8 @@ __global__ void __launch_bounds__(GEN_THREADS) gen_loop(GenLaunch a) {
     int *rp = (int *)(sc + 1), *rpc = rp + s0.rows + 1;
     gen_load<W>(a, smem, rp, rpc);
     const int j = cell_unit(a.H), r = (threadIdx.x % 32 / 8) * a.H + j;
-    const float bias = j >= 0 && !a.D ? a.bias[r] : 0.f;
+    const float bias = j >= 0 ? a.bias[r] : 0.f;
+    const float2 gb = make_float2(j >= 0 && a.D ? a.gain[r] : 0.f, bias);  // the mLSTM's gate norm
     uint64_t rs[4] = {a.rng[0], a.rng[1], a.rng[2], a.rng[3]};
     unsigned long long nbar = 0;
     int tok = a.feed[0];
@@ -336,8 +365,10 @@ __global__ void __launch_bounds__(GEN_THREADS) gen_loop(GenLaunch a) {
         __syncthreads();
         stage_product<W>(s0, smem, hs);
         grid_sync(a, nbar);
-        // The plain cell's sums first: their loads overlap the logits' and the draw.
-        const float zr = j >= 0 && it < a.steps && !a.D ? bias + row_sum(s0.part, rp, rpc, r / 32, r % 32) : 0.f;
+        // The step's first sums (the plain cell's gates, the mLSTM's W_h0 h) first: their
+        // loads overlap the logits' and the draw.
+        float pre = 0;
+        if (it < a.steps) pre = a.D ? inner_row(a, s0, rp, rpc) : j >= 0 ? bias + row_sum(s0.part, rp, rpc, r / 32, r % 32) : 0.f;
         if (it > 0) {  // the logits after step it - 1, then maybe the draw
             const int i = threadIdx.x;
             const float l = a.bo[i] + row_sum(s0.part, rp, rpc, head_row + i / 32, i % 32);
@@ -352,8 +383,8 @@ __global__ void __launch_bounds__(GEN_THREADS) gen_loop(GenLaunch a) {
         if (it == a.steps) break;
         if (it < a.nfeed) tok = a.feed[it];
         float *h_out = a.h + (size_t)((it + 1 + a.par) & 1) * a.H;
-        if (a.D) mlstm_step<W>(a, tok, smem, hs, rp, rpc, sc, nbar, h_out);
-        else lstm_units(a, j, j >= 0 ? a.xtab[(size_t)tok * 4 * a.H + r] + zr : 0.f, h_out);
+        if (a.D) mlstm_step<W>(a, tok, pre, smem, hs, gb, sc, nbar, h_out);
+        else lstm_units(a, j, j >= 0 ? a.xtab[(size_t)tok * 4 * a.H + r] + pre : 0.f, h_out);
         grid_sync(a, nbar);
     }
     if (blockIdx.x == 0 && threadIdx.x < 4) a.rng_out[threadIdx.x] = rs[threadIdx.x];
