@@ -41,7 +41,8 @@ __device__ inline void grid_barrier(unsigned long long *bar, unsigned long long 
 }
 
 // 16 bytes of weights (8 bf16 or 4 floats) dotted with h[0..V).
-__device__ inline float dot16(uint4 u, const float *h, bf16) {
+__device__ inline float dot16(const bf16 *w, const float *h) {
+    uint4 u = *(const uint4 *)w;
     const __nv_bfloat162 *p = (const __nv_bfloat162 *)&u;
     float s = 0;
 #pragma unroll
@@ -52,37 +53,24 @@ __device__ inline float dot16(uint4 u, const float *h, bf16) {
     }
     return s;
 }
-__device__ inline float dot16(uint4 u, const float *h, float) {
-    const float4 f = *(const float4 *)&u;
+__device__ inline float dot16(const float *w, const float *h) {
+    float4 f = *(const float4 *)w;
     return f.x * h[0] + f.y * h[1] + f.z * h[2] + f.w * h[3];
 }
 
-// 16 bytes of weights read from L2/HBM without a place in L1: the streamed weights pass
-// through once a step and would push out the piece lists and norms that L1 keeps between steps.
-__device__ inline uint4 ld_stream(const void *p) {
-    uint4 v;
-    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-    return v;
-}
-
-// One piece: its blocks (STREAM: in global memory, else shared) times h (shared), summed into
-// 32 partial sums. A lane reads 16 bytes of a block per load: V values of row
-// (it*32 + lane) / LPR, LPR lanes a row.
-template <typename W, bool STREAM>
+// One piece: its blocks times h (shared), summed into 32 partial sums. A lane reads 16 bytes
+// of a block per load: V values of row (it*32 + lane) / LPR, LPR lanes a row.
+template <typename W>
 __device__ void piece_dot(const W *blk, const int *cols, int nb, const float *hs, float *part) {
     constexpr int V = 16 / sizeof(W), LPR = 32 / V, NL = GEN_BLOCK / V / 32;
     const int lane = threadIdx.x % 32;
-    constexpr int AHEAD = STREAM ? 4 : 2;  // blocks in flight: from L2/HBM more to cover the longer trip
     float acc[NL] = {};
-#pragma unroll AHEAD
+#pragma unroll 2
     for (int b = 0; b < nb; b++) {
         const W *w = blk + (size_t)b * GEN_BLOCK;
         const float *h = hs + cols[b] * 32 + (lane % LPR) * V;
 #pragma unroll
-        for (int it = 0; it < NL; it++) {
-            const W *p = w + (it * 32 + lane) * V;
-            acc[it] += dot16(STREAM ? ld_stream(p) : *(const uint4 *)p, h, W());
-        }
+        for (int it = 0; it < NL; it++) acc[it] += dot16(w + (it * 32 + lane) * V, h);
     }
 #pragma unroll
     for (int it = 0; it < NL; it++) {
@@ -291,8 +279,7 @@ __device__ void stage_product(const GenStage &st, const unsigned char *smem, con
     for (int p = st.worker_ptr[warp]; p < st.worker_ptr[warp + 1]; p++) {
         const int k = st.piece_blk[p];
         const W *w = wb + (size_t)(k - b0) * GEN_BLOCK;
-        if (st.resident) piece_dot<W, false>(w, st.cols + k, st.piece_blk[p + 1] - k, hs, st.part + (size_t)p * 32);
-        else piece_dot<W, true>(w, st.cols + k, st.piece_blk[p + 1] - k, hs, st.part + (size_t)p * 32);
+        piece_dot(w, st.cols + k, st.piece_blk[p + 1] - k, hs, st.part + (size_t)p * 32);
     }
 }
 
