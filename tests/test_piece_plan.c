@@ -1,6 +1,7 @@
 // test_piece_plan.c: the pieces the device sampling loop's warps run (sparse/piece_plan.h):
 // every block in exactly one piece, pieces no longer than asked, each row's pieces in block
-// order, and the longest-first deal within one piece of the ideal balance.
+// order, and the longest-first deal within one piece of the ideal balance; the columns each
+// span reads, and the stages chosen to fill shared memory.
 #include <stdlib.h>
 #include <string.h>
 #include "sparse/piece_plan.h"
@@ -62,4 +63,24 @@ TEST(piece_plan_is_deterministic) {
           !memcmp(a.k0, b.k0, sizeof(int) * a.npieces) && !memcmp(a.worker_ptr, b.worker_ptr, sizeof(int) * 6));
     piece_plan_free(&a);
     piece_plan_free(&b);
+}
+
+TEST(span_columns_lists_each_spans_columns_once) {
+    int cols[] = {3, 1, 3, 0, 2, 2, 2, 5}, span[] = {0, 3, 3, 8};
+    int *ptr, *list;
+    span_columns(cols, span, 3, 6, &ptr, &list);
+    int want_ptr[] = {0, 2, 2, 5}, want[] = {1, 3, 0, 2, 5};
+    CHECK(!memcmp(ptr, want_ptr, sizeof want_ptr));
+    CHECK(!memcmp(list, want, sizeof want));
+    free(ptr);
+    free(list);
+}
+
+TEST(fit_most_fills_the_room) {
+    size_t s[] = {91, 59, 59, 59, 235};  // H = 8192 ba_7 D = 4's spans in KB: three internal stages beat W_h0 + head
+    CHECK_EQ(fit_most(s, 5, 182), 14u);
+    CHECK_EQ(fit_most(s, 5, 150), 3u);   // 91 + 59, the lowest of the equal sets
+    CHECK_EQ(fit_most(s, 5, 58), 0u);
+    CHECK_EQ(fit_most(s, 5, 1000), 31u);
+    CHECK_EQ(fit_most(s, 0, 10), 0u);
 }

@@ -1,6 +1,6 @@
-// gen_host.cu: the sampling loop's host side (backend.h gen_*): the plan of pieces over the
-// [W_h; W_o] blocks (sparse/piece_plan.h), the weights gathered in the plan's order, and one
-// cooperative launch per gen_run. CPU twin: the caller's infer_step and sample_byte loop.
+// gen_host.cu: the sampling loop's host side (backend.h gen_*): a plan of pieces over each
+// product's blocks (sparse/piece_plan.h), the weights gathered in the plans' order, the stages
+// that fit held in shared memory, and one cooperative launch per gen_run. CPU twin: the caller's infer_step and sample_byte loop.
 #include <stdlib.h>
 #include <type_traits>
 #include <string.h>
@@ -8,12 +8,13 @@
 #include "sparse/piece_plan.h"
 
 typedef struct {
-    int H, bf, grid, resident, gate_rows, npieces, nblk, par;
-    size_t smem, most_span;
-    void *wblk;
-    int *cols, *worker_ptr, *piece_blk, *row_ptr, *row_piece, *cta_blk;
-    const real *bias, *xtab, *bo;
-    float *part, *h, *c;
+    int H, D, bf, grid, par;
+    size_t smem, span[GEN_MAX_STAGES];  // span: the most blocks of one stage a CTA holds
+    GenStage st[GEN_MAX_STAGES];
+    int nblk[GEN_MAX_STAGES];
+    const real *bias, *xtab, *bo, *gain, *mtab;
+    float *sln, *s, *h, *c;
+    double *stat;
     unsigned long long *bar;
     uint64_t *rng;
     double temperature, top_p;
@@ -22,7 +23,7 @@ typedef struct {
     unsigned char *out;
     float *logits;
     size_t feed_n, out_n, logits_n;
-    char path[192];
+    char path[256];
 } GenLoop;
 
 // Grows a device buffer to n elements of sz bytes (contents not kept).
@@ -33,87 +34,154 @@ static void grow(void **p, size_t *have, size_t n, size_t sz) {
     *have = n;
 }
 
-// The combined matrix's rows: W_h's block rows, then W_o's 8 of H/32 blocks each.
-static int *combined_rows(const BsMat *w, int H) {
-    int nrows = w->nbr + 8, *rp = (int *)xmalloc(sizeof(int) * (size_t)(nrows + 1));
+// A stage's rows: w's block rows, then (head) W_o's 8 of H/32 blocks each.
+static int *stage_rows(const BsMat *w, int H, int head) {
+    int nrows = w->nbr + (head ? 8 : 0), *rp = (int *)xmalloc(sizeof(int) * (size_t)(nrows + 1));
     memcpy(rp, w->row_ptr, sizeof(int) * (size_t)(w->nbr + 1));
     for (int r = w->nbr; r < nrows; r++) rp[r + 1] = rp[r] + H / 32;
     return rp;
 }
 
-// Lays the plan's pieces out in worker order: per block its column; per piece its first
-// block; per CTA its span. Returns each block's source on the device (W_h block k, or -1 - the
+// Each CTA's distinct block columns over its span (the mLSTM normalizes only these rows of a
+// stage's input).
+static void cta_columns(GenLoop *g, GenStage *st, const int *cols, const int *cta) {
+    int *ptr, *list;
+    span_columns(cols, cta, g->grid, g->H / 32, &ptr, &list);
+    st->cta_col_ptr = upload_ints(ptr, g->grid + 1);
+    st->cta_col = upload_ints(list, ptr[g->grid]);
+    free(ptr); free(list);
+}
+
+// Lays stage i's pieces out in worker order: per block its column; per piece its first
+// block; per CTA its span. Returns each block's source on the device (w's block k, or -1 - the
 // head block) for gen_gather.
-static int *lay_out(GenLoop *g, const PiecePlan *pl, const BsMat *w, const int *rp) {
-    const int nbc = g->H / 32, np = pl->npieces;
-    int *src = (int *)xmalloc(sizeof(int) * (size_t)g->nblk), *cols = (int *)xmalloc(sizeof(int) * (size_t)g->nblk);
+static int *lay_out(GenLoop *g, int i, const PiecePlan *pl, const BsMat *w, const int *rp) {
+    GenStage *st = &g->st[i];
+    const int nbc = g->H / 32, np = pl->npieces, nblk = g->nblk[i];
+    int *src = (int *)xmalloc(sizeof(int) * (size_t)nblk), *cols = (int *)xmalloc(sizeof(int) * (size_t)nblk);
     int *pblk = (int *)xmalloc(sizeof(int) * (size_t)(np + 1)), *cta = (int *)xmalloc(sizeof(int) * (size_t)(g->grid + 1));
     int n = 0;
     for (int p = 0; p < np; p++) {
         pblk[p] = n;
         for (int k = pl->k0[p]; k < pl->k0[p] + pl->n[p]; k++, n++) {
-            int head = k - rp[g->gate_rows];
-            src[n] = pl->row[p] < g->gate_rows ? k : -1 - head;
-            cols[n] = pl->row[p] < g->gate_rows ? w->col_idx[k] : head % nbc;
+            int head = k - rp[w->nbr];
+            src[n] = pl->row[p] < w->nbr ? k : -1 - head;
+            cols[n] = pl->row[p] < w->nbr ? w->col_idx[k] : head % nbc;
         }
     }
     pblk[np] = n;
-    g->most_span = 0;
+    g->span[i] = 0;
     for (int b = 0; b <= g->grid; b++) {
         cta[b] = pblk[pl->worker_ptr[b * GEN_WARPS]];
-        if (b && (size_t)(cta[b] - cta[b - 1]) > g->most_span) g->most_span = (size_t)(cta[b] - cta[b - 1]);
+        if (b && (size_t)(cta[b] - cta[b - 1]) > g->span[i]) g->span[i] = (size_t)(cta[b] - cta[b - 1]);
     }
-    int *src_d = upload_ints(src, g->nblk);
-    g->cols = upload_ints(cols, g->nblk);
-    g->piece_blk = upload_ints(pblk, np + 1);
-    g->cta_blk = upload_ints(cta, g->grid + 1);
-    g->wblk = cu_alloc((size_t)g->nblk * GEN_BLOCK * (g->bf ? sizeof(bf16) : sizeof(float)));
+    cta_columns(g, st, cols, cta);
+    int *src_d = upload_ints(src, nblk);
+    st->cols = upload_ints(cols, nblk);
+    st->piece_blk = upload_ints(pblk, np + 1);
+    st->cta_blk = upload_ints(cta, g->grid + 1);
+    st->wblk = cu_alloc((size_t)nblk * GEN_BLOCK * (g->bf ? sizeof(bf16) : sizeof(float)));
     free(src); free(cols); free(pblk); free(cta);
     return src_d;
+}
+
+// Stage i: w's rows (and the head's when wo is given) planned over the grid's warps, in pieces
+// of at most an even share, its blocks gathered in worker order as W.
+template <typename W>
+static void build_stage(GenLoop *g, int i, const BsMat *w, const real *vals, const real *wo) {
+    GenStage *st = &g->st[i];
+    int *rp = stage_rows(w, g->H, wo != NULL), nrows = w->nbr + (wo ? 8 : 0);
+    const int nw = g->grid * GEN_WARPS;
+    g->nblk[i] = rp[nrows];
+    PiecePlan pl;
+    piece_plan(&pl, rp, nrows, cdiv(g->nblk[i], nw), nw);
+    st->rows = nrows, st->npieces = pl.npieces;
+    int *src = lay_out(g, i, &pl, w, rp);
+    gen_gather<W>((W *)st->wblk, src, g->nblk[i], vals, wo, g->H);
+    CUDA_CHECK(cudaFree(src));
+    st->worker_ptr = upload_ints(pl.worker_ptr, nw + 1);
+    st->row_ptr = upload_ints(pl.row_ptr, nrows + 1);
+    st->row_piece = upload_ints(pl.row_piece, pl.npieces);
+    st->part = (float *)cu_alloc(sizeof(float) * 32 * (size_t)(pl.npieces ? pl.npieces : 1));
+    piece_plan_free(&pl);
+    free(rp);
+}
+
+// Holds in shared memory the stages that fill most of it beside the head (fit_most); returns
+// the bytes a CTA needs, 0 where not even the head fits (one CTA an SM).
+template <typename W>
+static size_t place_stages(GenLoop *g, int optin) {
+    const size_t head = gen_head_bytes(g->H, g->st[0].rows, g->st[0].npieces);
+    size_t bytes[GEN_MAX_STAGES];
+    for (int i = 0; i <= g->D; i++) bytes[i] = g->span[i] * GEN_BLOCK * sizeof(W);
+    const unsigned set = head <= (size_t)optin ? fit_most(bytes, g->D + 1, optin - head) : 0;
+    size_t smem = head;
+    for (int i = 0; i <= g->D; i++) {
+        g->st[i].resident = set >> i & 1;
+        if (g->st[i].resident) g->st[i].smem_off = (unsigned)smem, smem += g->span[i] * GEN_BLOCK * sizeof(W);
+    }
+    if (smem > head && gen_loop_ctas_per_sm<W>(smem) < 1) {
+        for (int i = 0; i <= g->D; i++) g->st[i].resident = 0;
+        smem = head;
+    }
+    return head <= (size_t)optin && gen_loop_ctas_per_sm<W>(smem) >= 1 ? smem : 0;
+}
+
+// The mLSTM's own buffers: the internal norms' gains and biases in one [D][2][H] array.
+static void mlstm_buffers(GenLoop *g, const GenArgs *a) {
+    const size_t H = (size_t)g->H;
+    g->sln = (float *)cu_alloc(sizeof(float) * 2 * H * (size_t)g->D);
+    for (int j = 0; j < g->D; j++)
+        CUDA_CHECK(cudaMemcpy(g->sln + 2 * H * j, a->sln[j], sizeof(float) * 2 * H, cudaMemcpyDeviceToDevice));
+    g->s = (float *)cu_alloc(sizeof(float) * H);
+}
+
+static void describe(GenLoop *g) {
+    double mb = 0, held = 0;
+    for (int i = 0; i <= g->D; i++) {
+        double b = (double)g->nblk[i] * GEN_BLOCK * (g->bf ? 2 : 4) / 1e6;
+        mb += b;
+        if (g->st[i].resident) held += b;
+    }
+    int n = snprintf(g->path, sizeof g->path, "device loop: one cooperative launch of %d CTAs, %d product%s a step; "
+                     "%.1f MB of %s weights ", g->grid, g->D + 1, g->D ? "s" : "", mb, g->bf ? "bf16" : "fp32");
+    if (held == mb) snprintf(g->path + n, sizeof g->path - n, "held in shared memory");
+    else if (held == 0) snprintf(g->path + n, sizeof g->path - n, "read from L2/HBM every step");
+    else snprintf(g->path + n, sizeof g->path - n, "(%.1f MB held in shared memory, the rest read from L2/HBM every step)", held);
+}
+
+static int takes(const GenArgs *a) {
+    const BsMat *w = a->wh;
+    int ok = w->bs == 32 && w->ngates == 4 && w->rows == 4 * a->H && w->cols == a->H && a->H % 32 == 0 &&
+             a->H <= gen_max_units(g_cuda.nsm) && a->D >= 0 && a->D <= SW_MAX_DEPTH;
+    for (int j = 0; j < a->D; j++) ok &= a->ws[j]->bs == 32 && a->ws[j]->rows == a->H && a->ws[j]->cols == a->H;
+    return ok && a->H <= g_cuda.nsm * GEN_THREADS;  // inner_sums: a thread an element
 }
 
 template <bool BF>
 void *gen_create_cuda(const GenArgs *a) {
     typedef typename std::conditional<BF, bf16, float>::type W;
-    const BsMat *w = a->wh;
-    const int H = a->H;
     int dev = 0, optin = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    if (w->bs != 32 || w->ngates != 4 || w->rows != 4 * H || w->cols != H || H > gen_max_units(g_cuda.nsm))
-        return NULL;
+    if (!takes(a)) return NULL;
     GenLoop *g = (GenLoop *)xcalloc(1, sizeof *g);
-    *g = (GenLoop){.H = H, .bf = BF, .grid = g_cuda.nsm, .gate_rows = w->nbr, .bias = a->bias, .xtab = a->xtab, .bo = a->bo,
-               .temperature = a->temperature, .top_p = a->top_p, .top_k = a->top_k};
-    int *rp = combined_rows(w, H), nrows = w->nbr + 8;
-    g->nblk = rp[nrows];
-    const int nw = g->grid * GEN_WARPS;
-    PiecePlan pl;
-    piece_plan(&pl, rp, nrows, cdiv(g->nblk, nw), nw);
-    g->npieces = pl.npieces;
-    int *src = lay_out(g, &pl, w, rp);
-    gen_gather<W>((W *)g->wblk, src, g->nblk, a->wh_vals, a->wo, H);
-    CUDA_CHECK(cudaFree(src));
-    g->worker_ptr = upload_ints(pl.worker_ptr, nw + 1);
-    g->row_ptr = upload_ints(pl.row_ptr, nrows + 1);
-    g->row_piece = upload_ints(pl.row_piece, pl.npieces);
-    // Resident where every CTA's span fits beside h and the draw's scratch, one CTA an SM.
-    g->smem = gen_smem_bytes(H, pl.npieces, g->most_span, BF);
-    g->resident = g->smem <= (size_t)optin && gen_loop_ctas_per_sm<W>(g->smem) >= 1;
-    if (!g->resident) g->smem = gen_smem_bytes(H, pl.npieces, 0, BF);
-    const int fits = g->smem <= (size_t)optin && gen_loop_ctas_per_sm<W>(g->smem) >= 1;
-    g->part = (float *)cu_alloc(sizeof(float) * 32 * (size_t)(pl.npieces ? pl.npieces : 1));
-    g->h = (float *)cu_alloc(sizeof(float) * 2 * (size_t)H);
-    g->c = (float *)cu_alloc(sizeof(float) * (size_t)H);
+    *g = (GenLoop){.H = a->H, .D = a->D, .bf = BF, .grid = g_cuda.nsm, .bias = a->bias, .xtab = a->xtab, .bo = a->bo,
+                   .gain = a->gain, .mtab = a->mtab, .temperature = a->temperature, .top_p = a->top_p, .top_k = a->top_k};
+    if (a->D) {
+        build_stage<W>(g, 0, a->ws[0], a->ws_vals[0], a->wo);
+        for (int j = 1; j < a->D; j++) build_stage<W>(g, j, a->ws[j], a->ws_vals[j], NULL);
+        build_stage<W>(g, a->D, a->wh, a->wh_vals, NULL);
+        mlstm_buffers(g, a);
+    } else build_stage<W>(g, 0, a->wh, a->wh_vals, a->wo);
+    g->smem = place_stages<W>(g, optin);
+    g->stat = (double *)cu_alloc(sizeof(double) * 8 * (size_t)g->grid);
+    g->h = (float *)cu_alloc(sizeof(float) * 2 * (size_t)g->H);
+    g->c = (float *)cu_alloc(sizeof(float) * (size_t)g->H);
     g->bar = (unsigned long long *)cu_alloc(sizeof(unsigned long long));
     g->rng = (uint64_t *)cu_alloc(4 * sizeof(unsigned long long));
-    const double mb = (double)g->nblk * GEN_BLOCK * (BF ? 2 : 4) / 1e6;
-    snprintf(g->path, sizeof g->path, "device loop: one cooperative launch of %d CTAs, %d pieces over %d warps "
-             "(at most %d blocks a warp); %.1f MB of %s weights %s", g->grid, pl.npieces, nw, pl.most_blocks, mb,
-             BF ? "bf16" : "fp32", g->resident ? "held in shared memory" : "read from L2/HBM every step");
-    piece_plan_free(&pl);
-    free(rp);
-    if (!fits) {
+    describe(g);
+    if (!g->smem) {
         gen_free_cuda(g);
         return NULL;
     }
@@ -131,10 +199,14 @@ void gen_run_cuda(void *gv, const int *feed, int nfeed, int nsample, uint64_t rn
     if (logits) grow((void **)&g->logits, &g->logits_n, (size_t)steps * 256, sizeof(float));
     CUDA_CHECK(cudaMemcpy(g->feed, feed, sizeof(int) * (size_t)nfeed, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemsetAsync(g->bar, 0, sizeof(unsigned long long), g_cuda.stream));
-    GenLaunch L = {g->H, g->gate_rows, g->npieces, steps, nfeed, nsample, g->par, g->wblk, g->cols, g->worker_ptr, g->piece_blk,
-                   g->row_ptr, g->row_piece, g->cta_blk, g->resident, g->bias, g->xtab, g->bo, g->part, g->h, g->c,
-                   g->bar, g->feed, g->temperature, g->top_p, g->top_k, {rng[0], rng[1], rng[2], rng[3]}, g->out,
-                   logits ? g->logits : NULL, g->rng};
+    GenLaunch L = {};
+    L.H = g->H, L.D = g->D, L.steps = steps, L.nfeed = nfeed, L.nsample = nsample, L.par = g->par;
+    memcpy(L.st, g->st, sizeof L.st);
+    L.bias = g->bias, L.xtab = g->xtab, L.bo = g->bo, L.gain = g->gain, L.sln = g->sln, L.mtab = g->mtab;
+    L.s = g->s, L.stat = g->stat, L.h = g->h, L.c = g->c, L.bar = g->bar, L.feed = g->feed;
+    L.temperature = g->temperature, L.top_p = g->top_p, L.top_k = g->top_k;
+    memcpy(L.rng, rng, sizeof L.rng);
+    L.out = g->out, L.logits = logits ? g->logits : NULL, L.rng_out = g->rng;
     if (g->bf) gen_loop_launch<bf16>(L, g->grid, g->smem);
     else gen_loop_launch<float>(L, g->grid, g->smem);
     LAUNCH_CHECK();
@@ -154,8 +226,14 @@ void gen_state_cuda(void *gv, real *h, real *c) {
 void gen_free_cuda(void *gv) {
     GenLoop *g = (GenLoop *)gv;
     if (!g) return;
-    void *all[] = {g->wblk, g->cols, g->worker_ptr, g->piece_blk, g->row_ptr, g->row_piece, g->cta_blk, g->part,
-                   g->h, g->c, g->bar, g->rng, g->feed, g->out, g->logits};
+    for (int i = 0; i <= g->D; i++) {
+        const GenStage *st = &g->st[i];
+        const void *ps[] = {st->wblk, st->cols, st->worker_ptr, st->piece_blk, st->row_ptr, st->row_piece, st->cta_blk,
+                            st->cta_col_ptr, st->cta_col, st->part};
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+            if (ps[k]) CUDA_CHECK(cudaFree((void *)ps[k]));
+    }
+    void *all[] = {g->sln, g->s, g->stat, g->h, g->c, g->bar, g->rng, g->feed, g->out, g->logits};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]) CUDA_CHECK(cudaFree(all[i]));
     free(g);

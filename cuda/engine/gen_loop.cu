@@ -2,6 +2,11 @@
 // is a product phase (every warp's pieces of [W_h; W_o] h), a grid barrier, a phase where every
 // CTA sums the logits and draws the next byte itself (the same bits in each: no second
 // barrier to hand the byte round) and the CTAs owning units run the cell, and a grid barrier.
+// The mLSTM puts its internal products between the draw and the cell: each is a phase where
+// the owners of its rows sum them and each CTA's share of the norm's sums goes out, a barrier,
+// a phase where every CTA combines the shares in one fixed order (so all CTAs, and all runs,
+// see the same statistics), normalizes the whole vector into its shared memory and runs its
+// pieces of the next product, and a barrier: 2D + 3 barriers a byte.
 // CPU twin: infer_step and sample_byte (src/model/infer.c, sampler.c), one step at a time.
 #include "engine/gen_loop.cuh"
 #include "base/rng.h"
@@ -12,20 +17,14 @@ struct GenScratch {
     __align__(16) float logit[256];
     unsigned long long key[256];
     double cp[256], wsum[GEN_WARPS];
+    double wst[GEN_WARPS][8], tot[8];  // the layer norms' sums: each warp's, then the grid's
     int sid[256], first, pick;
     float wmax[GEN_WARPS];
     int warg[GEN_WARPS];
 };
 
-// h, the scratch and the piece lists (the rows' offsets, then their pieces), rounded up to
-// 16 bytes: the resident blocks follow.
-__host__ __device__ inline size_t gen_head_bytes(int H, int npieces) {
-    const int nrows = 4 * H / 32 + 8 + 1;
-    return ((size_t)H * sizeof(float) + sizeof(GenScratch) + sizeof(int) * (size_t)(nrows + npieces) + 15) / 16 * 16;
-}
-
-size_t gen_smem_bytes(int H, int npieces, size_t resident_blocks, int bf) {
-    return gen_head_bytes(H, npieces) + resident_blocks * GEN_BLOCK * (bf ? sizeof(bf16) : sizeof(float));
+size_t gen_head_bytes(int H, int nrows0, int npieces0) {
+    return ((size_t)H * sizeof(float) + sizeof(GenScratch) + sizeof(int) * (size_t)(nrows0 + 1 + npieces0) + 15) / 16 * 16;
 }
 
 // Every CTA arrives, then waits until all have: a monotone counter (reset per launch), so
@@ -181,11 +180,10 @@ __device__ inline int cell_unit(int H) {
     return j < H ? j : -1;
 }
 
-// The cell once the byte is known: z = xtab[tok] + (bias + the row's sums, zr, read before
-// the draw); the gates meet in lanes u; c and h as lstm_fwd (its fast activations).
-__device__ void gen_cell(const GenLaunch &a, int j, float zr, int tok, float *h_out) {
-    const int lane = threadIdx.x % 32, u = lane % 8, r = (lane / 8) * a.H + j;
-    const float z = j >= 0 ? a.xtab[(size_t)tok * 4 * a.H + r] + zr : 0.f;
+// The cell from each lane's gate pre-activation z: the gates meet in lanes u; c and h as
+// lstm_fwd (its fast activations).
+__device__ void lstm_units(const GenLaunch &a, int j, float z, float *h_out) {
+    const int lane = threadIdx.x % 32, u = lane % 8;
     const float zi = __shfl_sync(0xffffffffu, z, u), zf = __shfl_sync(0xffffffffu, z, 8 + u);
     const float zg = __shfl_sync(0xffffffffu, z, 16 + u), zo = __shfl_sync(0xffffffffu, z, 24 + u);
     if (j < 0 || lane >= 8) return;
@@ -194,25 +192,157 @@ __device__ void gen_cell(const GenLaunch &a, int j, float zr, int tok, float *h_
     h_out[j] = sigm(zo) * tnh(c);
 }
 
+// The block's sums of v[0..n) (n <= 8), in a fixed order (a shuffle tree, then the warps in
+// turn), written by thread 0 to out. Every thread takes part.
+__device__ void block_sums(double *v, int n, GenScratch *sc, double *out) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        if (k >= n) break;
+        for (int o = 16; o; o >>= 1) v[k] += __shfl_xor_sync(0xffffffffu, v[k], o);
+        if (lane == 0) sc->wst[warp][k] = v[k];
+    }
+    __syncthreads();
+    if (threadIdx.x < n) {
+        double t = 0;
+        for (int w = 0; w < GEN_WARPS; w++) t += sc->wst[w][threadIdx.x];
+        out[threadIdx.x] = t;
+    }
+}
+
+// Each CTA's n values in stat (rows of 8): thread b loads CTA b's row (one round trip for
+// all); grid_sums adds them in block_sums' fixed order, the same in every CTA, into sc->tot.
+// Split in two so that other loads can fly between.
+__device__ inline void grid_loads(const double *stat, int n, double *v) {
+#pragma unroll
+    for (int k = 0; k < 8; k++) v[k] = 0;
+    for (int b = threadIdx.x; b < gridDim.x; b += blockDim.x)
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (k < n) v[k] += __ldcg(stat + (size_t)b * 8 + k);
+}
+__device__ void grid_sums(double *v, int n, GenScratch *sc) {
+    block_sums(v, n, sc, sc->tot);
+    __syncthreads();
+}
+
+// Mean and 1 / sqrt(biased variance + eps) of H values from their sum and sum of squares
+// (in double: the subtraction keeps float's accuracy for the rows a cell sees).
+__device__ inline float2 norm_stats(double sum, double sq, int H) {
+    const double mean = sum / H, var = fmax(sq / H - mean * mean, 0.0);
+    return make_float2((float)mean, (float)(1 / sqrt(var + 1e-5)));
+}
+
+// Phase one of an internal norm: the owner of element e (thread e of the grid) sums its row
+// of stage st (inner_row); inner_publish puts it in a.s and each CTA's (sum, sum of squares)
+// in a.stat.
+__device__ inline float inner_row(const GenLaunch &a, const GenStage &st, const int *rp, const int *rpc) {
+    const int e = blockIdx.x * GEN_THREADS + threadIdx.x;
+    return e < a.H ? row_sum(st.part, rp, rpc, e / 32, e % 32) : 0.f;
+}
+__device__ void inner_publish(const GenLaunch &a, float v, GenScratch *sc) {
+    const int e = blockIdx.x * GEN_THREADS + threadIdx.x;
+    if (e < a.H) a.s[e] = v;
+    double t[8] = {v, (double)v * v};
+    block_sums(t, 2, sc, a.stat + (size_t)blockIdx.x * 8);
+}
+
+// Phase two: u_j = LN(s) * gain + bias, then * m_t (j = 0), relu(. + a_t) (j = 1) or relu
+// (norm_act_fwd), into hs: only the block columns the next stage's span in this CTA reads,
+// so that a CTA reads a few KB of s, the norm and the table rather than all of them.
+__device__ void inner_norm(const GenLaunch &a, int j, int tok, float *hs, GenScratch *sc) {
+    const GenStage &nx = a.st[j + 1];
+    const int c0 = nx.cta_col_ptr[blockIdx.x], n = (nx.cta_col_ptr[blockIdx.x + 1] - c0) * 32;
+    double v[8];
+    grid_loads(a.stat, 2, v);  // in flight while s comes in
+    for (int q = threadIdx.x; q < n; q += blockDim.x) {
+        const int e = nx.cta_col[c0 + q / 32] * 32 + q % 32;
+        hs[e] = __ldcg(a.s + e);
+    }
+    grid_sums(v, 2, sc);
+    const float2 ms = norm_stats(sc->tot[0], sc->tot[1], a.H);
+    const float *g = a.sln + (size_t)j * 2 * a.H, *bi = g + a.H;
+    const float *mt = a.mtab + (size_t)tok * a.H, *at = a.mtab + (size_t)(256 + tok) * a.H;
+    for (int q = threadIdx.x; q < n; q += blockDim.x) {  // each thread its own elements again
+        const int e = nx.cta_col[c0 + q / 32] * 32 + q % 32;
+        const float y = (hs[e] - ms.x) * ms.y * g[e] + bi[e];
+        hs[e] = j == 0 ? y * mt[e] : fmaxf(j == 1 ? y + at[e] : y, 0.f);
+    }
+    __syncthreads();
+}
+
+// Every warp's pieces of stage st times hs, into st.part.
+template <typename W>
+__device__ void stage_product(const GenStage &st, const unsigned char *smem, const float *hs) {
+    const int warp = blockIdx.x * GEN_WARPS + threadIdx.x / 32, b0 = st.cta_blk[blockIdx.x];
+    const W *wb = st.resident ? (const W *)(smem + st.smem_off) : (const W *)st.wblk + (size_t)b0 * GEN_BLOCK;
+    for (int p = st.worker_ptr[warp]; p < st.worker_ptr[warp + 1]; p++) {
+        const int k = st.piece_blk[p];
+        const W *w = wb + (size_t)(k - b0) * GEN_BLOCK;
+        piece_dot(w, st.cols + k, st.piece_blk[p + 1] - k, hs, st.part + (size_t)p * 32);
+    }
+}
+
+__device__ inline void grid_sync(const GenLaunch &a, unsigned long long &nbar) { grid_barrier(a.bar, ++nbar * gridDim.x); }
+
+// The mLSTM's step after the draw, from stage 0's sums (W_h0 h; this thread's row of them in
+// s0, inner_row's, loaded before the draw): the internal products and
+// norms, the gates' product, their per-gate norms (sums shared as the internal ones') and the
+// cell, h into h_out.
+template <typename W>
+__device__ void mlstm_step(const GenLaunch &a, int tok, float s0, const unsigned char *smem, float *hs, float2 gb,
+                           GenScratch *sc, unsigned long long &nbar, float *h_out) {
+    for (int j = 0; j < a.D; j++) {
+        const GenStage &st = a.st[j];
+        inner_publish(a, j ? inner_row(a, st, st.row_ptr, st.row_piece) : s0, sc);
+        grid_sync(a, nbar);
+        inner_norm(a, j, tok, hs, sc);
+        stage_product<W>(a.st[j + 1], smem, hs);
+        grid_sync(a, nbar);
+    }
+    const GenStage &gs = a.st[a.D];
+    const int u = cell_unit(a.H), g = threadIdx.x % 32 / 8, r = g * a.H + u;
+    const float z = u >= 0 ? row_sum(gs.part, gs.row_ptr, gs.row_piece, r / 32, r % 32) : 0.f;
+    double t[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) t[k] = k / 2 != g ? 0.0 : k % 2 ? (double)z * z : z;
+    block_sums(t, 8, sc, a.stat + (size_t)blockIdx.x * 8);
+    grid_sync(a, nbar);
+    grid_loads(a.stat, 8, t);
+    grid_sums(t, 8, sc);
+    const float2 ms = norm_stats(sc->tot[2 * g], sc->tot[2 * g + 1], a.H);
+    lstm_units(a, u, u >= 0 ? (z - ms.x) * ms.y * gb.x + gb.y : 0.f, h_out);
+}
+
+// Stage 0's piece lists into shared memory (read every step); each resident span too, once.
+template <typename W>
+__device__ void gen_load(const GenLaunch &a, unsigned char *smem, int *rp, int *rpc) {
+    const GenStage &s0 = a.st[0];
+    for (int q = threadIdx.x; q <= s0.rows; q += blockDim.x) rp[q] = s0.row_ptr[q];
+    for (int q = threadIdx.x; q < s0.npieces; q += blockDim.x) rpc[q] = s0.row_piece[q];
+    for (int i = 0; i <= a.D; i++) {
+        const GenStage &st = a.st[i];
+        if (!st.resident) continue;
+        const int b0 = st.cta_blk[blockIdx.x];
+        const size_t n16 = (size_t)(st.cta_blk[blockIdx.x + 1] - b0) * GEN_BLOCK * sizeof(W) / 16;
+        const uint4 *src = (const uint4 *)((const W *)st.wblk + (size_t)b0 * GEN_BLOCK);
+        for (size_t q = threadIdx.x; q < n16; q += blockDim.x) ((uint4 *)(smem + st.smem_off))[q] = src[q];
+    }
+    __syncthreads();
+}
+
 template <typename W>
 __global__ void __launch_bounds__(GEN_THREADS) gen_loop(GenLaunch a) {
     extern __shared__ __align__(16) unsigned char smem[];
     float *hs = (float *)smem;
     GenScratch *sc = (GenScratch *)(hs + a.H);
-    const int nrows = a.gate_rows + 8;
-    int *rp = (int *)(sc + 1), *rpc = rp + nrows + 1;  // the piece lists, read every step
-    for (int q = threadIdx.x; q <= nrows; q += blockDim.x) rp[q] = a.row_ptr[q];
-    for (int q = threadIdx.x; q < a.npieces; q += blockDim.x) rpc[q] = a.row_piece[q];
-    const int warp = blockIdx.x * GEN_WARPS + threadIdx.x / 32, b0 = a.cta_blk[blockIdx.x];
-    const W *wb = (const W *)a.wblk + (size_t)b0 * GEN_BLOCK;
-    if (a.resident) {  // this CTA's span of blocks into shared memory, once for all steps
-        W *ws = (W *)(smem + gen_head_bytes(a.H, a.npieces));
-        const size_t n16 = (size_t)(a.cta_blk[blockIdx.x + 1] - b0) * GEN_BLOCK * sizeof(W) / 16;
-        for (size_t q = threadIdx.x; q < n16; q += blockDim.x) ((uint4 *)ws)[q] = ((const uint4 *)wb)[q];
-        wb = ws;
-    }
+    const GenStage &s0 = a.st[0];
+    const int head_row = s0.rows - 8;
+    int *rp = (int *)(sc + 1), *rpc = rp + s0.rows + 1;
+    gen_load<W>(a, smem, rp, rpc);
     const int j = cell_unit(a.H), r = (threadIdx.x % 32 / 8) * a.H + j;
     const float bias = j >= 0 ? a.bias[r] : 0.f;
+    const float2 gb = make_float2(j >= 0 && a.D ? a.gain[r] : 0.f, bias);  // the mLSTM's gate norm
     uint64_t rs[4] = {a.rng[0], a.rng[1], a.rng[2], a.rng[3]};
     unsigned long long nbar = 0;
     int tok = a.feed[0];
@@ -220,16 +350,15 @@ __global__ void __launch_bounds__(GEN_THREADS) gen_loop(GenLaunch a) {
         const float *hg = a.h + (size_t)((it + a.par) & 1) * a.H;
         for (int q = threadIdx.x; q < a.H / 4; q += blockDim.x) ((float4 *)hs)[q] = __ldcg((const float4 *)hg + q);
         __syncthreads();
-        for (int p = a.worker_ptr[warp]; p < a.worker_ptr[warp + 1]; p++) {
-            const int k = a.piece_blk[p];
-            piece_dot(wb + (size_t)(k - b0) * GEN_BLOCK, a.cols + k, a.piece_blk[p + 1] - k, hs, a.part + (size_t)p * 32);
-        }
-        grid_barrier(a.bar, ++nbar * gridDim.x);
-        // The cell's sums first: their loads overlap the logits' and the draw.
-        const float zr = j >= 0 && it < a.steps ? bias + row_sum(a.part, rp, rpc, r / 32, r % 32) : 0.f;
+        stage_product<W>(s0, smem, hs);
+        grid_sync(a, nbar);
+        // The step's first sums (the plain cell's gates, the mLSTM's W_h0 h) first: their
+        // loads overlap the logits' and the draw.
+        float pre = 0;
+        if (it < a.steps) pre = a.D ? inner_row(a, s0, rp, rpc) : j >= 0 ? bias + row_sum(s0.part, rp, rpc, r / 32, r % 32) : 0.f;
         if (it > 0) {  // the logits after step it - 1, then maybe the draw
             const int i = threadIdx.x;
-            const float l = a.bo[i] + row_sum(a.part, rp, rpc, a.gate_rows + i / 32, i % 32);
+            const float l = a.bo[i] + row_sum(s0.part, rp, rpc, head_row + i / 32, i % 32);
             sc->logit[i] = l;
             if (a.logits && blockIdx.x == 0) a.logits[(size_t)(it - 1) * 256 + i] = l;
             __syncthreads();
@@ -240,8 +369,10 @@ __global__ void __launch_bounds__(GEN_THREADS) gen_loop(GenLaunch a) {
         }
         if (it == a.steps) break;
         if (it < a.nfeed) tok = a.feed[it];
-        gen_cell(a, j, zr, tok, a.h + (size_t)((it + 1 + a.par) & 1) * a.H);
-        grid_barrier(a.bar, ++nbar * gridDim.x);
+        float *h_out = a.h + (size_t)((it + 1 + a.par) & 1) * a.H;
+        if (a.D) mlstm_step<W>(a, tok, pre, smem, hs, gb, sc, nbar, h_out);
+        else lstm_units(a, j, j >= 0 ? a.xtab[(size_t)tok * 4 * a.H + r] + pre : 0.f, h_out);
+        grid_sync(a, nbar);
     }
     if (blockIdx.x == 0 && threadIdx.x < 4) a.rng_out[threadIdx.x] = rs[threadIdx.x];
 }

@@ -3,23 +3,33 @@
 #pragma once
 #include "ops/common.cuh"
 
-enum { GEN_THREADS = 256, GEN_WARPS = GEN_THREADS / 32, GEN_BLOCK = 32 * 32 };
+enum { GEN_THREADS = 256, GEN_WARPS = GEN_THREADS / 32, GEN_BLOCK = 32 * 32, GEN_MAX_STAGES = SW_MAX_DEPTH + 1 };
 
-// The product [W_h; W_o] h runs as pieces of block rows (sparse/piece_plan.h): rows
-// 0 .. 4H/32-1 are the gates', the next 8 the head's (W_o cut into 32 x 32 blocks). Blocks
-// lie in wblk in worker order, so that each CTA's blocks are one span, which it copies into
-// its shared memory when every CTA's span fits (resident) and reads from L2 otherwise.
-struct GenLaunch {
-    int H, gate_rows, npieces, steps, nfeed, nsample, par;  // par: which half of h holds the state
+// One product of a time step, run as pieces of block rows (sparse/piece_plan.h). Stage 0 reads
+// h: [W_h; W_o] for the plain cell, [W_h0; W_o] for the mLSTM (W_o cut into 32 x 32 blocks, its
+// 8 block rows last); the mLSTM's stage j (1 .. D-1) is W_hj and stage D the gates'. Blocks lie
+// in wblk in worker order, so that each CTA's blocks are one span, which it copies into its
+// shared memory (at smem_off) where the spans fit (resident) and reads from L2/HBM otherwise.
+struct GenStage {
     const void *wblk;        // [nblk, 32, 32], float or bf16
     const int *cols;         // [nblk] block column
     const int *worker_ptr;   // [warps + 1] pieces per warp
     const int *piece_blk;    // [npieces + 1]: first block in wblk (the next piece's is its end)
     const int *row_ptr, *row_piece;  // each block row's pieces in block order (partial sums)
     const int *cta_blk;      // [grid + 1]: each CTA's span of wblk
-    int resident;
-    const float *bias, *xtab, *bo;
+    const int *cta_col_ptr, *cta_col;  // [grid + 1], and the block columns each CTA's span reads (its input's only rows it needs)
     float *part;             // [npieces, 32] partial sums
+    int rows, npieces, resident;
+    unsigned smem_off;
+};
+
+struct GenLaunch {
+    int H, D, steps, nfeed, nsample, par;  // D: the mLSTM's depth, 0 for the plain cell; par: which half of h holds the state
+    GenStage st[GEN_MAX_STAGES];           // D + 1 of them (1 for the plain cell)
+    const float *bias, *xtab, *bo;
+    const float *gain, *sln, *mtab;  // mLSTM: gates' norm gains [4H], internal norms [D][gain, bias][H], m and a [2][256][H]
+    float *s;                // mLSTM: an internal product's sums [H] before its norm
+    double *stat;            // mLSTM: each CTA's (sum, sum of squares) of its rows, [grid][8]
     float *h, *c;            // [2, H] (par selects), [H]
     unsigned long long *bar; // the grid barrier's counter, zero at launch
     const int *feed;
@@ -31,9 +41,9 @@ struct GenLaunch {
     uint64_t *rng_out;
 };
 
-// Shared memory a CTA needs: h, the draw's scratch, the rows' piece lists (npieces), and its
-// resident blocks (0 when streamed).
-size_t gen_smem_bytes(int H, int npieces, size_t resident_blocks, int bf);
+// Shared memory before the resident blocks: h, the draw's scratch, stage 0's piece lists
+// (nrows + 1 + npieces ints), rounded up to 16 bytes.
+size_t gen_head_bytes(int H, int nrows0, int npieces0);
 // Units the cell phase covers: a warp runs 8 units' 4 gates, one pass.
 static inline int gen_max_units(int grid) { return grid * GEN_WARPS * 8; }
 // CTAs of the loop an SM holds with smem bytes of shared memory (0: the launch cannot run).

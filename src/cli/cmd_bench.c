@@ -325,12 +325,25 @@ typedef struct {
     int H;
     const char *mask, *prec;
     int steps;  // 1: the per-step ops (infer_step and the host's draw) in place of the device loop
+    int depth;  // 0: the plain cell; else an mLSTM of that depth
 } SampleRow;
+
+// The bytes a step reads: the recurrent matrices and the head.
+static double step_weight_mb(const Model *m, int bf) {
+    const Layer *L = &m->layer[0];
+    long n = bsmat_nvals(&L->wh) + SW_VOCAB * (long)m->H;
+    for (int j = 0; j < m->D; j++) n += bsmat_nvals(&L->ws[j]);
+    return (double)n * (bf ? 2 : 4) / 1e6;
+}
+
+static const char *loop_path(const char *p) {
+    return strstr(p, "the rest") ? "loop, part smem" : strstr(p, "shared memory") ? "loop, smem" : "loop, L2";
+}
 
 // One row of bench --sample: a random-weight model, its device loop set up (setup ms: the
 // plan, the gather and layer 0's table, the start-up sample adds to a checkpoint's load),
 // then bytes drawn at temperature 1 (the draw sorts all 256 candidates, as sample_byte does).
-static void sample_row(const SampleRow *r, double l2_gbps) {
+static void sample_row(const SampleRow *r, double l2_gbps, double hbm_gbps) {
     enum { WARM = 64, BYTES = 4000, STEP_BYTES = 200 };
     Config cfg;
     config_defaults(&cfg);
@@ -340,9 +353,10 @@ static void sample_row(const SampleRow *r, double l2_gbps) {
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", r->mask);
     snprintf(cfg.device, sizeof cfg.device, "cuda");
     snprintf(cfg.precision, sizeof cfg.precision, "%s", r->prec);
+    if (r->depth) snprintf(cfg.cell, sizeof cfg.cell, "mlstm"), cfg.depth = r->depth;
     Model *m = model_create(&cfg, backend_cuda(r->prec));
     const Layer *L = &m->layer[0];
-    const double mb = (double)(bsmat_nvals(&L->wh) + SW_VOCAB * (long)r->H) * (strcmp(r->prec, "bf16") ? 4 : 2) / 1e6;
+    const double mb = step_weight_mb(m, !strcmp(r->prec, "bf16"));
     SamplerOpts so = {1.0, 0, 1.0};
     Rng rng;
     rng_seed(&rng, 1);
@@ -364,7 +378,7 @@ static void sample_row(const SampleRow *r, double l2_gbps) {
         Gen *g = gen_open(m, &so, NULL);
         if (!g) die("bench --sample: H = %d %s %s has no device loop", r->H, r->mask, r->prec);
         setup = 1e3 * (now_sec() - t0);
-        path = strstr(gen_path(g), "shared memory") ? "loop, smem" : "loop, L2";
+        path = loop_path(gen_path(g));
         unsigned char *out = xmalloc(BYTES);
         gen_draw(g, &feed, 1, WARM, &rng, out);
         feed = out[WARM - 1];
@@ -374,9 +388,12 @@ static void sample_row(const SampleRow *r, double l2_gbps) {
         free(out);
         gen_close(g);
     }
-    const double l2us = mb * 1e6 / (l2_gbps * 1e9) * 1e6;
-    printf("| %5d | %-11s | %5.1f%% | %s | %7.1f | %-10s | %6.0f | %7.2f | %8.0f | %6.2f | %5.1f |\n", r->H, r->mask,
-           100 * mask_stats(&L->mask_h).density, r->prec, mb, path, setup, secs * 1e6, 1 / secs, l2us, secs * 1e6 / l2us);
+    const double l2us = mb * 1e6 / (l2_gbps * 1e9) * 1e6, hbmus = mb * 1e6 / (hbm_gbps * 1e9) * 1e6;
+    char cell[16] = "lstm";
+    if (r->depth) snprintf(cell, sizeof cell, "mlstm D=%d", r->depth);
+    printf("| %5d | %-11s | %-10s | %5.1f%% | %s | %7.1f | %-15s | %6.0f | %7.2f | %8.0f | %6.2f | %6.2f | %5.1f |\n", r->H,
+           r->mask, cell, 100 * mask_stats(&L->mask_h).density, r->prec, mb, path, setup, secs * 1e6, 1 / secs, l2us, hbmus,
+           secs * 1e6 / l2us);
     fflush(stdout);
     model_free(m);
 }
@@ -385,19 +402,21 @@ static void bench_sample(void) {
     char dev[256];
     size_t l2;
     cb_device(dev, sizeof dev, &l2);
-    const double l2g = cb_l2_gbps(l2);
-    printf("device: %s; L2 read: %.0f GB/s\nsampling at batch 1 (1 layer, E = 64, block 32, temperature 1): one "
-           "launch of 4000 bytes after 64; weights = W_h + W_o; L2 us = weights / L2 read; x L2 = us per byte / L2 us\n\n",
-           dev, l2g);
-    printf("| H | W_h mask | density | dtype | weights MB | path | setup ms | us/byte | bytes/s | L2 us | x L2 |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    const double l2g = cb_l2_gbps(l2), hbmg = cb_copy_gbps() / 2;
+    printf("device: %s; L2 read: %.0f GB/s; HBM (half a device copy's read + write): %.0f GB/s\nsampling at batch 1 "
+           "(1 layer, E = 64, block 32, temperature 1): one launch of 4000 bytes after 64; weights = the recurrent "
+           "matrices (mlstm: W_h0 .. W_h(D-1) and the gates) + W_o; L2 us, HBM us = weights / L2 read, HBM; "
+           "x L2 = us per byte / L2 us\n\n", dev, l2g, hbmg);
+    printf("| H | W_h mask | cell | density | dtype | weights MB | path | setup ms | us/byte | bytes/s | L2 us | HBM us | x L2 |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     static const SampleRow rows[] = {
-        {4096, "ba_4", "bf16", 1}, {4096, "ba_4", "bf16", 0}, {4096, "ba_4", "fp32", 0},
-        {4096, "dense", "bf16", 0}, {4096, "random_0.5", "bf16", 0}, {4096, "random_0.25", "bf16", 0},
-        {4096, "random_0.1", "bf16", 0}, {4096, "random_0.05", "bf16", 0}, {8192, "ba_7", "bf16", 0},
-        {512, "random_0.05", "bf16", 0},
+        {4096, "ba_4", "bf16", 1, 0}, {4096, "ba_4", "bf16", 0, 0}, {4096, "ba_4", "fp32", 0, 0},
+        {4096, "dense", "bf16", 0, 0}, {4096, "random_0.5", "bf16", 0, 0}, {4096, "random_0.25", "bf16", 0, 0},
+        {4096, "random_0.1", "bf16", 0, 0}, {4096, "random_0.05", "bf16", 0, 0}, {8192, "ba_7", "bf16", 0, 0},
+        {512, "random_0.05", "bf16", 0, 0}, {8192, "ba_7", "bf16", 1, 4}, {8192, "ba_7", "bf16", 0, 4},
+        {8192, "ba_7", "fp32", 0, 4}, {2048, "ba_4", "bf16", 0, 4},
     };
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) sample_row(&rows[i], l2g);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) sample_row(&rows[i], l2g, hbmg);
 }
 
 static void bench_usage(void) {
@@ -411,7 +430,8 @@ static void bench_usage(void) {
            "  --hidden H, --dtype D, --cell C  with --train: only the rows of this hidden size, this\n"
            "            precision, this cell (lstm or mlstm)\n"
            "  --sample  sampling at batch 1: bytes/s of the device loop for H=4096 at 100/50/25/10/5%% of\n"
-           "            blocks and ba_4 (bf16; ba_4 also fp32 and op by op), H=8192 ba_7, H=512 (the floor)\n"
+           "            blocks and ba_4 (bf16; ba_4 also fp32 and op by op), H=8192 ba_7, H=512 (the floor);\n"
+           "            the mlstm (depth 4) at H=8192 ba_7 (bf16 op by op and looped, fp32) and H=2048 ba_4\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n");
 }
 

@@ -26,8 +26,8 @@ static void sample_usage(void) {
            "CPU and the GPU round differently (bf16 weights on the GPU by far the most), so their texts\n"
            "agree only as long as their logits pick the same bytes. A checkpoint trained with ema > 0\n"
            "samples from the weights' moving average unless --raw-weights.\n"
-           "On the GPU, a one-layer lstm without layer norm samples in one launch per %d bytes (the\n"
-           "device loop); other models step op by op. -v names the path taken and its times on stderr.\n", SAMPLE_CHUNK);
+           "On the GPU, a one-layer lstm without layer norm or a one-layer mlstm samples in one launch\n"
+           "per %d bytes (the device loop); other models step op by op. -v names the path taken and its times on stderr.\n", SAMPLE_CHUNK);
 }
 
 static int parse_sample_args(int argc, char **argv, SampleArgs *a) {

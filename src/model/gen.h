@@ -1,5 +1,5 @@
 // gen.h: sampling with the whole loop on the device (backend.h gen_*) where the backend has
-// one for the model: a one-layer plain LSTM without layer norm, blocks of 32.
+// one for the model: a one-layer plain LSTM without layer norm, or a one-layer mLSTM; blocks of 32.
 #pragma once
 #include "model/model.h"
 #include "model/sampler.h"
@@ -7,7 +7,7 @@
 typedef struct {
     Model *m;
     void *loop;   // the backend's handle
-    real *xtab;   // layer 0's input table, which the loop reads
+    real *xtab;   // layer 0's input table, which the loop reads (mLSTM: m and a, [2][256][H])
 } Gen;
 
 // NULL where the model or its backend has no device loop; then why_not (if given) says why.

@@ -22,3 +22,6 @@ void mlstm_layer_backward(Model *m, Acts *a, int l, int T);
 int mlstm_replays(const Model *m);
 // One inference step of layer l on rows [0, n) (infer_step), input x [n, in].
 void mlstm_infer_layer(Model *m, Infer *s, int l, const real *x, int n);
+// Layer 0's m then a for each of the 256 bytes, tab [2][256][H] (backend memory): the
+// device sampling loop's input table.
+void mlstm_byte_table(Model *m, real *tab);

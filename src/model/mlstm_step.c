@@ -89,6 +89,12 @@ static void inputs_fwd(Model *m, const Layer *L, MlstmActs *ml, const real *x, s
     }
 }
 
+void mlstm_byte_table(Model *m, real *tab) {
+    MlstmActs *ml = mlstm_acts_create(m, 0, 1, 1, 0);
+    inputs_fwd(m, &m->layer[0], ml, P(m->off_emb), SW_VOCAB, tab);
+    mlstm_acts_free(m, ml);
+}
+
 // Layer 0: m and a of the window's N bytes, rows of the bytes' table.
 static void bytes_fwd(Model *m, const Layer *L, MlstmActs *ml, const int *tok, size_t N) {
     size_t H = (size_t)m->H;

@@ -37,15 +37,21 @@ typedef struct {
     int persistent;  // 1: one persistent launch per direction where it applies, not a kernel per time step
 } SeqArgs;
 
-// A one-layer plain LSTM's sampling loop (batch 1), for the backend's gen_* ops: layer 0's
-// input is row `byte` of xtab (model.h input_table), then the recurrence, the head, the draw
-// with temperature, top-k and top-p (src/model/sampler.c), and the drawn byte's row next.
+// A one-layer plain LSTM's or mLSTM's sampling loop (batch 1), for the backend's gen_* ops:
+// plain: layer 0's input is row `byte` of xtab (model.h input_table), then the recurrence;
+// mLSTM (D > 0): m and a are rows `byte` of mtab, then the D internal steps and the gates
+// (mlstm.h); then the head, the draw with temperature, top-k and top-p (src/model/sampler.c),
+// and the drawn byte's row next.
 typedef struct {
-    int H;
+    int H, D;                             // D: the mLSTM's depth, 0 for the plain cell
     const BsMat *wh;                      // [4H, H], gates i, f, g, o
     const real *wh_vals, *bias;           // bias [4H]
-    const real *xtab;                     // [256, 4H]
+    const real *xtab;                     // plain: [256, 4H]
     const real *wo, *bo;                  // the head: [256, H] and [256]
+    const BsMat *ws[SW_MAX_DEPTH];        // mLSTM: W_h0 .. W_h(D-1), [H, H] each
+    const real *ws_vals[SW_MAX_DEPTH];
+    const real *sln[SW_MAX_DEPTH];        // their norms' gain then bias, [2H] each
+    const real *gain, *mtab;              // mLSTM: the gates' norm gains [4H]; m then a of each byte [2][256][H]
     double temperature, top_p;
     int top_k;
 } GenArgs;

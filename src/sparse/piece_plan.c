@@ -72,3 +72,31 @@ void piece_plan_free(PiecePlan *p) {
     free(p->row); free(p->k0); free(p->n); free(p->worker_ptr); free(p->row_ptr); free(p->row_piece);
     memset(p, 0, sizeof *p);
 }
+
+void span_columns(const int *cols, const int *span, int nspans, int ncols, int **ptr, int **list) {
+    int *pt = xmalloc(sizeof(int) * (size_t)(nspans + 1)), *ls = xmalloc(sizeof(int) * ((size_t)span[nspans] + 1));
+    unsigned char *seen = xmalloc((size_t)ncols + 1);
+    pt[0] = 0;
+    for (int b = 0; b < nspans; b++) {
+        memset(seen, 0, (size_t)ncols);
+        for (int k = span[b]; k < span[b + 1]; k++) seen[cols[k]] = 1;
+        pt[b + 1] = pt[b];
+        for (int c = 0; c < ncols; c++)
+            if (seen[c]) ls[pt[b + 1]++] = c;
+    }
+    free(seen);
+    *ptr = pt, *list = ls;
+}
+
+unsigned fit_most(const size_t *size, int n, size_t room) {
+    if (n < 0 || n > 16) die("internal: fit_most over %d items", n);
+    unsigned best = 0;
+    size_t most = 0;
+    for (unsigned set = 1; set < 1u << n; set++) {
+        size_t b = 0;
+        for (int i = 0; i < n; i++)
+            if (set >> i & 1) b += size[i];
+        if (b <= room && b > most) most = b, best = set;
+    }
+    return best;
+}

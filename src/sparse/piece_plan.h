@@ -2,6 +2,7 @@
 // dealt to workers (the CUDA sampling loop's warps) so that each does about as many blocks.
 // A row cut in several pieces is summed from its pieces' partial sums in block order.
 #pragma once
+#include <stddef.h>
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -20,6 +21,14 @@ typedef struct {
 // (ties: the lower worker), so the plan depends only on its arguments.
 void piece_plan(PiecePlan *p, const int *row_ptr, int nrows, int most, int nworkers);
 void piece_plan_free(PiecePlan *p);
+
+// The distinct values of cols (each in [0, ncols)) over each span [span[b], span[b+1]),
+// b < nspans, ascending: *ptr [nspans + 1] and *list (the caller frees both). The loop's
+// mLSTM normalizes only the input columns that a CTA's span of blocks reads.
+void span_columns(const int *cols, const int *span, int nspans, int ncols, int **ptr, int **list);
+// Of the subsets of n items (n <= 16) whose sizes sum to at most room, one with the largest
+// sum, the lowest such bit mask (bit i: item i): the loop's stages held in shared memory.
+unsigned fit_most(const size_t *size, int n, size_t room);
 
 #ifdef __cplusplus
 }
