@@ -38,15 +38,13 @@ int engine_wanted(const Config *cfg) {
     return !strcmp(cfg->cell, "lstm") && strcmp(cfg->engine, "steps");
 }
 
+// Layer 0 of either cell takes its input projections from a table of the bytes' rows.
 const char *acts_path(const Model *m, const Acts *a) {
-    if (m->mlstm)
-        return mlstm_replays(m) ? "per-step ops, each window's steps replayed as one launch per direction; layer 0's m and a "
-                                  "from a table of the 256 bytes' rows"
-                                : "per-step ops; layer 0's m and a from a table of the 256 bytes' rows";
-    if (!a->seq[0]) return "per-step ops";
+    const char *steps = m->mlstm && mlstm_replays(m) ? "per-step ops, each window's steps replayed as one launch per direction"
+                                                      : "per-step ops";
     static _Thread_local char path[256];
-    snprintf(path, sizeof path, "%s%s", m->be->seq_path(a->seq[0]),
-             input_table(m) ? "; layer 0's input projection from a table of the 256 bytes' rows" : "");
+    snprintf(path, sizeof path, "%s; layer 0's input projections from a table of the 256 bytes' rows",
+             a->seq[0] ? m->be->seq_path(a->seq[0]) : steps);
     return path;
 }
 
