@@ -3,12 +3,12 @@
 // weights fixed the model is a smooth quadratic, minimised by a Cholesky solve; the step
 // walks towards that minimiser and stops at the best point, which may be where a weight
 // reaches zero (it leaves the active set); weights that cross zero on the way keep their new
-// sign in the next model (without that, the next direction need not descend). Once the active weights are optimal, the most
-// violating zero weight joins. Each solve keeps the factor of the active block up to date
-// (a row appended or deleted, O(na^2)), so a subproblem whose support changes by k weights
-// costs one factorisation plus O(k na^2). Coordinate descent needs thousands of sweeps on
-// blocks as ill-conditioned as the Hessians of LSTM features; adding all violators at once
-// (projected Newton) zigzags on them.
+// sign in the next model (without that, the next direction need not descend). Once the
+// active weights are optimal, the most violating zero weight joins. Each solve keeps the
+// factor of the active block up to date (a row appended or deleted, O(na^2)), so a subproblem
+// whose support changes by k weights costs one factorisation plus O(k na^2). Coordinate
+// descent needs thousands of sweeps on blocks as ill-conditioned as the Hessians of LSTM
+// features; adding all violators at once (projected Newton) zigzags on them.
 #include <math.h>
 #include <string.h>
 #include "probe/chol.h"
