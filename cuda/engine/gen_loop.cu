@@ -251,22 +251,48 @@ __device__ void inner_publish(const GenLaunch &a, float v, GenScratch *sc) {
 // (norm_act_fwd), into hs: only the block columns the next stage's span in this CTA reads,
 // so that a CTA reads a few KB of s, the norm and the table rather than all of them.
 __device__ void inner_norm(const GenLaunch &a, int j, int tok, float *hs, GenScratch *sc) {
+    enum { U = 8 };  // elements a thread has in flight: one round trip for up to U of them, not U
     const GenStage &nx = a.st[j + 1];
     const int c0 = nx.cta_col_ptr[blockIdx.x], n = (nx.cta_col_ptr[blockIdx.x + 1] - c0) * 32;
     double v[8];
     grid_loads(a.stat, 2, v);  // in flight while s comes in
-    for (int q = threadIdx.x; q < n; q += blockDim.x) {
-        const int e = nx.cta_col[c0 + q / 32] * 32 + q % 32;
-        hs[e] = __ldcg(a.s + e);
+    for (int q0 = threadIdx.x; q0 < n; q0 += U * GEN_THREADS) {
+        int e[U];
+        float x[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int q = q0 + u * GEN_THREADS;
+            e[u] = q < n ? nx.cta_col[c0 + q / 32] * 32 + q % 32 : -1;
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) x[u] = e[u] >= 0 ? __ldcg(a.s + e[u]) : 0.f;
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (e[u] >= 0) hs[e[u]] = x[u];
     }
     grid_sums(v, 2, sc);
     const float2 ms = norm_stats(sc->tot[0], sc->tot[1], a.H);
     const float *g = a.sln + (size_t)j * 2 * a.H, *bi = g + a.H;
-    const float *mt = a.mtab + (size_t)tok * a.H, *at = a.mtab + (size_t)(256 + tok) * a.H;
-    for (int q = threadIdx.x; q < n; q += blockDim.x) {  // each thread its own elements again
-        const int e = nx.cta_col[c0 + q / 32] * 32 + q % 32;
-        const float y = (hs[e] - ms.x) * ms.y * g[e] + bi[e];
-        hs[e] = j == 0 ? y * mt[e] : fmaxf(j == 1 ? y + at[e] : y, 0.f);
+    const float *mt = a.mtab + (size_t)(j == 1 ? 256 + tok : tok) * a.H;  // m_t for j = 0, a_t for j = 1
+    for (int q0 = threadIdx.x; q0 < n; q0 += U * GEN_THREADS) {  // each thread its own elements again
+        int e[U];
+        float gg[U], bb[U], tt[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int q = q0 + u * GEN_THREADS;
+            e[u] = q < n ? nx.cta_col[c0 + q / 32] * 32 + q % 32 : -1;
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const bool in = e[u] >= 0;
+            gg[u] = in ? g[e[u]] : 0.f, bb[u] = in ? bi[e[u]] : 0.f, tt[u] = in && j < 2 ? mt[e[u]] : 0.f;
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (e[u] < 0) continue;
+            const float y = (hs[e[u]] - ms.x) * ms.y * gg[u] + bb[u];
+            hs[e[u]] = j == 0 ? y * tt[u] : fmaxf(y + tt[u], 0.f);  // tt is 0 for j >= 2: relu(y)
+        }
     }
     __syncthreads();
 }
