@@ -1,7 +1,8 @@
 // test_dist_train.c: what data-parallel ranks rely on, checked on the CPU: the backward hook
 // reports only final gradients, two ranks' gradients average to the one-rank gradient, a
 // rank resumes its rows of the carried state, and ranks that evaluate their shares of the
-// stripes add up to the one-rank evaluation (LSTM and mlstm).
+// stripes add up to the one-rank evaluation (LSTM and mlstm); eval's warm stripes predict
+// each byte once.
 #ifndef SW_DOUBLE
 #include <math.h>
 #include <stdlib.h>
@@ -176,7 +177,7 @@ static void check_shared_eval(const char *cell) {
     uint8_t *text = text_of(LEN);
     size_t count;
     Acts *all = acts_create(m, B, T), *half = acts_create(m, B / 2, T);
-    double bpc = eval_bpc(m, all, text, LEN, &count), nats = 0;
+    double bpc = eval_bpc(m, all, text, LEN, 0, &count), nats = 0;
     Stripes g = eval_stripes(text, LEN, B, T), mine;
     for (int r = 0; r < 2; r++) {
         dist_stripes(&mine, &g, r, 2);
@@ -192,4 +193,43 @@ static void check_shared_eval(const char *cell) {
 
 TEST(dist_shared_evaluation_adds_up) { check_shared_eval("lstm"); }
 TEST(dist_shared_evaluation_adds_up_mlstm) { check_shared_eval("mlstm"); }
+
+// Nats of the n - 1 predictions of p[0..n) as one stream from a zero state.
+static double stream_nats(Model *m, const uint8_t *p, size_t n) {
+    Acts *a = acts_create(m, 1, T);
+    Stripes s = eval_stripes(p, n, 1, T);
+    double nats = eval_nats(m, a, &s);
+    acts_free(m, a);
+    return nats;
+}
+
+// Warm stripes: stripe 0 is the stream of the span's first warm + L + 1 bytes; stripe b > 0
+// adds what a stream from b*L predicts after its first warm bytes. So every byte is predicted
+// once, each stripe's state carried from where its warm-up began.
+static void check_warm_stripes(const char *cell) {
+    enum { N = 1000, W = 37 };  // W: not a multiple of T, so a window straddles the warm-up's end
+    Model *m = model_of(cell);
+    uint8_t *text = text_of(N);
+    Acts *a = acts_create(m, B, T);
+    Stripes s = eval_stripes_warm(text, N, B, T, W);
+    size_t L = s.stripe_len;
+    CHECK_EQ(eval_count(&s), W + B * L);
+    CHECK(W + B * L <= N - 1 && N - 1 - (W + B * L) < B);
+    double want = stream_nats(m, text, W + L + 1);
+    for (size_t b = 1; b < B; b++) want += stream_nats(m, text + b * L, W + L + 1) - stream_nats(m, text + b * L, W + 1);
+    CHECK_NEAR(eval_nats(m, a, &s), want, 1e-9 * want);
+    acts_free(m, a);
+    size_t c0, cw;  // one stripe: the warm-up changes nothing, every byte after the first counts
+    a = acts_create(m, 1, T);
+    double stream = eval_bpc(m, a, text, N, 0, &c0), warm = eval_bpc(m, a, text, N, W, &cw);
+    CHECK_EQ(c0, (size_t)N - 1);
+    CHECK_EQ(cw, (size_t)N - 1);
+    CHECK_NEAR(warm, stream, 1e-12 * stream);
+    acts_free(m, a);
+    model_free(m);
+    free(text);
+}
+
+TEST(eval_warm_stripes_predict_each_byte_once) { check_warm_stripes("lstm"); }
+TEST(eval_warm_stripes_predict_each_byte_once_mlstm) { check_warm_stripes("mlstm"); }
 #endif

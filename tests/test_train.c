@@ -154,7 +154,7 @@ TEST(eval_json_matches_model) {
     char log[4096], dir[512], args[1024];
     snprintf(dir, sizeof dir, "%s", tmp_path("evalj"));
     CHECK_EQ(train(dir, "--max_steps=2 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
-    snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --max-bytes 1000 --json", dir);
+    snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --max-bytes 1000 --protocol stripes --json", dir);
     CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
     double bpc = -1;
     long bytes = -1;
@@ -167,7 +167,7 @@ TEST(eval_json_matches_model) {
 }
 
 // --protocol stream is one stripe: every byte after the first predicted once, as --batch-size 1;
-// the output names the protocol either way.
+// warm (the default) counts its warm-up's bytes once; the output names the protocol.
 TEST(eval_protocol_stream_and_stripes) {
     char log[4096], dir[512], args[1024], one[1024];
     snprintf(dir, sizeof dir, "%s", tmp_path("evalp"));
@@ -178,14 +178,18 @@ TEST(eval_protocol_stream_and_stripes) {
     snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --max-bytes 1000 --batch-size 1 --json", dir);
     CHECK_EQ(run_swlstm(args, one, sizeof one), 0);
     CHECK_MSG(!strncmp(log, one, strstr(log, "\"seconds\"") - log), "%s\n%s", log, one);
-    snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --max-bytes 1000 --batch-size 2", dir);
+    snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --max-bytes 1000 --batch-size 2 --protocol stripes", dir);
     CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
     CHECK_MSG(strstr(log, " over 998 bytes (protocol stripes: 2 stripes, each from a zero state; "), "%s", log);
+    snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --max-bytes 1000 --batch-size 4 --warmup 100", dir);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);  // the default: 100 + 4 * 224 bytes
+    CHECK_MSG(strstr(log, " over 996 bytes (protocol warm: 4 stripes, each after the first run over the 100 bytes before it; "),
+              "%s", log);
     snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --protocol stream", dir);
     CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
     CHECK_MSG(strstr(log, "(protocol stream: one stream, state carried across the whole split; "), "%s", log);
     snprintf(args, sizeof args, "eval %s/latest.ckpt --protocol streams", dir);
-    CHECK(run_swlstm(args, log, sizeof log) != 0 && strstr(log, "eval: --protocol 'streams': expected stripes or stream"));
+    CHECK(run_swlstm(args, log, sizeof log) != 0 && strstr(log, "eval: --protocol 'streams': expected warm, stripes or stream"));
     snprintf(args, sizeof args, "eval %s/latest.ckpt --protocol stream --batch-size 4", dir);
     CHECK(run_swlstm(args, log, sizeof log) != 0 && strstr(log, "eval: --protocol stream is one stream; drop --batch-size 4"));
 }

@@ -21,7 +21,7 @@ declare -A extra=([lstm]="--layer_norm true" [mlstm]="--cell mlstm --depth 3 --e
 # check NAME CKPT: export CKPT, evaluate it both ways, compare.
 check() {
     "$BIN" export "$2" --out "$work/$1.safetensors" > /dev/null
-    c=$("$BIN" eval "$2" --data "$data" --split "$SPLIT" --max-bytes 30000 --device "$DEVICE" --precision fp32 --json)
+    c=$("$BIN" eval "$2" --data "$data" --split "$SPLIT" --max-bytes 30000 --device "$DEVICE" --precision fp32 --protocol stripes --json)
     t=$("$PY" tools/swlstm_torch.py "$work/$1.safetensors" --data "$data" --split "$SPLIT" --max-bytes 30000 --device "$DEVICE" --json)
     echo "$1: swlstm eval $c; swlstm_torch $t"
     "$PY" - "$1" "$c" "$t" <<'PYEOF'

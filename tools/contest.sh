@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # contest.sh: the wall-clock contest of docs/QUALITY.md on one GPU: each swlstm config and each
 # cuDNN dense LSTM (tools/cudnn_lm.py) trains for the same SECONDS, then its valid and test bpc
-# are scored; one table row per run.
+# are scored (swlstm with --protocol stripes, the protocol cudnn_lm.py scores with); one table
+# row per run.
 #   bash tools/contest.sh [SECONDS] [DATA]     (178 and /usr/share/dictd/gcide.dict.dz by default)
 # CONFIGS (default configs/mlstm_3min.cfg) and HIDDEN (cuDNN widths, default "2048 4096") pick
 # the runs; OUT (default checkpoints/contest) keeps their logs and checkpoints. A swlstm run is
@@ -29,8 +30,8 @@ for cfg in $CONFIGS; do
     timeout -s TERM "$SECONDS_" ./swlstm train "$cfg" --data "$DATA" --out_dir "$dir" > "$dir.log" 2>&1 || true
     [ -f "$dir/latest.ckpt" ] || { echo "contest.sh: error: $cfg left no checkpoint (see $dir.log)" >&2; exit 1; }
     steps=$(sed -n 's/.* at step \([0-9]*\);.*/\1/p; s/^done: \([0-9]*\) steps.*/\1/p' "$dir.log")
-    v=$(./swlstm eval "$dir/latest.ckpt" --split valid --data "$DATA" | bpc)
-    t=$(./swlstm eval "$dir/latest.ckpt" --split test --data "$DATA" | bpc)
+    v=$(./swlstm eval "$dir/latest.ckpt" --split valid --data "$DATA" --protocol stripes | bpc)
+    t=$(./swlstm eval "$dir/latest.ckpt" --split test --data "$DATA" --protocol stripes | bpc)
     echo "| swlstm $name | $SECONDS_ | $steps | $v | $t |"
 done
 for h in $HIDDEN; do

@@ -29,7 +29,7 @@ for r in $RUNS; do
     # shellcheck disable=SC2086
     "$BIN" train ${cfg[$r]} "${data[@]}" --max_steps="$STEPS" --out_dir="$OUT/$r" ${EXTRA:-} | tee "$OUT/$r.train.txt"
     for split in valid test; do
-        "$BIN" eval "$OUT/$r/best.ckpt" --split "$split" "${evdata[@]}" --json > "$OUT/$r.$split.json"
+        "$BIN" eval "$OUT/$r/best.ckpt" --split "$split" "${evdata[@]}" --protocol stripes --json > "$OUT/$r.$split.json"
     done
 done
 

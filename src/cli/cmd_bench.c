@@ -326,6 +326,7 @@ typedef struct {
     const char *mask, *prec;
     int steps;  // 1: the per-step ops (infer_step and the host's draw) in place of the device loop
     int depth;  // 0: the plain cell; else an mLSTM of that depth
+    int batch;  // rows sampled at once (the per-step ops; the device loop draws one)
 } SampleRow;
 
 // The bytes a step reads: the recurrent matrices and the head.
@@ -364,15 +365,20 @@ static void sample_row(const SampleRow *r, double l2_gbps, double hbm_gbps) {
     const char *path = "steps";
     int feed = '\n';
     if (r->steps) {
-        Infer *s = infer_create(m, 1, 0);
-        float logits[256];
-        infer_step(m, s, &feed, 1, logits);
+        const int B = r->batch;
+        Infer *s = infer_create(m, B, 0);
+        float *logits = xmalloc(sizeof(float) * SW_VOCAB * B);
+        int *tok = xmalloc(sizeof(int) * B);
+        for (int k = 0; k < B; k++) tok[k] = feed;
+        infer_step(m, s, tok, B, logits);
         t0 = now_sec();
         for (int i = 0; i < STEP_BYTES; i++) {
-            int b = sample_byte(logits, &so, &rng);
-            infer_step(m, s, &b, 1, logits);
+            for (int k = 0; k < B; k++) tok[k] = sample_byte(logits + k * SW_VOCAB, &so, &rng);
+            infer_step(m, s, tok, B, logits);
         }
-        secs = (now_sec() - t0) / STEP_BYTES;
+        secs = (now_sec() - t0) / STEP_BYTES / B;
+        free(tok);
+        free(logits);
         infer_free(m, s);
     } else {
         Gen *g = gen_open(m, &so, NULL);
@@ -391,9 +397,9 @@ static void sample_row(const SampleRow *r, double l2_gbps, double hbm_gbps) {
     const double l2us = mb * 1e6 / (l2_gbps * 1e9) * 1e6, hbmus = mb * 1e6 / (hbm_gbps * 1e9) * 1e6;
     char cell[16] = "lstm";
     if (r->depth) snprintf(cell, sizeof cell, "mlstm D=%d", r->depth);
-    printf("| %5d | %-11s | %-10s | %5.1f%% | %s | %7.1f | %-15s | %6.0f | %7.2f | %8.0f | %6.2f | %6.2f | %5.1f |\n", r->H,
-           r->mask, cell, 100 * mask_stats(&L->mask_h).density, r->prec, mb, path, setup, secs * 1e6, 1 / secs, l2us, hbmus,
-           secs * 1e6 / l2us);
+    printf("| %5d | %-11s | %-10s | %5.1f%% | %s | %7.1f | %-15s | %5d | %6.0f | %7.2f | %8.0f | %6.2f | %6.2f | %5.1f |\n",
+           r->H, r->mask, cell, 100 * mask_stats(&L->mask_h).density, r->prec, mb, path, r->batch, setup, secs * 1e6,
+           1 / secs, l2us, hbmus, secs * 1e6 / l2us);
     fflush(stdout);
     model_free(m);
 }
@@ -406,15 +412,18 @@ static void bench_sample(void) {
     printf("device: %s; L2 read: %.0f GB/s; HBM (half a device copy's read + write): %.0f GB/s\nsampling at batch 1 "
            "(1 layer, E = 64, block 32, temperature 1): one launch of 4000 bytes after 64; weights = the recurrent "
            "matrices (mlstm: W_h0 .. W_h(D-1) and the gates) + W_o; L2 us, HBM us = weights / L2 read, HBM; "
-           "x L2 = us per byte / L2 us\n\n", dev, l2g, hbmg);
-    printf("| H | W_h mask | cell | density | dtype | weights MB | path | setup ms | us/byte | bytes/s | L2 us | HBM us | x L2 |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "x L2 = us per byte / L2 us; batch > 1: the per-step ops on that many rows, us per byte = a step / rows\n\n",
+           dev, l2g, hbmg);
+    printf("| H | W_h mask | cell | density | dtype | weights MB | path | batch | setup ms | us/byte | bytes/s | L2 us | HBM us "
+           "| x L2 |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     static const SampleRow rows[] = {
-        {4096, "ba_4", "bf16", 1, 0}, {4096, "ba_4", "bf16", 0, 0}, {4096, "ba_4", "fp32", 0, 0},
-        {4096, "dense", "bf16", 0, 0}, {4096, "random_0.5", "bf16", 0, 0}, {4096, "random_0.25", "bf16", 0, 0},
-        {4096, "random_0.1", "bf16", 0, 0}, {4096, "random_0.05", "bf16", 0, 0}, {8192, "ba_7", "bf16", 0, 0},
-        {512, "random_0.05", "bf16", 0, 0}, {8192, "ba_7", "bf16", 1, 4}, {8192, "ba_7", "bf16", 0, 4},
-        {8192, "ba_7", "fp32", 0, 4}, {2048, "ba_4", "bf16", 0, 4},
+        {4096, "ba_4", "bf16", 1, 0, 1}, {4096, "ba_4", "bf16", 0, 0, 1}, {4096, "ba_4", "fp32", 0, 0, 1},
+        {4096, "dense", "bf16", 0, 0, 1}, {4096, "random_0.5", "bf16", 0, 0, 1}, {4096, "random_0.25", "bf16", 0, 0, 1},
+        {4096, "random_0.1", "bf16", 0, 0, 1}, {4096, "random_0.05", "bf16", 0, 0, 1}, {8192, "ba_7", "bf16", 0, 0, 1},
+        {512, "random_0.05", "bf16", 0, 0, 1}, {4096, "ba_4", "bf16", 1, 0, 8}, {4096, "ba_4", "bf16", 1, 0, 64},
+        {4096, "dense", "bf16", 1, 0, 8}, {4096, "dense", "bf16", 1, 0, 64}, {8192, "ba_7", "bf16", 1, 4, 1},
+        {8192, "ba_7", "bf16", 0, 4, 1}, {8192, "ba_7", "fp32", 0, 4, 1}, {2048, "ba_4", "bf16", 0, 4, 1},
+        {8192, "ba_7", "bf16", 1, 4, 8}, {8192, "ba_7", "bf16", 1, 4, 64},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) sample_row(&rows[i], l2g, hbmg);
 }
@@ -429,9 +438,10 @@ static void bench_usage(void) {
            "            dense H=2048 and ba_7 H=8192, per-step ops issued one by one and replayed\n"
            "  --hidden H, --dtype D, --cell C  with --train: only the rows of this hidden size, this\n"
            "            precision, this cell (lstm or mlstm)\n"
-           "  --sample  sampling at batch 1: bytes/s of the device loop for H=4096 at 100/50/25/10/5%% of\n"
+           "  --sample  sampling: bytes/s of the device loop (batch 1) for H=4096 at 100/50/25/10/5%% of\n"
            "            blocks and ba_4 (bf16; ba_4 also fp32 and op by op), H=8192 ba_7, H=512 (the floor);\n"
-           "            the mlstm (depth 4) at H=8192 ba_7 (bf16 op by op and looped, fp32) and H=2048 ba_4\n"
+           "            the mlstm (depth 4) at H=8192 ba_7 (bf16 op by op and looped, fp32) and H=2048 ba_4;\n"
+           "            batches of 8 and 64 op by op (H=4096 ba_4 and dense, the mlstm at H=8192 ba_7)\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n");
 }
 

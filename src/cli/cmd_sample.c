@@ -25,7 +25,8 @@ static void sample_usage(void) {
            "TEMP 0 is greedy. The same SEED on the same device and precision gives the same text; the\n"
            "CPU and the GPU round differently (bf16 weights on the GPU by far the most), so their texts\n"
            "agree only as long as their logits pick the same bytes. A checkpoint trained with ema > 0\n"
-           "samples from the weights' moving average unless --raw-weights.\n"
+           "samples from the weights' moving average unless --raw-weights. The device and precision\n"
+           "are the checkpoint's unless given (--device cpu computes in fp32).\n"
            "On the GPU, a one-layer lstm without layer norm or a one-layer mlstm samples in one launch\n"
            "per %d bytes (the device loop); other models step op by op. -v names the path taken and its times on stderr.\n", SAMPLE_CHUNK);
 }
@@ -102,7 +103,9 @@ int cmd_sample(int argc, char **argv) {
     SampleArgs a;
     if (!parse_sample_args(argc, argv, &a)) return 0;
     double t0 = now_sec();
-    Model *m = model_load(a.ckpt, a.device ? a.device : "cpu", a.precision);
+    // The checkpoint's device and precision unless given; the CPU computes in fp32.
+    const char *prec = a.precision ? a.precision : a.device && !strcmp(a.device, "cpu") ? "fp32" : NULL;
+    Model *m = model_load(a.ckpt, a.device, prec);
     if (!a.raw) model_use_ema(m);
     size_t plen = 0;
     char *prime = a.prime_file ? read_text_file(a.prime_file, &plen, "prime file") : NULL;

@@ -263,12 +263,12 @@ void stripes_init(Stripes *s, const uint8_t *base, size_t len, int B, int T) {
     if (L < (size_t)T + 1)
         die("a span of %zu bytes cannot hold B = %d stripes of T+1 = %d bytes (T = %d); "
             "use a smaller batch_size/seq_length or a larger split", len, B, T + 1, T);
-    *s = (Stripes){base, len, B, T, L, 0};
+    *s = (Stripes){base, len, B, T, L, 0, L, 0};
 }
 
 void stripes_fill(const Stripes *s, size_t pos, int T, int *in, int *tgt) {
-    if (pos + (size_t)T + 1 > s->stripe_len)
-        die("stripes: window at %zu of %d steps overruns a stripe of %zu bytes", pos, T, s->stripe_len);
+    if (pos + (size_t)T + 1 > s->span)
+        die("stripes: window at %zu of %d steps overruns a stripe of %zu bytes", pos, T, s->span);
     for (int b = 0; b < s->B; b++) {
         const uint8_t *p = s->base + (size_t)b * s->stripe_len + pos;
         for (int t = 0; t < T; t++) {

@@ -35,12 +35,15 @@ uint32_t dataset_fingerprint(const Dataset *d);
 int split_from_name(const char *name);  // "train"|"valid"|"test" -> index, -1 otherwise
 
 // B contiguous stripes over a span; windows of T steps read T+1 bytes (inputs and targets).
+// Stripe b reads span bytes from b * stripe_len: its own, or (eval's warm-up) more.
 typedef struct {
     const uint8_t *base;
     size_t len;          // span length
     int B, T;
-    size_t stripe_len;   // len / B
+    size_t stripe_len;   // len / B: where stripe b starts is b * stripe_len
     size_t pos;          // offset of the next window inside every stripe
+    size_t span;         // bytes each stripe reads: stripe_len, or warm + stripe_len + 1
+    size_t warm;         // leading steps of stripes 1..B-1 that run unscored (eval.h)
 } Stripes;
 
 // Dies if the span cannot hold B stripes of at least T+1 bytes.

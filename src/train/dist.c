@@ -90,6 +90,7 @@ void dist_stripes(Stripes *local, const Stripes *g, int rank, int world) {
     if (g->B % world)
         die("batch_size = %d is not divisible by the world size %d: each rank reads batch_size/%d stripes (use a multiple of %d)",
             g->B, world, world, world);
+    if (g->warm) die("internal: dist_stripes of stripes with a warm-up");
     int Bl = g->B / world;
     *local = *g;
     local->base = g->base + (size_t)rank * Bl * g->stripe_len;

@@ -9,10 +9,18 @@
 int eval_batch_for(size_t len, int batch, int T);
 // Splits the span into a->B stripes, runs each from a zero state with windows of up to a->T
 // steps and carried state, and returns the mean bits per character over every prediction
-// (B*(len/B - 1) of them); *count gets that number.
-double eval_bpc(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t *count);
-// The parts of eval_bpc, for ranks that each evaluate some of the stripes (dist_stripes):
-// B stripes of a span (dies if they are shorter than 2 bytes), and the summed loss in nats
-// of the a->B = s->B stripes of s, each from a zero state: (stripe_len - 1) predictions each.
+// (eval_count of them, into *count). warm = 0: each stripe predicts its own bytes after its
+// first (B*(len/B - 1) predictions). warm > 0: every stripe but the first runs first over the
+// warm bytes before its own, unscored, so that every byte after the span's first is predicted
+// once (but the last < B), each with warm bytes of context or more; B = 1 is one stream.
+double eval_bpc(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t warm, size_t *count);
+// The parts of eval_bpc, for ranks that each evaluate some of the stripes (dist_stripes,
+// warm = 0 only): B stripes of a span (dies if they are shorter than 2 bytes), and the summed
+// loss in nats of the a->B = s->B stripes of s over their scored predictions.
 Stripes eval_stripes(const uint8_t *bytes, size_t len, int B, int T);
+// The warm-up eval_bpc runs for a span of len bytes in B stripes: warm, or less where the
+// span is short (every stripe scores a byte at least).
+size_t eval_warm_for(size_t len, int B, size_t warm);
+Stripes eval_stripes_warm(const uint8_t *bytes, size_t len, int B, int T, size_t warm);
+size_t eval_count(const Stripes *s);
 double eval_nats(Model *m, Acts *a, const Stripes *s);

@@ -236,7 +236,7 @@ static void validate(Trainer *tr) {
     double nats = eval_nats(tr->m, tr->ea, &mine);
     use_average(tr, 0);
     dist_sum_doubles(&nats, 1);
-    size_t count = (size_t)tr->eval_B * (all.stripe_len - 1);
+    size_t count = eval_count(&all);
     double bpc = nats / (double)count / log(2.0);
     int best = bpc < tr->ts.best_valid_bpc;
     if (best) tr->ts.best_valid_bpc = bpc;
