@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 static const char MAGIC[8] = {'S', 'W', 'L', 'S', 'T', 'M', 'C', 'K'};
@@ -108,15 +109,28 @@ void ckpt_commit(CkptWriter *w, const char *path) {
 
 // ---- reading ----
 
-static void read_all(Ckpt *c, const char *path) {
+// The file's bytes land in c->buf at their offsets as they are needed: the header, the
+// section headers and trailer, and the payloads read (the pages of skipped ones are never
+// touched).
+static void read_at(const Ckpt *c, FILE *f, size_t off, size_t n) {
+    if (n && pread(fileno(f), c->buf + off, n, (off_t)off) != (ssize_t)n)
+        die("checkpoint '%s': read failed (file changed while reading?)", c->path);
+}
+
+static FILE *open_sized(Ckpt *c, const char *path) {
     FILE *f = xfopen(path, "rb", "checkpoint");
     struct stat st;
     if (fstat(fileno(f), &st) != 0) die("checkpoint '%s': cannot stat: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) die("checkpoint '%s': not a regular file", path);
     c->len = (size_t)st.st_size;
-    c->buf = xmalloc(c->len);
-    if (fread(c->buf, 1, c->len, f) != c->len) die("checkpoint '%s': read failed (file changed while reading?)", path);
-    fclose(f);
+    c->buf = xmalloc(c->len ? c->len : 1);
+    return f;
+}
+
+static int listed(const char *tag, const char *const *skip) {
+    for (; skip && *skip; skip++)
+        if (!strcmp(tag, *skip)) return 1;
+    return 0;
 }
 
 // A valid tag is 1-8 printable characters followed only by NUL padding.
@@ -129,8 +143,10 @@ static int tag_ok(const uint8_t *t) {
     return 1;
 }
 
-// Parses section headers between HEADER_BYTES and `end`, checking bounds and payload CRCs.
-static void read_sections(Ckpt *c, size_t end) {
+// Parses section headers between HEADER_BYTES and `end`, checking bounds and the CRCs of the
+// payloads it reads (all but those in skip); returns the CRC of every byte before `end`,
+// combined from the headers' and the payloads' CRCs (a skipped payload's as its header states).
+static uint32_t read_sections(Ckpt *c, FILE *f, size_t end, const char *const *skip) {
     const char *path = c->path;
     uint64_t nsec = get_le(c->buf + 12, 4);
     if (nsec > (end - HEADER_BYTES) / SECHDR_BYTES || nsec > INT_MAX)
@@ -138,30 +154,42 @@ static void read_sections(Ckpt *c, size_t end) {
     c->nsec = (int)nsec;
     c->sec = xcalloc(nsec, sizeof(CkptSection));
     size_t off = HEADER_BYTES;
+    uint32_t file_crc = crc_of(0, c->buf, HEADER_BYTES);
     for (int i = 0; i < c->nsec; i++) {
         if (end - off < SECHDR_BYTES) die("checkpoint '%s': truncated (section %d of %d is missing)", path, i + 1, c->nsec);
+        read_at(c, f, off, SECHDR_BYTES);
         const uint8_t *h = c->buf + off;
         CkptSection *s = &c->sec[i];
         if (!tag_ok(h)) die("checkpoint '%s': section %d has a malformed tag (corrupt file)", path, i + 1);
         memcpy(s->tag, h, 8);
         s->len = get_le(h + 8, 8);
         s->crc = (uint32_t)get_le(h + 16, 4);
+        file_crc = (uint32_t)crc32_combine(file_crc, crc_of(0, h, SECHDR_BYTES), SECHDR_BYTES);
         off += SECHDR_BYTES;
         if (s->len > (uint64_t)(end - off))
             die("checkpoint '%s': truncated (section '%s' needs %llu bytes, %zu remain)", path, s->tag,
                 (unsigned long long)s->len, end - off);
-        s->data = c->buf + off;
-        if (crc_of(0, s->data, (size_t)s->len) != s->crc)
-            die("checkpoint '%s': section '%s' is corrupt (CRC mismatch)", path, s->tag);
+        s->skipped = listed(s->tag, skip);
+        if (!s->skipped) {
+            read_at(c, f, off, (size_t)s->len);
+            s->data = c->buf + off;
+            if (crc_of(0, s->data, (size_t)s->len) != s->crc)
+                die("checkpoint '%s': section '%s' is corrupt (CRC mismatch)", path, s->tag);
+        }
+        file_crc = (uint32_t)crc32_combine(file_crc, s->crc, (z_off_t)s->len);
         off += (size_t)s->len;
     }
     if (off != end) die("checkpoint '%s': corrupt (%zu unexpected bytes after the last section)", path, end - off);
+    return file_crc;
 }
 
-void ckpt_read(Ckpt *c, const char *path) {
+void ckpt_read(Ckpt *c, const char *path) { ckpt_read_except(c, path, NULL); }
+
+void ckpt_read_except(Ckpt *c, const char *path, const char *const *skip) {
     memset(c, 0, sizeof *c);
     c->path = xstrdup(path);
-    read_all(c, path);
+    FILE *f = open_sized(c, path);
+    read_at(c, f, 0, c->len < HEADER_BYTES ? c->len : HEADER_BYTES);
     if (c->len < 8) die("checkpoint '%s': not a swlstm checkpoint (only %zu bytes)", path, c->len);
     if (memcmp(c->buf, MAGIC, 8) != 0) die("checkpoint '%s': not a swlstm checkpoint", path);
     if (c->len < HEADER_BYTES + TRAILER_BYTES) die("checkpoint '%s': truncated (%zu bytes)", path, c->len);
@@ -169,15 +197,19 @@ void ckpt_read(Ckpt *c, const char *path) {
     if (c->version != CKPT_VERSION)
         die("checkpoint '%s': checkpoint format version %u, this swlstm reads version %d", path, c->version, CKPT_VERSION);
     size_t end = c->len - TRAILER_BYTES;
-    read_sections(c, end);
+    uint32_t crc = read_sections(c, f, end, skip);
+    read_at(c, f, end, TRAILER_BYTES);
+    fclose(f);
     if (memcmp(c->buf + end, ENDMAGIC, 8) != 0) die("checkpoint '%s': truncated or corrupt (end marker missing)", path);
-    if (crc_of(0, c->buf, end) != (uint32_t)get_le(c->buf + end + 8, 4))
-        die("checkpoint '%s': corrupt (file CRC mismatch)", path);
+    if (crc != (uint32_t)get_le(c->buf + end + 8, 4)) die("checkpoint '%s': corrupt (file CRC mismatch)", path);
 }
 
 const CkptSection *ckpt_find(const Ckpt *c, const char *tag, int required) {
-    for (int i = 0; i < c->nsec; i++)
-        if (strcmp(c->sec[i].tag, tag) == 0) return &c->sec[i];
+    for (int i = 0; i < c->nsec; i++) {
+        if (strcmp(c->sec[i].tag, tag)) continue;
+        if (c->sec[i].skipped) die("internal: checkpoint '%s': section '%s' was not read", c->path, tag);
+        return &c->sec[i];
+    }
     if (required) die("checkpoint '%s': has no '%s' section", c->path, tag);
     return NULL;
 }

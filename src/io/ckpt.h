@@ -15,6 +15,7 @@ typedef struct {
     uint64_t len;
     uint32_t crc;
     const uint8_t *data;   // points into Ckpt.buf
+    int skipped;           // not read (ckpt_read_except)
 } CkptSection;
 
 typedef struct CkptWriter CkptWriter;
@@ -35,6 +36,10 @@ typedef struct {
 // Reads and verifies the whole file: magic, version, section bounds and CRCs. Any problem
 // is a one-line error naming the file and what is wrong (never a crash).
 void ckpt_read(Ckpt *c, const char *path);
+// The same without reading the payloads of the sections named in skip (NULL-terminated):
+// their CRCs are taken as stored, which the file's CRC still checks; finding one dies.
+// Inference skips the optimizer's sections, half of a training checkpoint.
+void ckpt_read_except(Ckpt *c, const char *path, const char *const *skip);
 // Section by tag; if required and missing, dies naming the file and tag. NULL otherwise.
 const CkptSection *ckpt_find(const Ckpt *c, const char *tag, int required);
 void ckpt_close(Ckpt *c);

@@ -206,8 +206,9 @@ int ckpt_masks_for(const Ckpt *c, const Config *cfg, Mask *masks) {
 }
 
 Model *model_load(const char *path, const char *device, const char *precision) {
+    static const char *const training_only[] = {"adam_m", "adam_v", "state", "hidden", NULL};
     Ckpt c;
-    ckpt_read(&c, path);
+    ckpt_read_except(&c, path, training_only);
     Config cfg;
     ckpt_config(&c, &cfg);
     config_validate(&cfg);
