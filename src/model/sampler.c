@@ -1,14 +1,29 @@
 // sampler.c: temperature, top-k and nucleus (top-p) sampling over the 256 byte values.
 #include "model/sampler.h"
 #include <math.h>
-#include <stdlib.h>
 
 typedef struct { double p; int id; } Cand;
 
-static int by_prob_desc(const void *a, const void *b) {
-    const Cand *x = a, *y = b;
-    if (x->p != y->p) return x->p < y->p ? 1 : -1;
-    return x->id - y->id;  // ties in byte order: the sort is deterministic
+// Probability descending, ties in byte order: a total order, so any sort gives the one
+// order the device loop's bitonic sort gives too.
+static int before(const Cand *x, const Cand *y) { return x->p != y->p ? x->p > y->p : x->id < y->id; }
+
+// Bottom-up merge sort of the 256 candidates (qsort's callback per comparison cost more
+// than the rest of a draw).
+static void sort_cands(Cand *c) {
+    Cand tmp[256], *src = c, *dst = tmp;
+    for (int w = 1; w < 256; w *= 2) {
+        for (int lo = 0; lo < 256; lo += 2 * w) {
+            int i = lo, j = lo + w, end = lo + 2 * w, k = lo;
+            while (i < lo + w && j < end) dst[k++] = before(&src[j], &src[i]) ? src[j++] : src[i++];
+            while (i < lo + w) dst[k++] = src[i++];
+            while (j < end) dst[k++] = src[j++];
+        }
+        Cand *t = src;
+        src = dst, dst = t;
+    }
+    if (src != c)
+        for (int i = 0; i < 256; i++) c[i] = src[i];
 }
 
 static int argmax(const float *logits) {
@@ -26,7 +41,7 @@ int sample_byte(const float *logits, const SamplerOpts *o, Rng *rng) {
         c[i] = (Cand){exp((logits[i] - mx) / o->temperature), i};
         sum += c[i].p;
     }
-    qsort(c, 256, sizeof c[0], by_prob_desc);
+    sort_cands(c);
     int keep = o->top_k > 0 && o->top_k < 256 ? o->top_k : 256;
     if (o->top_p < 1) {
         double cum = 0;
