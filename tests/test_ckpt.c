@@ -73,6 +73,12 @@ static void find_skipped(void *path) {
     ckpt_find(&c, "params", 0);
 }
 
+static void read_params_later(void *path) {
+    Ckpt c;
+    ckpt_read_except(&c, path, SKIP);
+    ckpt_read_section(&c, "params");
+}
+
 static void read_skipping(void *path) {
     Ckpt c;
     ckpt_read_except(&c, path, SKIP);
@@ -95,7 +101,15 @@ TEST(ckpt_read_except_skips_payloads) {
     ckpt_close(&c);
     CHECK_DIES(read_ckpt, (void *)path, "section 'params' is corrupt (CRC mismatch)");
     CHECK_DIES(find_skipped, (void *)path, "section 'params' was not read");
+    CHECK_DIES(read_params_later, (void *)path, "section 'params' is corrupt (CRC mismatch");
     b[PARAMS_DATA + 5] ^= 0x40;
+    write_file(path, b, len);
+    ckpt_read_except(&c, path, SKIP);
+    CHECK(ckpt_has(&c, "params") && !ckpt_has(&c, "absent"));
+    ckpt_read_section(&c, "params");
+    const CkptSection *p = ckpt_find(&c, "params", 1);
+    CHECK(p->len == NPARAM * sizeof(float) && memcmp(p->data, b + PARAMS_DATA, p->len) == 0);
+    ckpt_close(&c);
     b[PARAMS_HDR + 16] ^= 1;  // the skipped section's stored CRC: the file's CRC catches it
     write_file(path, b, len);
     CHECK_DIES(read_skipping, (void *)path, "corrupt (file CRC mismatch)");

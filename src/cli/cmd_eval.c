@@ -60,8 +60,7 @@ int cmd_eval(int argc, char **argv) {
     if (!stream && !warm && strcmp(protocol, "stripes"))
         die("eval: --protocol '%s': expected warm, stripes or stream", protocol);
     if (stream && batch > 1) die("eval: --protocol stream is one stream; drop --batch-size %ld", batch);
-    Model *m = model_load(ckpt, device, precision);
-    if (!raw) model_use_ema(m);
+    Model *m = model_load_infer(ckpt, device, precision, raw);
     Dataset ds;
     dataset_open(&ds, data ? data : m->cfg.data);
     dataset_split(&ds, m->cfg.split, data ? data : m->cfg.data);

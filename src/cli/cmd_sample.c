@@ -105,8 +105,7 @@ int cmd_sample(int argc, char **argv) {
     double t0 = now_sec();
     // The checkpoint's device and precision unless given; the CPU computes in fp32.
     const char *prec = a.precision ? a.precision : a.device && !strcmp(a.device, "cpu") ? "fp32" : NULL;
-    Model *m = model_load(a.ckpt, a.device, prec);
-    if (!a.raw) model_use_ema(m);
+    Model *m = model_load_infer(a.ckpt, a.device, prec, a.raw);
     size_t plen = 0;
     char *prime = a.prime_file ? read_text_file(a.prime_file, &plen, "prime file") : NULL;
     if (a.prime) plen = strlen(a.prime);

@@ -62,8 +62,7 @@ static void feat_opts_check(FeatOpts *o, const Model *m) {
 
 Model *feat_model_load(const char *ckpt, FeatOpts *o) {
     const char *prec = o->precision ? o->precision : !strcmp(o->device, "cpu") ? "fp32" : NULL;
-    Model *m = model_load(ckpt, o->device, prec);
-    if (!o->raw_weights) model_use_ema(m);
+    Model *m = model_load_infer(ckpt, o->device, prec, o->raw_weights);
     feat_opts_check(o, m);
     return m;
 }

@@ -169,6 +169,7 @@ static uint32_t read_sections(Ckpt *c, FILE *f, size_t end, const char *const *s
         if (s->len > (uint64_t)(end - off))
             die("checkpoint '%s': truncated (section '%s' needs %llu bytes, %zu remain)", path, s->tag,
                 (unsigned long long)s->len, end - off);
+        s->offset = off;
         s->skipped = listed(s->tag, skip);
         if (!s->skipped) {
             read_at(c, f, off, (size_t)s->len);
@@ -202,6 +203,28 @@ void ckpt_read_except(Ckpt *c, const char *path, const char *const *skip) {
     fclose(f);
     if (memcmp(c->buf + end, ENDMAGIC, 8) != 0) die("checkpoint '%s': truncated or corrupt (end marker missing)", path);
     if (crc != (uint32_t)get_le(c->buf + end + 8, 4)) die("checkpoint '%s': corrupt (file CRC mismatch)", path);
+}
+
+void ckpt_read_section(Ckpt *c, const char *tag) {
+    CkptSection *s = NULL;
+    for (int i = 0; i < c->nsec && !s; i++)
+        if (!strcmp(c->sec[i].tag, tag)) s = &c->sec[i];
+    if (!s) die("checkpoint '%s': has no '%s' section", c->path, tag);
+    if (!s->skipped) return;
+    FILE *f = xfopen(c->path, "rb", "checkpoint");
+    size_t off = (size_t)(s->offset);
+    read_at(c, f, off, (size_t)s->len);
+    fclose(f);
+    s->data = c->buf + off;
+    if (crc_of(0, s->data, (size_t)s->len) != s->crc)
+        die("checkpoint '%s': section '%s' is corrupt (CRC mismatch, or the file changed while reading)", c->path, tag);
+    s->skipped = 0;
+}
+
+int ckpt_has(const Ckpt *c, const char *tag) {
+    for (int i = 0; i < c->nsec; i++)
+        if (!strcmp(c->sec[i].tag, tag)) return 1;
+    return 0;
 }
 
 const CkptSection *ckpt_find(const Ckpt *c, const char *tag, int required) {

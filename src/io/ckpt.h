@@ -15,6 +15,7 @@ typedef struct {
     uint64_t len;
     uint32_t crc;
     const uint8_t *data;   // points into Ckpt.buf
+    uint64_t offset;       // of the payload in the file
     int skipped;           // not read (ckpt_read_except)
 } CkptSection;
 
@@ -40,6 +41,10 @@ void ckpt_read(Ckpt *c, const char *path);
 // their CRCs are taken as stored, which the file's CRC still checks; finding one dies.
 // Inference skips the optimizer's sections, half of a training checkpoint.
 void ckpt_read_except(Ckpt *c, const char *path, const char *const *skip);
+// Reads a section that ckpt_read_except skipped (its CRC checked; nothing if it was read).
+void ckpt_read_section(Ckpt *c, const char *tag);
+// Whether the file holds the section, read or not.
+int ckpt_has(const Ckpt *c, const char *tag);
 // Section by tag; if required and missing, dies naming the file and tag. NULL otherwise.
 const CkptSection *ckpt_find(const Ckpt *c, const char *tag, int required);
 void ckpt_close(Ckpt *c);

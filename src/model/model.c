@@ -227,10 +227,6 @@ Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask 
     return m;
 }
 
-void model_use_ema(Model *m) {
-    if (m->ema) m->be->copy(m->params, m->ema, m->nparams * sizeof(real));
-}
-
 int model_draw_masks(const Config *cfg, Mask *masks) {
     int n = cfg->hidden_size / cfg->block_size, per = model_masks_per_layer(cfg);
     const char *xdesc = cfg->input_sparsity[0] ? cfg->input_sparsity : cfg->sparsity;

@@ -77,8 +77,6 @@ double model_dense_params(const Config *cfg);
 uint64_t model_mask_seed(long mask_seed, int layer, int is_input);
 // The mask seed of internal step j of an mlstm layer (`swlstm mask --depth` builds these).
 uint64_t model_step_mask_seed(long mask_seed, int layer, int step);
-// Replaces the weights by their moving average (eval, sample, features); no-op without one.
-void model_use_ema(Model *m);
 void model_free(Model *m);
 const ParamTensor *model_tensor(const Model *m, const char *name);  // NULL if absent
 

@@ -205,25 +205,45 @@ int ckpt_masks_for(const Ckpt *c, const Config *cfg, Mask *masks) {
     return n;
 }
 
+// The model of c's config and masks on a device, its weights unset; the section `weights`
+// must hold as many values as the model has.
+static Model *model_of_ckpt(const Ckpt *c, const char *weights, const char *device, const char *precision, int keep_ema) {
+    Config cfg;
+    ckpt_config(c, &cfg);
+    config_validate(&cfg);
+    Mask masks[SW_MAX_MASKS];
+    int n = ckpt_masks_for(c, &cfg, masks);
+    double want = model_param_count(&cfg, masks);  // a hostile config cannot make us allocate more than the weights hold
+    uint64_t have = ckpt_find(c, weights, 1)->len / sizeof(float);
+    if (want != (double)have)
+        die("checkpoint '%s': section '%s' holds %llu values, its config and masks need %.0f", c->path, weights,
+            (unsigned long long)have, want);
+    if (device) snprintf(cfg.device, sizeof cfg.device, "%s", device);
+    if (precision) snprintf(cfg.precision, sizeof cfg.precision, "%s", precision);
+    if (!keep_ema) cfg.ema = 0;
+    Model *m = model_create_with_masks(&cfg, backend_get(cfg.device, cfg.precision), masks);
+    for (int i = 0; i < n; i++) mask_free(&masks[i]);
+    return m;
+}
+
 Model *model_load(const char *path, const char *device, const char *precision) {
     static const char *const training_only[] = {"adam_m", "adam_v", "state", "hidden", NULL};
     Ckpt c;
     ckpt_read_except(&c, path, training_only);
-    Config cfg;
-    ckpt_config(&c, &cfg);
-    config_validate(&cfg);
-    Mask masks[SW_MAX_MASKS];
-    int n = ckpt_masks_for(&c, &cfg, masks);
-    double want = model_param_count(&cfg, masks);  // a hostile config cannot make us allocate more than "params" holds
-    uint64_t have = ckpt_find(&c, "params", 1)->len / sizeof(float);
-    if (want != (double)have)
-        die("checkpoint '%s': section 'params' holds %llu values, its config and masks need %.0f", path,
-            (unsigned long long)have, want);
-    if (device) snprintf(cfg.device, sizeof cfg.device, "%s", device);
-    if (precision) snprintf(cfg.precision, sizeof cfg.precision, "%s", precision);
-    Model *m = model_create_with_masks(&cfg, backend_get(cfg.device, cfg.precision), masks);
-    for (int i = 0; i < n; i++) mask_free(&masks[i]);
+    Model *m = model_of_ckpt(&c, "params", device, precision, 1);
     model_load_weights(m, &c);
+    ckpt_close(&c);
+    return m;
+}
+
+Model *model_load_infer(const char *path, const char *device, const char *precision, int raw) {
+    static const char *const weights_and_training[] = {"params", "ema", "adam_m", "adam_v", "state", "hidden", NULL};
+    Ckpt c;
+    ckpt_read_except(&c, path, weights_and_training);
+    const char *weights = !raw && ckpt_has(&c, "ema") ? "ema" : "params";
+    ckpt_read_section(&c, weights);
+    Model *m = model_of_ckpt(&c, weights, device, precision, 0);
+    ckpt_get_reals(&c, weights, m->be, m->params, m->nparams);
     ckpt_close(&c);
     return m;
 }

@@ -27,9 +27,13 @@ void model_save(const char *path, const Model *m, const TrainState *ts, const re
 // masks, m's weights and moving average, and where c holds a training state, c's "state" and
 // "hidden" as they are with adam_m and adam_v (m->nparams each, backend memory).
 void model_save_like(const char *path, const Model *m, const Ckpt *c, const real *adam_m, const real *adam_v);
-// Builds the model stored in a checkpoint (its config, masks and weights) on a device; the
-// training sections (optimizer, state) are not read.
+// Builds the model stored in a checkpoint (its config, masks, weights and moving average) on
+// a device; the training sections (optimizer, state) are not read.
 Model *model_load(const char *path, const char *device, const char *precision);
+// The same for inference (sample, eval, features): the weights are the checkpoint's moving
+// average where it has one and raw is 0, else its weights; only that section is read, and the
+// model keeps no moving average of its own.
+Model *model_load_infer(const char *path, const char *device, const char *precision, int raw);
 // The config stored in a checkpoint.
 void ckpt_config(const Ckpt *c, Config *cfg);
 // Copies a checkpoint's weights into m (same shapes required; dies naming what differs).

@@ -1,5 +1,5 @@
 // fuzz_ckpt.c: a checkpoint file through everything that reads one: the container, the
-// config, masks and weights (model_load), the training state and carried state (--resume)
+// config, masks and weights (model_load, model_load_infer), the training state and carried state (--resume)
 // and the mask statistics of `info`. Mutations almost never keep the CRCs right, which
 // would stop nearly every input at the first check: each input also runs with its section
 // and file CRCs recomputed, so that the parsers behind the CRCs see the mutated bytes.
@@ -60,6 +60,7 @@ static void read_ckpt(const char *path) {
         }
         ckpt_close(&c);
         model_free(m);
+        model_free(model_load_infer(path, "cpu", NULL, 0));  // the inference path reads other sections
     }
 }
 
