@@ -1,8 +1,9 @@
 // fuzz_ckpt.c: a checkpoint file through everything that reads one: the container, the
 // config, masks and weights (model_load, model_load_infer), the training state and carried
-// state (--resume) and the mask statistics of `info`. Mutations almost never keep the CRCs right, which
-// would stop nearly every input at the first check: each input also runs with its section
-// and file CRCs recomputed, so that the parsers behind the CRCs see the mutated bytes.
+// state (--resume) and the mask statistics of `info`. Mutations almost never keep the CRCs
+// right, which would stop nearly every input at the first check: each input also runs with
+// its section and file CRCs recomputed, so that the parsers behind the CRCs see the mutated
+// bytes.
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
