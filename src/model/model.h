@@ -55,10 +55,10 @@ typedef struct Model {
 Model *model_create(const Config *cfg, const Backend *be);
 // Same, with the masks given, model_masks_per_layer(cfg) per layer: W_h (the gates), W_x
 // (ignored for layer 0 and for mlstm layers), then for mlstm W_h0 .. W_h(D-1). The model keeps
-// copies. Used when loading checkpoints, which store their masks.
+// copies. Used where a run starts from masks of its own (--init_from, a resume's checkpoint).
 Model *model_create_with_masks(const Config *cfg, const Backend *be, const Mask *masks);
 // The same with every parameter (and the moving average) zero, for a caller that fills them
-// (model_remask): it draws nothing.
+// (model_remask, loading a checkpoint's weights): it draws nothing.
 Model *model_create_blank(const Config *cfg, const Backend *be, const Mask *masks);
 int model_masks_per_layer(const Config *cfg);
 // Mask k of layer l in model_create_with_masks's order, with its matrix and its tensor's

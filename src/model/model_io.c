@@ -221,7 +221,7 @@ static Model *model_of_ckpt(const Ckpt *c, const char *weights, const char *devi
     if (device) snprintf(cfg.device, sizeof cfg.device, "%s", device);
     if (precision) snprintf(cfg.precision, sizeof cfg.precision, "%s", precision);
     if (!keep_ema) cfg.ema = 0;
-    Model *m = model_create_with_masks(&cfg, backend_get(cfg.device, cfg.precision), masks);
+    Model *m = model_create_blank(&cfg, backend_get(cfg.device, cfg.precision), masks);  // no initialisation to overwrite
     for (int i = 0; i < n; i++) mask_free(&masks[i]);
     return m;
 }
