@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # mask_runs.sh: issue 34's quality runs for docs/QUALITY.md ("Learned masks"), on one GPU.
-#   prune: a dense H=2048 LSTM and the small-world mLSTM (configs/mlstm_smallworld.cfg) trained,
-#          pruned to each of DENSITIES of their blocks (`swlstm prune`) and fine-tuned for 10 % of
-#          their steps (`--resume`: the cosine schedule goes on near min_lr, Adam's moments kept;
-#          ema 0.99); valid bpc before and after, test bpc after.
-#   learn: the mLSTM with mask_update = set and rigl for STEPS steps against the static mask of
-#          `prune` (or a static run here when that is missing), its masks' small-world
-#          statistics (`swlstm mask --ckpt`), and the training time with the updates.
+#   prune: a dense H=2048 LSTM and the small-world mLSTM (configs/mlstm_smallworld.cfg) trained
+#          (LSTM_STEPS, STEPS), then resumed for 10 % more steps that prune them gradually
+#          (prune_to, over the first three quarters; lr near 3e-4, ema 0.99) to each of
+#          DENSITIES of their blocks; valid and test bpc against the unpruned model.
+#   learn: the mLSTM with mask_update = set and rigl for STEPS steps against the static mask
+#          (trained here for STATIC_STEPS, default STEPS, unless OUT/mlstm exists): bpc, time a
+#          step with the updates and after them, each update's time, and the learned gates'
+#          mask's small-world statistics (`swlstm mask --ckpt`) beside the drawn and a random one.
 # Parts run in the order given (default: prune learn); each prints its markdown table and
 # leaves logs, evals (*.json) and tables under OUT. Environment: OUT (default
 # checkpoints/mask_runs), DATA (default: the configs' GCIDE path), SWLSTM (default ./swlstm),
-# STEPS (mLSTM, default 2000), LSTM_STEPS (default 2000), DENSITIES (default "0.5 0.25 0.1").
+# STEPS (mLSTM, default 2000), LSTM_STEPS (default 2000), DENSITIES (default "0.5 0.25 0.1"),
+# MODELS (what prune runs, default "lstm mlstm").
 set -euo pipefail
 OUT=${OUT:-checkpoints/mask_runs}
 BIN=${SWLSTM:-./swlstm}
 STEPS=${STEPS:-2000}
 LSTM_STEPS=${LSTM_STEPS:-2000}
 DENSITIES=${DENSITIES:-"0.5 0.25 0.1"}
+MODELS=${MODELS:-"lstm mlstm"}
 data=() evdata=()
 if [ -n "${DATA:-}" ]; then data=(--data="$DATA"); evdata=(--data "$DATA"); fi
 mkdir -p "$OUT"
@@ -41,72 +44,70 @@ evaluate() {
 }
 
 prune_part() {
-    for name in lstm mlstm; do
+    for name in $MODELS; do
         local n=${steps[$name]}
         [ -f "$OUT/$name/latest.ckpt" ] || train "$name" "$name" "$n"
-        evaluate "$OUT/$name/latest.ckpt" "$name"
+        [ -f "$OUT/$name.test.json" ] || evaluate "$OUT/$name/latest.ckpt" "$name"
         for d in $DENSITIES; do
             local p="$name.p$d"
-            # A density below one block per block row and column is refused: the table says so.
-            "$BIN" prune "$OUT/$name/latest.ckpt" --density "$d" --out "$OUT/$p.ckpt" 2>&1 | tee "$OUT/$p.prune.txt" || true
-            [ -f "$OUT/$p.ckpt" ] || continue
-            evaluate "$OUT/$p.ckpt" "$p.before" valid
-            # ema 0.99: the average of the fine-tuning's weights, not mostly of the unpruned run's
             # shellcheck disable=SC2086
-            "$BIN" train ${cfg[$name]} "${data[@]}" --max_steps=$((n + n / 10)) --ema=0.99 --out_dir="$OUT/$p" \
-                --resume "$OUT/$p.ckpt" | tee "$OUT/$p.train.txt"
+            "$BIN" train ${cfg[$name]} "${data[@]}" --resume "$OUT/$name/latest.ckpt" --out_dir="$OUT/$p" \
+                --max_steps=$((n + n / 10)) --min_lr=3e-4 --ema=0.99 --prune_to="$d" --prune_start="$n" \
+                --prune_end=$((n + n * 3 / 40)) --prune_every=$((n / 200)) | tee "$OUT/$p.train.txt"
             evaluate "$OUT/$p/latest.ckpt" "$p"
-            rm -f "$OUT/$p.ckpt" "$OUT/$p"/*.ckpt
+            rm -f "$OUT/$p"/*.ckpt
         done
     done
-    python3 - "$OUT" "$DENSITIES" <<'PY' | tee "$OUT/prune_table.md"
-import json, os, sys
-out, dens = sys.argv[1], sys.argv[2].split()
+    python3 - "$OUT" "$MODELS" "$DENSITIES" <<'PY' | tee "$OUT/prune_table.md"
+import json, sys
+out, models, dens = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 bpc = lambda tag, s: json.load(open(f"{out}/{tag}.{s}.json"))["bpc"]
-params = lambda run: [json.loads(l) for l in open(f"{out}/{run}/log.jsonl")][0]["params"]
-print("| model | density | parameters | valid bpc, pruned | valid bpc, fine-tuned | test bpc | valid vs unpruned |")
+log = lambda run: [json.loads(l) for l in open(f"{out}/{run}/log.jsonl")]
+print("| model | density | parameters | valid bpc | test bpc | valid vs unpruned | test vs unpruned |")
 print("|---|---|---|---|---|---|---|")
-for name in ("lstm", "mlstm"):
-    print(f"| {name} | 1 | {params(name) / 1e6:.2f}M | - | {bpc(name, 'valid'):.4f} | {bpc(name, 'test'):.4f} | - |")
+for name in models:
+    print(f"| {name} | 1 | {log(name)[0]['params'] / 1e6:.2f}M | {bpc(name, 'valid'):.4f} | {bpc(name, 'test'):.4f} | - | - |")
     for d in dens:
         p = f"{name}.p{d}"
-        if not os.path.exists(f"{out}/{p}.test.json"):
-            why = open(f"{out}/{p}.prune.txt").read().strip().splitlines()[-1]
-            print(f"| {name} | {d} | - | - | - | - | {why} |")
-            continue
-        print(f"| {name} | {d} | {params(p) / 1e6:.2f}M | {bpc(p + '.before', 'valid'):.4f} | {bpc(p, 'valid'):.4f} "
-              f"| {bpc(p, 'test'):.4f} | {bpc(p, 'valid') - bpc(name, 'valid'):+.4f} |")
+        print(f"| {name} | {d} | {log(p)[0]['params'] / 1e6:.2f}M | {bpc(p, 'valid'):.4f} | {bpc(p, 'test'):.4f} "
+              f"| {bpc(p, 'valid') - bpc(name, 'valid'):+.4f} | {bpc(p, 'test') - bpc(name, 'test'):+.4f} |")
 PY
 }
 
 learn_part() {
-    local n=$STEPS
-    [ -f "$OUT/mlstm/log.jsonl" ] || { train mlstm mlstm "$n"; evaluate "$OUT/mlstm/latest.ckpt" mlstm; }
+    local n=$STEPS s=${STATIC_STEPS:-$STEPS}
+    if [ ! -f "$OUT/mlstm/log.jsonl" ]; then
+        train mlstm mlstm "$s"
+        [ "$s" = "$n" ] && evaluate "$OUT/mlstm/latest.ckpt" mlstm
+    fi
     for u in set rigl; do
         train mlstm "mlstm.$u" "$n" --mask_update="$u"
         evaluate "$OUT/mlstm.$u/latest.ckpt" "mlstm.$u"
         "$BIN" mask --ckpt "$OUT/mlstm.$u/latest.ckpt" --json > "$OUT/mlstm.$u.mask.json"
+        rm -f "$OUT/mlstm.$u"/*.ckpt
     done
     "$BIN" mask --hidden 8192 --block 32 --sparsity ba_7 --depth 4 --json > "$OUT/ba_7.mask.json"
     python3 - "$OUT" <<'PY' | tee "$OUT/learn_table.md"
-import json, sys
+import json, os, re, statistics, sys
 out = sys.argv[1]
-bpc = lambda tag, s: json.load(open(f"{out}/{tag}.{s}.json"))["bpc"]
-def train_s(run):  # the steps' time, mask updates included, past step 1's warm-up
-    return sum(e["ms"] for e in map(json.loads, open(f"{out}/{run}/log.jsonl")) if e["type"] == "step" and e["step"] > 1) / 1e3
-ref = json.load(open(f"{out}/ba_7.mask.json"))
-t0 = train_s("mlstm")
-print("| mask | valid bpc | test bpc | steps' time | vs static | gates' mask: avg path | clustering | reach 1..4 internal steps |")
-print("|---|---|---|---|---|---|---|---|")
-print(f"| static ba_7 | {bpc('mlstm', 'valid'):.4f} | {bpc('mlstm', 'test'):.4f} | {t0:.1f} s | - "
-      f"| {ref['mask']['avg_path']:.3f} | {ref['mask']['clustering']:.3f} | {'/'.join(f'{100 * x:.1f}' for x in ref['reach'])} |")
+bpc = lambda tag, s: f"{json.load(open(f'{out}/{tag}.{s}.json'))['bpc']:.4f}" if os.path.exists(f"{out}/{tag}.{s}.json") else "-"
+steps = lambda run: {e["step"]: e["ms"] for e in map(json.loads, open(f"{out}/{run}/log.jsonl")) if e["type"] == "step"}
+updates = lambda run: [tuple(map(float, u)) for u in re.findall(r"mask update .* in ([0-9.]+) s \(scores ([0-9.]+) s\)", open(f"{out}/{run}.train.txt").read())]
+reach = lambda r: "/".join(f"{100 * x:.1f}" for x in r)
+ref, st = json.load(open(f"{out}/ba_7.mask.json")), steps("mlstm")
+base = statistics.mean(v for k, v in st.items() if k > 1)  # ms a step, static
+print("| mask | valid bpc | test bpc | ms a step (mean, updates in) | vs static | per update (scores) | ms a step after the last update (median) | gates' mask: avg path | clustering | reach 1..4 internal steps |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+print(f"| static ba_7 | {bpc('mlstm', 'valid')} | {bpc('mlstm', 'test')} | {base:.1f} | - | - | {statistics.median(v for k, v in st.items() if k > 1):.1f} "
+      f"| {ref['mask']['avg_path']:.3f} | {ref['mask']['clustering']:.3f} | {reach(ref['reach'])} |")
 for u in ("set", "rigl"):
-    m = json.load(open(f"{out}/mlstm.{u}.mask.json"))
-    t = train_s(f"mlstm.{u}")
-    print(f"| {u} | {bpc('mlstm.' + u, 'valid'):.4f} | {bpc('mlstm.' + u, 'test'):.4f} | {t:.1f} s | {100 * (t / t0 - 1):+.1f} % "
-          f"| {m['mask']['avg_path']:.3f} | {m['mask']['clustering']:.3f} | {'/'.join(f'{100 * x:.1f}' for x in m['reach'])} |")
+    m, t, up = json.load(open(f"{out}/mlstm.{u}.mask.json")), steps(f"mlstm.{u}"), updates(f"mlstm.{u}")
+    mean, last = statistics.mean(v for k, v in t.items() if k > 1), max(k for k in t if k % 100 == 0 and k < 0.75 * max(t))
+    print(f"| {u} | {bpc('mlstm.' + u, 'valid')} | {bpc('mlstm.' + u, 'test')} | {mean:.1f} | {100 * (mean / base - 1):+.1f} % "
+          f"| {statistics.mean(x[0] for x in up):.2f} s ({statistics.mean(x[1] for x in up):.2f} s) | {statistics.median(v for k, v in t.items() if k > last + 2):.1f} "
+          f"| {m['mask']['avg_path']:.3f} | {m['mask']['clustering']:.3f} | {reach(m['reach'])} |")
 r = ref["random"]
-print(f"| (random, {r['blocks']} blocks) | - | - | - | - | {r['avg_path']:.3f} | {r['clustering']:.3f} | {'/'.join(f'{100 * x:.1f}' for x in ref['random_reach'])} |")
+print(f"| (random, {r['blocks']} blocks) | | | | | | | {r['avg_path']:.3f} | {r['clustering']:.3f} | {reach(ref['random_reach'])} |")
 PY
 }
 
