@@ -8,8 +8,8 @@
 #          (trained here for STATIC_STEPS, default STEPS, unless OUT/mlstm exists): bpc, time a
 #          step with the updates and after them, each update's time, and the learned gates'
 #          mask's small-world statistics (`swlstm mask --ckpt`) beside the drawn and a random one.
-# Parts run in the order given (default: prune learn); each prints its markdown table and
-# leaves logs, evals (*.json) and tables under OUT. Environment: OUT (default
+# Parts run in the order given (default: prune learn; `tables` prints both again); each prints
+# its markdown table and leaves logs, evals (*.json) and tables under OUT. Environment: OUT (default
 # checkpoints/mask_runs), DATA (default: the configs' GCIDE path), SWLSTM (default ./swlstm),
 # STEPS (mLSTM, default 2000), LSTM_STEPS (default 2000), DENSITIES (default "0.5 0.25 0.1"),
 # MODELS (what prune runs, default "lstm mlstm").
@@ -58,20 +58,7 @@ prune_part() {
             rm -f "$OUT/$p"/*.ckpt
         done
     done
-    python3 - "$OUT" "$MODELS" "$DENSITIES" <<'PY' | tee "$OUT/prune_table.md"
-import json, sys
-out, models, dens = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
-bpc = lambda tag, s: json.load(open(f"{out}/{tag}.{s}.json"))["bpc"]
-log = lambda run: [json.loads(l) for l in open(f"{out}/{run}/log.jsonl")]
-print("| model | density | parameters | valid bpc | test bpc | valid vs unpruned | test vs unpruned |")
-print("|---|---|---|---|---|---|---|")
-for name in models:
-    print(f"| {name} | 1 | {log(name)[0]['params'] / 1e6:.2f}M | {bpc(name, 'valid'):.4f} | {bpc(name, 'test'):.4f} | - | - |")
-    for d in dens:
-        p = f"{name}.p{d}"
-        print(f"| {name} | {d} | {log(p)[0]['params'] / 1e6:.2f}M | {bpc(p, 'valid'):.4f} | {bpc(p, 'test'):.4f} "
-              f"| {bpc(p, 'valid') - bpc(name, 'valid'):+.4f} | {bpc(p, 'test') - bpc(name, 'test'):+.4f} |")
-PY
+    prune_table
 }
 
 learn_part() {
@@ -87,6 +74,29 @@ learn_part() {
         rm -f "$OUT/mlstm.$u"/*.ckpt
     done
     "$BIN" mask --hidden 8192 --block 32 --sparsity ba_7 --depth 4 --json > "$OUT/ba_7.mask.json"
+    learn_table
+}
+
+prune_table() {
+    python3 - "$OUT" "$MODELS" "$DENSITIES" <<'PY' | tee "$OUT/prune_table.md"
+import json, re, sys
+out, models, dens = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+bpc = lambda tag, s: json.load(open(f"{out}/{tag}.{s}.json"))["bpc"]
+def params(run):  # after its last pruning, if any
+    p = re.findall(r"pruned to .* ([0-9]+) parameters", open(f"{out}/{run}.train.txt").read())
+    return int(p[-1]) if p else [json.loads(l) for l in open(f"{out}/{run}/log.jsonl")][0]["params"]
+print("| model | density | parameters | valid bpc | test bpc | valid vs unpruned | test vs unpruned |")
+print("|---|---|---|---|---|---|---|")
+for name in models:
+    print(f"| {name} | 1 | {params(name) / 1e6:.2f}M | {bpc(name, 'valid'):.4f} | {bpc(name, 'test'):.4f} | - | - |")
+    for d in dens:
+        p = f"{name}.p{d}"
+        print(f"| {name} | {d} | {params(p) / 1e6:.2f}M | {bpc(p, 'valid'):.4f} | {bpc(p, 'test'):.4f} "
+              f"| {bpc(p, 'valid') - bpc(name, 'valid'):+.4f} | {bpc(p, 'test') - bpc(name, 'test'):+.4f} |")
+PY
+}
+
+learn_table() {
     python3 - "$OUT" <<'PY' | tee "$OUT/learn_table.md"
 import json, os, re, statistics, sys
 out = sys.argv[1]
@@ -116,7 +126,8 @@ for part in "${@:-prune learn}"; do
         case $p in
             prune) prune_part ;;
             learn) learn_part ;;
-            *) echo "mask_runs.sh: unknown part '$p' (prune, learn)" >&2; exit 2 ;;
+            tables) prune_table; learn_table ;;
+            *) echo "mask_runs.sh: unknown part '$p' (prune, learn, tables)" >&2; exit 2 ;;
         esac
     done
 done
