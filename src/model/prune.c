@@ -31,7 +31,7 @@ double *model_block_norms(const Model *m, const real *vals, int l, int k) {
     double *norm = xcalloc((size_t)mk->nr * mk->nc, sizeof(double));
     long bb = (long)w->bs * w->bs;
     vals += off;
-    // Row r of every gate copy in one thread: the full masks of RigL hold hundreds of millions of values.
+    // Row r of every gate copy in one thread: every mask update takes the norms of all the weights.
 #pragma omp parallel for schedule(dynamic, 1)
     for (int r = 0; r < mk->nr; r++)
         for (int br = r; br < w->nbr; br += mk->nr)
