@@ -1,10 +1,11 @@
 // test_mask_update.c: masks learned in training (model/mask_update.c, train/train_masks.c):
 // the schedules, gradual pruning's counts and rows, SET/RigL keeping block counts and
-// regrowing exactly the blocks of largest score at zero with zero moments, the full-mask
-// gradient RigL ranks by, and bit-exact resumes across mask changes.
+// regrowing exactly the blocks of largest score at zero with zero moments, RigL's scores
+// (the full-mask gradient's block norms), and bit-exact resumes across mask changes.
 #ifndef SW_DOUBLE
 #include <stdlib.h>
 #include <string.h>
+#include "model/grow_scores.h"
 #include "model/mask_update.h"
 #include "model/prune.h"
 #include "test.h"
@@ -149,35 +150,45 @@ TEST(mask_move_regrows_largest_scores) {
     model_free(m);
 }
 
-// RigL ranks by the gradient of the model on full masks whose absent blocks are zero: its loss
-// is the sparse model's, its gradient at the present blocks the sparse one, and elsewhere not zero.
-TEST(mask_full_gradient_extends_the_sparse_one) {
-    Model *m = random_model("lstm", 2);
+// RigL's scores (model_grow_scores, from the sparse model's operands) are the block norms of
+// the gradient of the model on full masks whose absent blocks are zero: at the present blocks
+// the sparse gradient's, elsewhere not zero. An LSTM (W_h, and W_x above layer 0) and an mLSTM
+// (the gates' and each internal step's masks).
+static void check_grow_scores(const char *cell) {
+    Model *m = random_model(cell, 2);
+    int per = 2 + m->D, n = per * m->L, B = 3, T = 5, tok[15], tgt[15];
     Mask full[SW_MAX_MASKS];
-    int n = (2 + m->D) * m->L;
     for (int i = 0; i < n; i++) full[i] = mask_of(m, i) ? mask_make("dense", 8, 8, 0) : (Mask){0, 0, NULL};
     Model *d = model_remask(m, full);
-    int B = 3, T = 5, tok[15], tgt[15];
     for (int i = 0; i < B * T; i++) tok[i] = (i * 37) % 256, tgt[i] = (i * 91 + 5) % 256;
     Acts *am = acts_create(m, B, T), *ad = acts_create(d, B, T);
     double lm = model_forward(m, am, tok, tgt, T), ld = model_forward(d, ad, tok, tgt, T);
     model_backward(m, am, T);
     model_backward(d, ad, T);
     CHECK_NEAR(ld, lm, 1e-6 * lm);
+    double *score[SW_MAX_MASKS];
+    model_grow_scores(m, am, NULL, score);
     for (int i = 0; i < n; i++) {
+        CHECK(!score[i] == !full[i].m);
         if (!full[i].m) continue;
-        double *gs = model_block_norms(m, m->grads, i / 2, i % 2), *gd = model_block_norms(d, d->grads, i / 2, i % 2), absent = 0;
+        double *gs = model_block_norms(m, m->grads, i / per, i % per), *gd = model_block_norms(d, d->grads, i / per, i % per), absent = 0;
         const Mask *mk = mask_of(m, i);
         for (int q = 0; q < 64; q++) {
+            CHECK_NEAR(score[i][q], gd[q], 1e-4 * gd[q] + 1e-12);
             if (mk->m[q]) CHECK_NEAR(gd[q], gs[q], 1e-4 * gs[q] + 1e-12);
             else absent += gd[q];
         }
-        free(gs), free(gd);
-        CHECK(absent > 0);
+        free(gs), free(gd), free(score[i]);
+        CHECK_MSG(absent > 0, "%s matrix %d: no gradient at its absent blocks", cell, i);
     }
     for (int i = 0; i < n; i++) mask_free(&full[i]);
     acts_free(m, am), acts_free(d, ad);
     model_free(d), model_free(m);
+}
+
+TEST(mask_grow_scores_are_the_full_gradients_block_norms) {
+    check_grow_scores("lstm");
+    check_grow_scores("mlstm");
 }
 
 static const char *train_cfg(const char *name, const char *extra) {

@@ -437,6 +437,26 @@ TEST(opcpu_matmul_bwd_without_dx_or_dbias) {
     free(x); free(W); free(dy); free(dW); free(dW2); free(dx); free(db);
 }
 
+// RigL's score ops: rows [c0, c0 + R) of dy^T x from a dy wider than R, then its blocks' squared norms.
+TEST(opcpu_dense_grad_and_block_sumsq_vs_naive) {
+    unsigned long long s = 14;
+    int N = 11, C = 24, R = 16, ldy = 40, c0 = 8, bs = 8;
+    real *x = rand_vec((long)N * C, 1, &s), *dy = rand_vec((long)N * ldy, 1, &s);
+    real *dW = rand_vec((long)R * C, 1, &s), *sq = xmalloc(sizeof(real) * 6);
+    backend_cpu()->dense_grad(dW, dy, ldy, c0, x, N, C, R);
+    backend_cpu()->block_sumsq(sq, dW, R, C, bs);
+    double want[6] = {0};
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) {
+            double g = 0;
+            for (int n = 0; n < N; n++) g += (double)dy[n * ldy + c0 + r] * x[n * C + c];
+            CHECK_NEAR(dW[r * C + c], g, 1e-5 * (1 + fabs(g)));
+            want[(r / bs) * 3 + c / bs] += g * g;
+        }
+    for (int b = 0; b < 6; b++) CHECK_NEAR(sq[b], want[b], 1e-5 * want[b]);
+    free(x); free(dy); free(dW); free(sq);
+}
+
 // The LSTM cell written plainly in double: h, c, act and lnstat of one step.
 typedef struct { const double *z, *cp, *bias, *gain; int B, H; double *act, *lnstat; } RefLstm;
 static void ref_lstm_fwd(void *p, double *out) {

@@ -255,6 +255,7 @@ static void cuda_init(void) {
      .replay = replay_cuda, .replay_forget = replay_forget_cuda,                                \
      .layernorm_fwd = layernorm_fwd_cuda, .layernorm_bwd = layernorm_bwd_cuda,                  \
      .norm_act_fwd = norm_act_fwd_cuda, .mul_bwd = mul_bwd_cuda, .relu_bwd = relu_bwd_cuda,     \
+     .gather_blocks = gather_blocks_cuda, .dense_grad = dense_grad_cuda<BF>, .block_sumsq = block_sumsq_cuda,                        \
      .softmax_xent = softmax_xent_cuda,                                                         \
      .adam = adam_cuda, .sumsq = sumsq_cuda, .axpy = axpy_cuda, .ema = ema_cuda}
 

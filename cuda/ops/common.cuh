@@ -219,6 +219,10 @@ void norm_act_fwd_cuda(real *u, real *s, real *stat, const real *x, const real *
                        const real *add, int N, int C);
 void mul_bwd_cuda(real *da, real *db, const real *dy, const real *a, const real *b, size_t n);
 void relu_bwd_cuda(real *dx, const real *dy, const real *y, size_t n);
+void gather_blocks_cuda(real *dst, const real *src, const int *from, int n, int bb);
+template <bool BF>
+void dense_grad_cuda(real *dW, const real *dy, int ldy, int c0, const real *x, int N, int C, int R);
+void block_sumsq_cuda(real *sq, const real *W, int R, int C, int bs);
 void softmax_xent_cuda(real *loss, real *dlogits, const real *logits, const int *target, int N, int V, real dscale);
 void adam_cuda(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);
 double sumsq_cuda(const real *x, size_t n);

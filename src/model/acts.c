@@ -23,6 +23,18 @@ static void *seq_for(const Model *m, Acts *a, int l) {
     return seq;
 }
 
+// The layer's z, act and dz: the engine's where it takes the layer, else buffers of its own.
+static void layer_z(const Model *m, Acts *a, int l) {
+    size_t N = (size_t)a->B * a->T, G = 4 * (size_t)m->H;
+    a->seq[l] = seq_for(m, a, l);
+    if (!a->seq[l]) a->z[l] = ralloc(m->be, N * G), a->act[l] = ralloc(m->be, N * G), a->dz[l] = ralloc(m->be, N * G);
+}
+
+static void layer_z_free(const Model *m, Acts *a, int l) {
+    if (a->seq[l]) m->be->seq_free(a->seq[l]);
+    else m->be->free(a->z[l]), m->be->free(a->act[l]), m->be->free(a->dz[l]);
+}
+
 // Layer 0's input is one of 256 byte embeddings, so its dense projection W_x Emb[tok] is a
 // row of the table Emb W_x^T [256, 4H]: 256 rows of product a window instead of T*B (16384
 // at B = T = 128), and the table's gradient is dz summed by byte (model_step.c). (Layer 0's
@@ -67,8 +79,7 @@ Acts *acts_create(const Model *m, int B, int T) {
         a->c[l] = ralloc(be, (N + B) * H);
         a->dh[l] = ralloc(be, (N + B) * H);
         a->dc[l] = ralloc(be, (size_t)B * H);
-        a->seq[l] = seq_for(m, a, l);
-        if (!a->seq[l]) a->z[l] = ralloc(be, N * G), a->act[l] = ralloc(be, N * G), a->dz[l] = ralloc(be, N * G);
+        layer_z(m, a, l);
         a->ml[l] = m->mlstm ? mlstm_acts_create(m, l, B, T, 1) : NULL;
         if (m->mlstm && be->keep_lowp) {  // the mlstm's first internal step reads h, its gate product's backward dz
             be->keep_lowp(a->h[l], (N + B) * H);
@@ -87,15 +98,24 @@ void acts_free(const Model *m, Acts *a) {
     be->free(a->tok); be->free(a->tgt);
     be->free(a->xtab); be->free(a->dxtab); be->free(a->dembx);
     for (int l = 0; l < m->L; l++) {
-        if (!a->seq[l]) be->free(a->z[l]), be->free(a->act[l]), be->free(a->dz[l]);
+        layer_z_free(m, a, l);
         if (a->lnstat[l]) be->free(a->lnstat[l]);
         be->free(a->h[l]); be->free(a->c[l]); be->free(a->dh[l]); be->free(a->dc[l]);
-        if (a->seq[l]) be->seq_free(a->seq[l]);
         mlstm_acts_free(m, a->ml[l]);
     }
     be->free(a->logits); be->free(a->loss);
     free(a->loss_host);
     free(a);
+}
+
+void acts_remask(const Model *old, const Model *m, Acts *a) {
+    for (int l = 0; l < m->L; l++) {
+        if (a->seq[l]) {  // the engine's lists are the old mask's
+            layer_z_free(old, a, l);
+            layer_z(m, a, l);
+        }
+        if (a->ml[l] && m->be->replay_forget) m->be->replay_forget(a->ml[l]);
+    }
 }
 
 void acts_reset_state(const Model *m, Acts *a) {

@@ -17,6 +17,9 @@ void mlstm_acts_free(const Model *m, MlstmActs *ml);
 void mlstm_layer_forward(Model *m, Acts *a, int l, const real *x, int T);
 // Its backward (model_backward's layer step), same conventions as the LSTM layer.
 void mlstm_layer_backward(Model *m, Acts *a, int l, int T);
+// The operands of the weight gradient dy^T x of layer l's mask k (model_create_with_masks's
+// order: the gates', then W_h0 .. W_h(D-1)) after a backward of the window: [N, rows] and [N, cols].
+void mlstm_grad_operands(const Model *m, const Acts *a, int l, int k, const real **dy, const real **x);
 // Whether the backend replays each window's time steps as one launch per direction
 // (backend.h replay; `engine = steps` turns it off).
 int mlstm_replays(const Model *m);

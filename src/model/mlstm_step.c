@@ -231,6 +231,13 @@ void mlstm_layer_backward(Model *m, Acts *a, int l, int T) {
     else inputs_bwd(m, L, ml, ml->dx, a->h[l - 1] + B * H, a->dh[l - 1] + B * H, N);
 }
 
+void mlstm_grad_operands(const Model *m, const Acts *a, int l, int k, const real **dy, const real **x) {
+    const MlstmActs *ml = a->ml[l];
+    int j = k - 2;
+    *dy = k ? ml->ds[j] : a->dz[l];
+    *x = !k ? ml->u[m->D - 1] : j ? ml->u[j - 1] : a->h[l];
+}
+
 // s->c_prev already holds the state's c (infer_step copies it).
 void mlstm_infer_layer(Model *m, Infer *s, int l, const real *x, int n) {
     const Layer *L = &m->layer[l];

@@ -110,6 +110,10 @@ int engine_wanted(const Config *cfg);
 // table itself: xtab [256, 4H] = Emb W_x^T from the current weights (model_step.c).
 int input_table(const Model *m);
 void input_table_fwd(const Model *m, real *xtab);
+// The window a of `old` made over for m, the same config on other masks (model_remask): its
+// buffers and carried state stay; what the backend made for the old masks and weights (the
+// engine's lists and graphs, recorded mlstm windows) is made anew.
+void acts_remask(const Model *old, const Model *m, Acts *a);
 // Zeroes the carried state (h_0, c_0) of every layer.
 void acts_reset_state(const Model *m, Acts *a);
 // Moves h_T, c_T into h_0, c_0 for the next window (truncated BPTT).

@@ -31,7 +31,7 @@ double *model_block_norms(const Model *m, const real *vals, int l, int k) {
     double *norm = xcalloc((size_t)mk->nr * mk->nc, sizeof(double));
     long bb = (long)w->bs * w->bs;
     vals += off;
-    // Row r of every gate copy in one thread: the full masks of RigL hold hundreds of millions of values.
+    // Row r of every gate copy in one thread: every mask update takes the norms of all the weights.
 #pragma omp parallel for schedule(dynamic, 1)
     for (int r = 0; r < mk->nr; r++)
         for (int br = r; br < w->nbr; br += mk->nr)
@@ -107,39 +107,35 @@ void model_prune_masks(const Model *m, const real *params, double density, Mask 
 }
 
 // Block (br, c) of w's CSR layout, or -1 if absent.
-static long find_block(const BsMat *w, int br, int c) {
+static int find_block(const BsMat *w, int br, int c) {
     for (int q = w->row_ptr[br]; q < w->row_ptr[br + 1]; q++)
         if (w->col_idx[q] == c) return q;
     return -1;
 }
 
-static void remap_blocks(const BsMat *from, const real *src, const BsMat *to, real *dst) {
-    long bb = (long)to->bs * to->bs;
-    for (int br = 0; br < to->nbr; br++)
-        for (int q = to->row_ptr[br]; q < to->row_ptr[br + 1]; q++) {
-            long f = find_block(from, br, to->col_idx[q]);
-            if (f < 0) memset(dst + q * bb, 0, sizeof(real) * (size_t)bb);
-            else memcpy(dst + q * bb, src + f * bb, sizeof(real) * (size_t)bb);
-        }
-}
-
-void model_remap(const Model *from, const real *src, const Model *to, real *dst) {
+// dst (to's layout) from src (from's) through be: whole tensors copied, block-sparse ones
+// gathered block by block (blocks new in `to` zero).
+static void remap_on(const Backend *be, const Model *from, const real *src, const Model *to, real *dst) {
     for (int t = 0; t < to->ntensor; t++) {
         const ParamTensor *a = model_tensor(from, to->tensor[t].name), *b = &to->tensor[t];
         const BsMat *wa = bsmat_at(from, a->off), *wb = bsmat_at(to, b->off);
-        if (wb) remap_blocks(wa, src + a->off, wb, dst + b->off);
-        else memcpy(dst + b->off, src + a->off, sizeof(real) * b->n);
+        if (!wb) {
+            be->copy(dst + b->off, src + a->off, sizeof(real) * b->n);
+            continue;
+        }
+        int *idx = xmalloc(sizeof(int) * ((size_t)wb->nnzb + 1)), *dev = be->alloc(sizeof(int) * ((size_t)wb->nnzb + 1));
+        for (int br = 0; br < wb->nbr; br++)
+            for (int q = wb->row_ptr[br]; q < wb->row_ptr[br + 1]; q++) idx[q] = find_block(wa, br, wb->col_idx[q]);
+        be->to_device(dev, idx, sizeof(int) * (size_t)wb->nnzb);
+        be->gather_blocks(dst + b->off, src + a->off, dev, wb->nnzb, wb->bs * wb->bs);
+        be->free(dev);
+        free(idx);
     }
 }
 
-void model_remap_backend(const Model *from, const real *src, const Model *to, real *dst) {
-    real *a = xmalloc(sizeof(real) * from->nparams), *b = xmalloc(sizeof(real) * to->nparams);
-    from->be->to_host(a, src, sizeof(real) * from->nparams);
-    model_remap(from, a, to, b);
-    to->be->to_device(dst, b, sizeof(real) * to->nparams);
-    free(a);
-    free(b);
-}
+void model_remap(const Model *from, const real *src, const Model *to, real *dst) { remap_on(backend_cpu(), from, src, to, dst); }
+
+void model_remap_backend(const Model *from, const real *src, const Model *to, real *dst) { remap_on(to->be, from, src, to, dst); }
 
 Model *model_remask(const Model *m, const Mask *masks) {
     Model *to = model_create_blank(&m->cfg, m->be, masks);

@@ -160,6 +160,17 @@ typedef struct Backend {
     // ... and dx = dy where y > 0, else 0 (dx may alias dy) for y = max(0, x + add)
     void (*relu_bwd)(real *dx, const real *dy, const real *y, size_t n);
 
+    // ---- weights moved onto other masks (src/model/prune.c model_remap) ----
+    // Block q of dst (n blocks of bb values) = block from[q] of src, zero where from[q] < 0;
+    // from: backend ints [n].
+    void (*gather_blocks)(real *dst, const real *src, const int *from, int n, int bb);
+    // ---- RigL's grow scores (src/model/grow_scores.c): block norms of dense weight gradients ----
+    // dW[R,C] = dy[:, c0 : c0+R]^T x[N,C] (overwritten), row n of dy at dy + n*ldy: a score,
+    // so in whatever precision is fastest (the CUDA backend: TF32 or bf16 tensor cores).
+    void (*dense_grad)(real *dW, const real *dy, int ldy, int c0, const real *x, int N, int C, int R);
+    // sq[(R/bs) * (C/bs)] = the squared norm of each bs x bs block of W[R,C], block-row major.
+    void (*block_sumsq)(real *sq, const real *W, int R, int C, int bs);
+
     // ---- loss ----
     // loss[n] = -log softmax(logits[n])[target[n]] (nats). If dlogits is non-NULL it gets
     // (softmax - onehot) * dscale; dlogits may alias logits.

@@ -32,6 +32,9 @@ void norm_act_fwd_cpu(real *u, real *s, real *stat, const real *x, const real *g
                       const real *add, int N, int C);
 void mul_bwd_cpu(real *da, real *db, const real *dy, const real *a, const real *b, size_t n);
 void relu_bwd_cpu(real *dx, const real *dy, const real *y, size_t n);
+void gather_blocks_cpu(real *dst, const real *src, const int *from, int n, int bb);
+void dense_grad_cpu(real *dW, const real *dy, int ldy, int c0, const real *x, int N, int C, int R);
+void block_sumsq_cpu(real *sq, const real *W, int R, int C, int bs);
 void softmax_xent_cpu(real *loss, real *dlogits, const real *logits, const int *target, int N, int V, real dscale);
 void adam_cpu(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);
 double sumsq_cpu(const real *x, size_t n);
@@ -50,6 +53,7 @@ static const Backend cpu = {
     .lstm_fwd = lstm_fwd_cpu, .lstm_bwd = lstm_bwd_cpu,
     .layernorm_fwd = layernorm_fwd_cpu, .layernorm_bwd = layernorm_bwd_cpu,
     .norm_act_fwd = norm_act_fwd_cpu, .mul_bwd = mul_bwd_cpu, .relu_bwd = relu_bwd_cpu,
+    .gather_blocks = gather_blocks_cpu, .dense_grad = dense_grad_cpu, .block_sumsq = block_sumsq_cpu,
     .softmax_xent = softmax_xent_cpu,
     .adam = adam_cpu, .sumsq = sumsq_cpu, .axpy = axpy_cpu, .ema = ema_cpu,
 };

@@ -1,12 +1,13 @@
 // train_masks.c: masks that change while training runs (gradual pruning, SET, RigL; the
 // config's prune_* and mask_update* keys, model/mask_update.h). Before the step after each
-// step their schedules name, the new masks are computed from the weights (and, for RigL, a
-// full gradient of this window), and the trainer's model, Adam moments and windows are
-// rebuilt on them. Every rank computes the same masks from the same weights, summed
-// gradients and seed; a checkpoint holds the masks of its step, so a resumed run redoes the
-// same update at the same step.
+// step their schedules name, the new masks are computed from the weights (and, for RigL, the
+// block norms of this window's dense gradients, model/grow_scores.h), and the trainer's
+// model, Adam moments and windows are rebuilt on them. Every rank computes the same masks
+// from the same weights, summed gradients and seed; a checkpoint holds the masks of its step,
+// so a resumed run redoes the same update at the same step.
 #include <stdlib.h>
 #include <string.h>
+#include "model/grow_scores.h"
 #include "model/mask_update.h"
 #include "model/prune.h"
 #include "train/trainer.h"
@@ -26,23 +27,6 @@ static real *host_copy(const Model *m, const real *src) {
     return h;
 }
 
-// A window of a's rows and steps for m, holding a's carried state.
-static Acts *acts_with_state(const Model *m, const Acts *a) {
-    Acts *n = acts_create(m, a->B, a->T);
-    size_t bytes = (size_t)a->B * m->H * sizeof(real);
-    for (int l = 0; l < m->L; l++) {
-        m->be->copy(n->h[l], a->h[l], bytes);
-        m->be->copy(n->c[l], a->c[l], bytes);
-    }
-    return n;
-}
-
-static Acts *acts_moved(const Model *m, const Model *old, Acts *a) {
-    Acts *n = acts_with_state(m, a);
-    acts_free(old, a);
-    return n;
-}
-
 static real *moment_moved(const Model *old, real *v, const Model *m) {
     real *n = m->be->alloc(sizeof(real) * m->nparams);
     model_remap_backend(old, v, m, n);
@@ -51,16 +35,17 @@ static real *moment_moved(const Model *old, real *v, const Model *m) {
 }
 
 // The trainer on new masks: weights, moving average and Adam moments of the blocks that stay,
-// zero for the new ones. Whatever the backend planned for the old masks goes with the old
-// model and windows (block indices, the engine's lists and graphs, replayed windows, the bf16
-// shadow) and is made anew for the new ones.
+// zero for the new ones, moved on the backend. Whatever the backend planned for the old masks
+// goes with the old model (block indices, the bf16 shadow); the windows keep their buffers and
+// carried state and make their plans anew (acts_remask: the engine's lists and graphs, the
+// mlstm's recorded windows).
 static void rebuild(Trainer *tr, const Mask *masks) {
     Model *old = tr->m, *m = model_remask(old, masks);
     dist_trainer_free(tr);
     tr->adam_m = moment_moved(old, tr->adam_m, m);
     tr->adam_v = moment_moved(old, tr->adam_v, m);
-    tr->a = acts_moved(m, old, tr->a);
-    if (tr->ea) tr->ea = acts_moved(m, old, tr->ea);
+    acts_remask(old, m, tr->a);
+    if (tr->ea) acts_remask(old, m, tr->ea);
     if (tr->raw) {
         old->be->free(tr->raw);
         tr->raw = m->be->alloc(sizeof(real) * m->nparams);
@@ -90,35 +75,23 @@ static long blocks_of(const Model *m, const Mask *masks) {
     return b;
 }
 
-// RigL's grow scores: block norms of this window's gradient for the model on full masks, whose
-// absent blocks hold zero: the gradient at every block of the current model, present or not.
-static void full_grad_norms(Trainer *tr, double **grow) {
+static void rank_sum(real *buf, size_t n) {
+    dist_allreduce_sum(buf, n);
+    dist_wait("RigL's gradient scores");
+}
+
+// RigL's grow scores: a forward and backward of this window on the current model (the carried
+// state stays, the forward writes the later steps only; the step zeroes the gradients after),
+// then each matrix's dense gradient from its operands, summed over ranks.
+static void grow_scores(Trainer *tr, double **grow) {
     Model *m = tr->m;
-    Mask full[SW_MAX_MASKS];
-    for (int i = 0; i < nmasks(m); i++) {
-        const Mask *mk = mask_i(m, i);
-        full[i] = mk ? mask_make("dense", mk->nr, mk->nc, 0) : (Mask){0, 0, NULL};
-    }
-    Config cfg = m->cfg;
-    cfg.ema = 0;  // the full model is run once: no moving average
-    Model *d = model_create_blank(&cfg, m->be, full);
-    model_remap_backend(m, m->params, d, d->params);
-    Acts *da = acts_with_state(d, tr->a);
-    d->be->zero(d->grads, sizeof(real) * d->nparams);
-    model_forward(d, da, tr->tok, tr->tgt, tr->cfg.seq_length);
-    model_backward(d, da, tr->cfg.seq_length);
-    if (tr->world > 1) {
-        dist_allreduce_sum(d->grads, d->nparams);
-        dist_wait("the full gradient of a mask update");
-    }
-    real *g = host_copy(d, d->grads);
-    for (int i = 0; i < nmasks(m); i++)
-        grow[i] = full[i].m ? model_block_norms(d, g, i / (2 + m->D), i % (2 + m->D)) : NULL;
-    free(g);
-    free_masks(full, nmasks(m));
-    acts_free(d, da);
-    model_free(d);
-    m->be->register_params(m->params, m->nparams);  // d's parameters took their place
+    void (*ready)(void *, size_t) = m->grads_ready;
+    m->grads_ready = NULL;  // the step's bucketed all-reduce is not wanted: the scores sum their own
+    m->be->zero(m->grads, sizeof(real) * m->nparams);
+    model_forward(m, tr->a, tr->tok, tr->tgt, tr->cfg.seq_length);
+    model_backward(m, tr->a, tr->cfg.seq_length);
+    m->grads_ready = ready;
+    model_grow_scores(m, tr->a, tr->world > 1 ? rank_sum : NULL, grow);
 }
 
 static void prune(Trainer *tr, long t) {
@@ -144,9 +117,10 @@ static void prune(Trainer *tr, long t) {
 static void move(Trainer *tr, long t, double frac) {
     Model *m = tr->m;
     int n = nmasks(m), rigl = !strcmp(tr->cfg.mask_update, "rigl");
-    double *grow[SW_MAX_MASKS];
+    double *grow[SW_MAX_MASKS], t0 = now_sec();
     Mask out[SW_MAX_MASKS];
-    if (rigl) full_grad_norms(tr, grow);
+    if (rigl) grow_scores(tr, grow);
+    double scored = now_sec() - t0;
     for (int i = 0; i < n && !rigl; i++) {
         const Mask *mk = mask_i(m, i);
         grow[i] = mk ? mask_random_scores(mk, tr->cfg.seed, t, i) : NULL;
@@ -156,9 +130,11 @@ static void move(Trainer *tr, long t, double frac) {
     free(p);
     long moved = blocks_new(m, out);
     if (moved) rebuild(tr, out);
+    tr->m->be->sync();
     if (tr->rank == 0)
-        printf("step %ld: mask update (%s) moved %ld of %ld blocks (%.2f%%)\n", t, tr->cfg.mask_update, moved,
-               blocks_of(tr->m, NULL), 100.0 * moved / (double)blocks_of(tr->m, NULL));
+        printf("step %ld: mask update (%s) moved %ld of %ld blocks (%.2f%%) in %.2f s (scores %.2f s)\n", t,
+               tr->cfg.mask_update, moved, blocks_of(tr->m, NULL), 100.0 * moved / (double)blocks_of(tr->m, NULL),
+               now_sec() - t0, scored);
     for (int i = 0; i < n; i++) free(grow[i]);
     free_masks(out, n);
 }

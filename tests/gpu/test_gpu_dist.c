@@ -200,7 +200,7 @@ TEST(gpu_dist_mlstm_two_gpus_match_one) {
     CHECK(matches_within("mlstm, gpus = 2", one, two, 1e-3, 3e-2));
 }
 
-// Data-parallel ranks keep one mask: RigL (its scores from the all-reduced full gradient) and
+// Data-parallel ranks keep one mask: RigL (its scores from all-reduced dense gradients) and
 // gradual pruning on 2 GPUs end on the masks of 1 GPU, with its weights.
 TEST(gpu_dist_mask_updates_two_gpus_match_one) {
     if (!two_gpus()) return;

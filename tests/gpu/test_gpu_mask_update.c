@@ -1,8 +1,10 @@
 // test_gpu_mask_update.c: the GPU agrees with the CPU after a mask update. A model moved onto
 // new masks (model_remask: new block indices, and with its windows new engine lists and
 // graphs, replayed mlstm windows and bf16 shadow) gives the CPU's loss and gradients; and
-// `swlstm train` with mask_update = rigl ends on cuda with the CPU's masks and loss.
+// `swlstm train` with mask_update = rigl ends on cuda with the CPU's masks and loss; RigL's
+// grow scores and the ops behind them agree with the CPU's.
 #include "gpu_train.h"
+#include "model/grow_scores.h"
 #include "model/mask_update.h"
 #include "model/prune.h"
 
@@ -82,4 +84,63 @@ TEST(gpu_train_rigl_matches_cpu) {
     printf("  final loss cpu %.4f, cuda %.4f\n", last_loss(log[0]), last_loss(log[1]));
     CHECK_MSG(ckpt_same_section(ck[0], ck[1], "masks"), "cpu and cuda ended on different masks");
     CHECK_NEAR(last_loss(log[1]), last_loss(log[0]), 2e-4);
+}
+
+// RigL's score ops against the CPU's: rows [c0, c0 + R) of dy^T x from a wider dy (a chunk of
+// a tall matrix), then the squared block norms; poisoned outputs show a value not written.
+TEST(gpu_dense_grad_and_block_sumsq_match_cpu) {
+    static const char *precs[] = {"fp32", "bf16"};
+    const int N = 300, C = 96, R = 64, ldy = 160, c0 = 32, bs = 32, nsq = (R / bs) * (C / bs);
+    unsigned long long s = 5;
+    real *x = h_rand((size_t)N * C, &s, 1), *dy = h_rand((size_t)N * ldy, &s, 1);
+    real *g = xmalloc(sizeof(real) * R * C), *sq = xmalloc(sizeof(real) * nsq);
+    backend_cpu()->dense_grad(g, dy, ldy, c0, x, N, C, R);
+    backend_cpu()->block_sumsq(sq, g, R, C, bs);
+    for (int p = 0; p < 2; p++) {
+        const Backend *gpu = backend_cuda(precs[p]);
+        real *dx = d_from(gpu, x, sizeof(real) * N * C), *ddy = d_from(gpu, dy, sizeof(real) * N * ldy);
+        real *dg = gpu->alloc(sizeof(real) * R * C), *dsq = gpu->alloc(sizeof(real) * nsq);
+        d_poison(gpu, dg, (size_t)R * C);
+        d_poison(gpu, dsq, nsq);
+        gpu->dense_grad(dg, ddy, ldy, c0, dx, N, C, R);
+        gpu->block_sumsq(dsq, dg, R, C, bs);
+        double eg = d_err(gpu, dg, g, (size_t)R * C), es = d_err(gpu, dsq, sq, nsq), tol = p ? 2e-2 : 5e-3;
+        printf("  %s: gradient rel L2 %.2g, block norms %.2g\n", precs[p], eg, es);
+        CHECK_MSG(eg < tol && es < tol, "%s: dense_grad rel L2 %.3g, block_sumsq %.3g (tol %g)", precs[p], eg, es, tol);
+        gpu->free(dx), gpu->free(ddy), gpu->free(dg), gpu->free(dsq);
+    }
+    free(x), free(dy), free(g), free(sq);
+}
+
+// RigL's grow scores of a window (model_grow_scores, the operands the backward kept: the
+// engine's dz and h in bf16 too, the mlstm's internal steps) agree with the CPU's.
+static void check_scores(const Shape *sh, const char *prec, double tol) {
+    const Backend *gpu = backend_cuda(prec);
+    Model *mc = make_model(sh, backend_cpu()), *mg = make_model(sh, gpu);
+    Batch b = batch_make(7, 5, mc->H, 23);
+    Acts *ac = acts_create(mc, b.B, b.T), *ag = acts_create(mg, b.B, b.T);
+    fwd_bwd(mc, ac, &b);
+    fwd_bwd(mg, ag, &b);
+    double *sc[SW_MAX_MASKS], *sg[SW_MAX_MASKS], worst = 0;
+    model_grow_scores(mc, ac, NULL, sc);
+    model_grow_scores(mg, ag, NULL, sg);
+    for (int i = 0; i < (2 + mc->D) * mc->L; i++) {
+        CHECK(!sc[i] == !sg[i]);
+        if (!sc[i]) continue;
+        const Mask *mk = model_layer_mask(mc, i / (2 + mc->D), i % (2 + mc->D), NULL, NULL);
+        double num = 0, den = 0;
+        for (int q = 0; q < mk->nr * mk->nc; q++) num += (sg[i][q] - sc[i][q]) * (sg[i][q] - sc[i][q]), den += sc[i][q] * sc[i][q];
+        worst = fmax(worst, den > 0 ? sqrt(num / den) : INFINITY);
+        free(sc[i]), free(sg[i]);
+    }
+    printf("  %s %s %s bs=%d: grow scores rel L2 %.2g\n", prec, shape_cell(sh), sh->sparsity, sh->bs, worst);
+    CHECK_MSG(worst < tol, "%s %s %s: grow scores rel L2 %.3g (tol %g)", prec, shape_cell(sh), sh->sparsity, worst, tol);
+    acts_free(mc, ac), acts_free(mg, ag);
+    model_free(mc), model_free(mg);
+    batch_free(&b);
+}
+
+TEST(gpu_grow_scores_match_cpu) {
+    for (int i = 0; i < 3; i++) check_scores(&moved_shapes[i], "fp32", 5e-3);
+    for (int i = 0; i < 3; i++) check_scores(&moved_shapes[i], "bf16", 8e-2);
 }
