@@ -119,18 +119,20 @@ static int mask_is(const Mask *mk, const char *want) {
 }
 
 // The smallest blocks go unless they are a row's or column's last; as many blocks that were
-// absent come back, those of largest score (the just-dropped (0, 0) scores highest: it stays out).
+// absent come back, those of largest score (the just-dropped (0, 0) scores highest: it stays
+// out) among those whose row and column have room under the mask's longest (2 here), then,
+// where those run out, the best of the rest.
 TEST(mask_move_regrows_largest_scores) {
     static const double v[4][4] = {{0.1, 1, 0, 0}, {0, 0.2, 2, 0}, {0, 0, 3, 0.05}, {4, 0, 0, 5}};
     double grow[16] = {100, 0, 1, 2, 3, 0, 0, 9, 4, 5, 0, 0, 0, 8, 6, 0};
     double *g[2] = {grow, NULL};
     Model *m = hand_model(v);
     Mask out[2];
-    mask_move_blocks(m, m->params, 0.25, g, out);  // drops (2,3) and (0,0); regrows (1,3) and (3,1)
-    CHECK_MSG(mask_is(&out[0], "0100" "0111" "0010" "1101"), "moved 2 blocks the wrong way");
+    mask_move_blocks(m, m->params, 0.25, g, out);  // drops (2,3) and (0,0); (1,3), (3,1) have no room: (2,0), (0,3)
+    CHECK_MSG(mask_is(&out[0], "0101" "0110" "1010" "1001"), "moved 2 blocks the wrong way");
     mask_free(&out[0]);
-    mask_move_blocks(m, m->params, 0.5, g, out);  // (1,1) goes too, then every row or column would empty
-    CHECK_MSG(mask_is(&out[0], "0100" "0011" "0010" "1111"), "moved 3 blocks the wrong way");
+    mask_move_blocks(m, m->params, 0.5, g, out);  // (1,1) goes too; (1,3), (2,1) have room, then (3,1) over it
+    CHECK_MSG(mask_is(&out[0], "0100" "0011" "0110" "1101"), "moved 3 blocks the wrong way");
     CHECK_EQ(mask_count(&out[0]), mask_count(&m->layer[0].mask_h));
     // Regrown blocks start at zero, with zero moments; kept ones keep theirs.
     Model *p = model_remask(m, out);

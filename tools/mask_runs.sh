@@ -37,10 +37,11 @@ train() {
     "$BIN" train ${cfg[$name]} "${data[@]}" --max_steps="$n" --out_dir="$OUT/$run" "$@" | tee "$OUT/$run.train.txt"
 }
 
-# evaluate CKPT TAG [SPLITS]: OUT/TAG.SPLIT.json (the moving average's weights)
+# evaluate CKPT TAG [SPLITS]: OUT/TAG.SPLIT.json (the moving average's weights; stripes, as
+# docs/QUALITY.md's figures)
 evaluate() {
     local ck=$1 tag=$2 splits=${3:-"valid test"}
-    for s in $splits; do "$BIN" eval "$ck" --split "$s" "${evdata[@]}" --json > "$OUT/$tag.$s.json"; done
+    for s in $splits; do "$BIN" eval "$ck" --split "$s" "${evdata[@]}" --protocol stripes --json > "$OUT/$tag.$s.json"; done
 }
 
 prune_part() {

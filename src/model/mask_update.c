@@ -56,14 +56,23 @@ void mask_prune_gradual(const Model *m, const real *params, const Mask *drawn, d
     each_matrix(m, params, pruned, &p, out);
 }
 
+static int most(const int *v, int n) {
+    int m = 0;
+    for (int i = 0; i < n; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
 // mk with its `want` smallest blocks dropped (sparing each row's and column's last) and as
-// many of its absent blocks of largest grow score added.
+// many of its absent blocks of largest grow score added: first those whose row and column
+// stay within mk's longest (the block-sparse products wait on their longest row, and the
+// backward's on their longest column), then, should those run out, the best of the rest.
 static Mask move_blocks(const Mask *mk, const double *norm, const double *grow, long want) {
     size_t n = (size_t)mk->nr * mk->nc;
     Mask out = {mk->nr, mk->nc, memcpy(xmalloc(n + 1), mk->m, n)};
     int *row = xcalloc((size_t)mk->nr + mk->nc, sizeof(int)), *col = row + mk->nr;
     for (size_t i = 0; i < n; i++) row[i / mk->nc] += mk->m[i], col[i % mk->nc] += mk->m[i];
-    long cnt, nabs, dropped = 0;
+    const int row_cap = most(row, mk->nr), col_cap = most(col, mk->nc);
+    long cnt, nabs, dropped = 0, grown = 0;
     long *kept = mask_order(mk, norm, 1, &cnt), *lacked = mask_order(mk, grow, 0, &nabs);
     for (long q = cnt - 1; q >= 0 && dropped < want && dropped < nabs; q--) {
         long i = kept[q];
@@ -71,7 +80,13 @@ static Mask move_blocks(const Mask *mk, const double *norm, const double *grow, 
         if (row[r] == 1 || col[c] == 1) continue;
         out.m[i] = 0, row[r]--, col[c]--, dropped++;
     }
-    for (long q = 0; q < dropped; q++) out.m[lacked[q]] = 1;
+    for (int capped = 1; capped >= 0; capped--)
+        for (long q = 0; q < nabs && grown < dropped; q++) {
+            long i = lacked[q];
+            int r = (int)(i / mk->nc), c = (int)(i % mk->nc);
+            if (out.m[i] || (capped && (row[r] >= row_cap || col[c] >= col_cap))) continue;
+            out.m[i] = 1, row[r]++, col[c]++, grown++;
+        }
     free(kept);
     free(lacked);
     free(row);
