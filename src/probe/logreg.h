@@ -7,7 +7,7 @@
 // preconditioned by the explicit Hessian or a spectral model (logreg_l2.c; products on the
 // GPU with logreg_cuda.h); L1 minimises newGLMNET's quadratic model plus |w|_1 exactly on a
 // working set of coordinates (logreg_l1.c, logreg_l1_qp.c) with the explicit Hessian block
-// (logreg_gram.c).
+// (logreg_gram.c, or the GPU's).
 #pragma once
 #ifdef __cplusplus
 extern "C" {
@@ -35,7 +35,7 @@ typedef struct {
 // Standardisation statistics plus a column-major copy of the training rows. Read-only once
 // built, so several threads may fit from one solver. Dies unless both classes occur.
 typedef struct LrSolver LrSolver;
-typedef struct LrCuda LrCuda;   // the L2 products on a GPU (logreg_cuda.h); NULL: on the CPU
+typedef struct LrCuda LrCuda;   // the products on a GPU (logreg_cuda.h); NULL: on the CPU
 LrSolver *lr_solver_new(const LrSet *train);
 void lr_solver_free(LrSolver *s);
 // Picks L2's preconditioner: up to 512 dense columns, the explicit Hessian (formed during the
@@ -56,7 +56,7 @@ double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m);
 // 1e-8 (L2) or 1e-6 (L1) unless lr_solver_tolerance set it (0: back to those).
 double logreg_tol(const LrSolver *s, Penalty pen, double C);
 void lr_solver_tolerance(LrSolver *s, double rel);
-// The same with L2's products on the GPU (gpu: from lr_cuda_new; L1 ignores it).
+// The same with the products on the GPU (gpu: from lr_cuda_new; L1 forms its Hessian blocks there).
 double logreg_fit_on(const LrSolver *s, LrCuda *gpu, Penalty pen, double C, LogReg *m);
 
 double logreg_decision(const LogReg *m, const float *x);   // b + w . standardised x

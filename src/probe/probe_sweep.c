@@ -41,7 +41,7 @@ static void path_open(PathState *st, const PathJob *j, const ProbeOpts *o) {
     st->gpu = NULL;
     lr_solver_tolerance(st->s, o->tol);
 #ifdef SW_CUDA
-    if (o->device == PROBE_CUDA && j->pen == PEN_L2) st->gpu = lr_cuda_new(st->s);
+    if (o->device == PROBE_CUDA) st->gpu = lr_cuda_new(st->s);   // L1 too: its Hessian blocks and gradients
 #endif
     if (j->pen == PEN_L2) lr_solver_precondition(st->s, st->gpu);
     logreg_init(&st->m, st->s);
