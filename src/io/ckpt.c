@@ -8,6 +8,7 @@
 #include "io/atomic_file.h"
 #include "base/common.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,20 +112,24 @@ void ckpt_commit(CkptWriter *w, const char *path) {
 
 // The file's bytes land in c->buf at their offsets as they are needed: the header, the
 // section headers and trailer, and the payloads read (the pages of skipped ones are never
-// touched).
-static void read_at(const Ckpt *c, FILE *f, size_t off, size_t n) {
-    if (n && pread(fileno(f), c->buf + off, n, (off_t)off) != (ssize_t)n)
-        die("checkpoint '%s': read failed (file changed while reading?)", c->path);
+// touched). Each read opens and closes the file, so no descriptor is open at any die().
+static void read_at(const Ckpt *c, size_t off, size_t n) {
+    if (!n) return;
+    int fd = open(c->path, O_RDONLY);
+    ssize_t got = fd < 0 ? -1 : pread(fd, c->buf + off, n, (off_t)off);
+    if (fd >= 0) close(fd);
+    if (got != (ssize_t)n) die("checkpoint '%s': read failed (file changed while reading?)", c->path);
 }
 
-static FILE *open_sized(Ckpt *c, const char *path) {
+static void size_up(Ckpt *c, const char *path) {
     FILE *f = xfopen(path, "rb", "checkpoint");
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) die("checkpoint '%s': cannot stat: %s", path, strerror(errno));
+    int ok = fstat(fileno(f), &st) == 0, err = errno;
+    fclose(f);
+    if (!ok) die("checkpoint '%s': cannot stat: %s", path, strerror(err));
     if (!S_ISREG(st.st_mode)) die("checkpoint '%s': not a regular file", path);
     c->len = (size_t)st.st_size;
     c->buf = xmalloc(c->len ? c->len : 1);
-    return f;
 }
 
 static int listed(const char *tag, const char *const *skip) {
@@ -146,7 +151,7 @@ static int tag_ok(const uint8_t *t) {
 // Parses section headers between HEADER_BYTES and `end`, checking bounds and the CRCs of the
 // payloads it reads (all but those in skip); returns the CRC of every byte before `end`,
 // combined from the headers' and the payloads' CRCs (a skipped payload's as its header states).
-static uint32_t read_sections(Ckpt *c, FILE *f, size_t end, const char *const *skip) {
+static uint32_t read_sections(Ckpt *c, size_t end, const char *const *skip) {
     const char *path = c->path;
     uint64_t nsec = get_le(c->buf + 12, 4);
     if (nsec > (end - HEADER_BYTES) / SECHDR_BYTES || nsec > INT_MAX)
@@ -157,7 +162,7 @@ static uint32_t read_sections(Ckpt *c, FILE *f, size_t end, const char *const *s
     uint32_t file_crc = crc_of(0, c->buf, HEADER_BYTES);
     for (int i = 0; i < c->nsec; i++) {
         if (end - off < SECHDR_BYTES) die("checkpoint '%s': truncated (section %d of %d is missing)", path, i + 1, c->nsec);
-        read_at(c, f, off, SECHDR_BYTES);
+        read_at(c, off, SECHDR_BYTES);
         const uint8_t *h = c->buf + off;
         CkptSection *s = &c->sec[i];
         if (!tag_ok(h)) die("checkpoint '%s': section %d has a malformed tag (corrupt file)", path, i + 1);
@@ -172,7 +177,7 @@ static uint32_t read_sections(Ckpt *c, FILE *f, size_t end, const char *const *s
         s->offset = off;
         s->skipped = listed(s->tag, skip);
         if (!s->skipped) {
-            read_at(c, f, off, (size_t)s->len);
+            read_at(c, off, (size_t)s->len);
             s->data = c->buf + off;
             if (crc_of(0, s->data, (size_t)s->len) != s->crc)
                 die("checkpoint '%s': section '%s' is corrupt (CRC mismatch)", path, s->tag);
@@ -189,8 +194,8 @@ void ckpt_read(Ckpt *c, const char *path) { ckpt_read_except(c, path, NULL); }
 void ckpt_read_except(Ckpt *c, const char *path, const char *const *skip) {
     memset(c, 0, sizeof *c);
     c->path = xstrdup(path);
-    FILE *f = open_sized(c, path);
-    read_at(c, f, 0, c->len < HEADER_BYTES ? c->len : HEADER_BYTES);
+    size_up(c, path);
+    read_at(c, 0, c->len < HEADER_BYTES ? c->len : HEADER_BYTES);
     if (c->len < 8) die("checkpoint '%s': not a swlstm checkpoint (only %zu bytes)", path, c->len);
     if (memcmp(c->buf, MAGIC, 8) != 0) die("checkpoint '%s': not a swlstm checkpoint", path);
     if (c->len < HEADER_BYTES + TRAILER_BYTES) die("checkpoint '%s': truncated (%zu bytes)", path, c->len);
@@ -198,9 +203,8 @@ void ckpt_read_except(Ckpt *c, const char *path, const char *const *skip) {
     if (c->version != CKPT_VERSION)
         die("checkpoint '%s': checkpoint format version %u, this swlstm reads version %d", path, c->version, CKPT_VERSION);
     size_t end = c->len - TRAILER_BYTES;
-    uint32_t crc = read_sections(c, f, end, skip);
-    read_at(c, f, end, TRAILER_BYTES);
-    fclose(f);
+    uint32_t crc = read_sections(c, end, skip);
+    read_at(c, end, TRAILER_BYTES);
     if (memcmp(c->buf + end, ENDMAGIC, 8) != 0) die("checkpoint '%s': truncated or corrupt (end marker missing)", path);
     if (crc != (uint32_t)get_le(c->buf + end + 8, 4)) die("checkpoint '%s': corrupt (file CRC mismatch)", path);
 }
@@ -211,10 +215,8 @@ void ckpt_read_section(Ckpt *c, const char *tag) {
         if (!strcmp(c->sec[i].tag, tag)) s = &c->sec[i];
     if (!s) die("checkpoint '%s': has no '%s' section", c->path, tag);
     if (!s->skipped) return;
-    FILE *f = xfopen(c->path, "rb", "checkpoint");
-    size_t off = (size_t)(s->offset);
-    read_at(c, f, off, (size_t)s->len);
-    fclose(f);
+    size_t off = (size_t)s->offset;
+    read_at(c, off, (size_t)s->len);
     s->data = c->buf + off;
     if (crc_of(0, s->data, (size_t)s->len) != s->crc)
         die("checkpoint '%s': section '%s' is corrupt (CRC mismatch, or the file changed while reading)", c->path, tag);
