@@ -148,6 +148,15 @@ static int tag_ok(const uint8_t *t) {
     return 1;
 }
 
+// Reads a section's payload into place and checks it against its header's CRC.
+static void read_payload(Ckpt *c, CkptSection *s) {
+    read_at(c, (size_t)s->offset, (size_t)s->len);
+    s->data = c->buf + s->offset;
+    if (crc_of(0, s->data, (size_t)s->len) != s->crc)
+        die("checkpoint '%s': section '%s' is corrupt (CRC mismatch)", c->path, s->tag);
+    s->skipped = 0;
+}
+
 // Parses section headers between HEADER_BYTES and `end`, checking bounds and the CRCs of the
 // payloads it reads (all but those in skip); returns the CRC of every byte before `end`,
 // combined from the headers' and the payloads' CRCs (a skipped payload's as its header states).
@@ -175,13 +184,8 @@ static uint32_t read_sections(Ckpt *c, size_t end, const char *const *skip) {
             die("checkpoint '%s': truncated (section '%s' needs %llu bytes, %zu remain)", path, s->tag,
                 (unsigned long long)s->len, end - off);
         s->offset = off;
-        s->skipped = listed(s->tag, skip);
-        if (!s->skipped) {
-            read_at(c, off, (size_t)s->len);
-            s->data = c->buf + off;
-            if (crc_of(0, s->data, (size_t)s->len) != s->crc)
-                die("checkpoint '%s': section '%s' is corrupt (CRC mismatch)", path, s->tag);
-        }
+        s->skipped = 1;
+        if (!listed(s->tag, skip)) read_payload(c, s);
         file_crc = (uint32_t)crc32_combine(file_crc, s->crc, (z_off_t)s->len);
         off += (size_t)s->len;
     }
@@ -209,34 +213,26 @@ void ckpt_read_except(Ckpt *c, const char *path, const char *const *skip) {
     if (crc != (uint32_t)get_le(c->buf + end + 8, 4)) die("checkpoint '%s': corrupt (file CRC mismatch)", path);
 }
 
-void ckpt_read_section(Ckpt *c, const char *tag) {
-    CkptSection *s = NULL;
-    for (int i = 0; i < c->nsec && !s; i++)
-        if (!strcmp(c->sec[i].tag, tag)) s = &c->sec[i];
-    if (!s) die("checkpoint '%s': has no '%s' section", c->path, tag);
-    if (!s->skipped) return;
-    size_t off = (size_t)s->offset;
-    read_at(c, off, (size_t)s->len);
-    s->data = c->buf + off;
-    if (crc_of(0, s->data, (size_t)s->len) != s->crc)
-        die("checkpoint '%s': section '%s' is corrupt (CRC mismatch, or the file changed while reading)", c->path, tag);
-    s->skipped = 0;
+// Section by tag, read or not; NULL if the file has none.
+static CkptSection *section(const Ckpt *c, const char *tag) {
+    for (int i = 0; i < c->nsec; i++)
+        if (!strcmp(c->sec[i].tag, tag)) return &c->sec[i];
+    return NULL;
 }
 
-int ckpt_has(const Ckpt *c, const char *tag) {
-    for (int i = 0; i < c->nsec; i++)
-        if (!strcmp(c->sec[i].tag, tag)) return 1;
-    return 0;
+void ckpt_read_section(Ckpt *c, const char *tag) {
+    CkptSection *s = section(c, tag);
+    if (!s) die("checkpoint '%s': has no '%s' section", c->path, tag);
+    if (s->skipped) read_payload(c, s);
 }
+
+int ckpt_has(const Ckpt *c, const char *tag) { return section(c, tag) != NULL; }
 
 const CkptSection *ckpt_find(const Ckpt *c, const char *tag, int required) {
-    for (int i = 0; i < c->nsec; i++) {
-        if (strcmp(c->sec[i].tag, tag)) continue;
-        if (c->sec[i].skipped) die("internal: checkpoint '%s': section '%s' was not read", c->path, tag);
-        return &c->sec[i];
-    }
-    if (required) die("checkpoint '%s': has no '%s' section", c->path, tag);
-    return NULL;
+    const CkptSection *s = section(c, tag);
+    if (s && s->skipped) die("internal: checkpoint '%s': section '%s' was not read", c->path, tag);
+    if (!s && required) die("checkpoint '%s': has no '%s' section", c->path, tag);
+    return s;
 }
 
 void ckpt_close(Ckpt *c) {

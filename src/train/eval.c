@@ -37,11 +37,6 @@ size_t eval_count(const Stripes *s) {
 
 // The window's loss in nats over its scored predictions (row t*B + b of a->loss_host).
 static double window_nats(const Acts *a, const Stripes *s, size_t pos, int T, double mean) {
-    if (pos + (size_t)T <= s->warm) {
-        double sum = 0;
-        for (int t = 0; t < T; t++) sum += a->loss_host[(size_t)t * a->B];  // stripe 0 only
-        return sum;
-    }
     if (pos >= s->warm) return mean * T * a->B;
     double sum = 0;
     for (int t = 0; t < T; t++)
