@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # mask_runs.sh: issue 34's quality runs for docs/QUALITY.md ("Learned masks"), on one GPU.
 #   prune: a dense H=2048 LSTM and the small-world mLSTM (configs/mlstm_smallworld.cfg) trained
-#          (LSTM_STEPS, STEPS), then resumed for 10 % more steps that prune them gradually
-#          (prune_to, over the first three quarters; lr near 3e-4, ema 0.99) to each of
-#          DENSITIES of their blocks; valid and test bpc against the unpruned model.
+#          (LSTM_STEPS, STEPS), then fine-tuned from their checkpoints (`init_from`) for 10 % more
+#          steps on a fresh schedule (peak FT_LR, warm-up 5 %, cosine to 1e-5, ema 0.99): unpruned
+#          (the control), pruned once before (`swlstm prune`, "once") and pruned gradually over
+#          the first half (prune_to, "gradual"), to each of DENSITIES of their blocks; valid and
+#          test bpc against the trained model.
 #   learn: the mLSTM with mask_update = set and rigl for STEPS steps against the static mask
 #          (trained here for STATIC_STEPS, default STEPS, unless OUT/mlstm exists): bpc, time a
 #          step with the updates and after them, each update's time, and the learned gates'
@@ -12,7 +14,7 @@
 # its markdown table and leaves logs, evals (*.json) and tables under OUT. Environment: OUT (default
 # checkpoints/mask_runs), DATA (default: the configs' GCIDE path), SWLSTM (default ./swlstm),
 # STEPS (mLSTM, default 2000), LSTM_STEPS (default 2000), DENSITIES (default "0.5 0.25 0.1"),
-# MODELS (what prune runs, default "lstm mlstm").
+# MODELS (what prune runs, default "lstm mlstm"), FT_LR (default 5e-4).
 set -euo pipefail
 OUT=${OUT:-checkpoints/mask_runs}
 BIN=${SWLSTM:-./swlstm}
@@ -20,6 +22,7 @@ STEPS=${STEPS:-2000}
 LSTM_STEPS=${LSTM_STEPS:-2000}
 DENSITIES=${DENSITIES:-"0.5 0.25 0.1"}
 MODELS=${MODELS:-"lstm mlstm"}
+FT_LR=${FT_LR:-5e-4}
 data=() evdata=()
 if [ -n "${DATA:-}" ]; then data=(--data="$DATA"); evdata=(--data "$DATA"); fi
 mkdir -p "$OUT"
@@ -44,19 +47,28 @@ evaluate() {
     for s in $splits; do "$BIN" eval "$ck" --split "$s" "${evdata[@]}" --protocol stripes --json > "$OUT/$tag.$s.json"; done
 }
 
+# tune NAME RUN N [ARGS...]: N steps of fine-tuning on a fresh schedule into OUT/RUN, then its bpc
+tune() {
+    local name=$1 run=$2 n=$3; shift 3
+    train "$name" "$run" "$n" --learning_rate="$FT_LR" --warmup_steps=$((n / 20)) --min_lr=1e-5 --ema=0.99 \
+        --eval_every=0 "$@"
+    evaluate "$OUT/$run/latest.ckpt" "$run"
+    rm -f "$OUT/$run"/*.ckpt
+}
+
 prune_part() {
     for name in $MODELS; do
-        local n=${steps[$name]}
-        [ -f "$OUT/$name/latest.ckpt" ] || train "$name" "$name" "$n"
-        [ -f "$OUT/$name.test.json" ] || evaluate "$OUT/$name/latest.ckpt" "$name"
+        local n=${steps[$name]} ck=$OUT/$name/latest.ckpt
+        local f=$((n / 10))
+        [ -f "$ck" ] || train "$name" "$name" "$n"
+        [ -f "$OUT/$name.test.json" ] || evaluate "$ck" "$name"
+        tune "$name" "$name.ft" "$f" --init_from="$ck"
         for d in $DENSITIES; do
-            local p="$name.p$d"
-            # shellcheck disable=SC2086
-            "$BIN" train ${cfg[$name]} "${data[@]}" --resume "$OUT/$name/latest.ckpt" --out_dir="$OUT/$p" \
-                --max_steps=$((n + n / 10)) --min_lr=3e-4 --ema=0.99 --prune_to="$d" --prune_start="$n" \
-                --prune_end=$((n + n * 3 / 40)) --prune_every=$((n / 200)) | tee "$OUT/$p.train.txt"
-            evaluate "$OUT/$p/latest.ckpt" "$p"
-            rm -f "$OUT/$p"/*.ckpt
+            "$BIN" prune "$ck" --density "$d" --out "$OUT/$name.p$d.ckpt" | tee "$OUT/$name.once$d.prune.txt"
+            tune "$name" "$name.once$d" "$f" --init_from="$OUT/$name.p$d.ckpt"
+            rm -f "$OUT/$name.p$d.ckpt"
+            tune "$name" "$name.gradual$d" "$f" --init_from="$ck" --prune_to="$d" --prune_start=0 \
+                --prune_end=$((f / 2)) --prune_every=$((f / 32 > 0 ? f / 32 : 1))
         done
     done
     prune_table
@@ -80,20 +92,23 @@ learn_part() {
 
 prune_table() {
     python3 - "$OUT" "$MODELS" "$DENSITIES" <<'PY' | tee "$OUT/prune_table.md"
-import json, re, sys
+import json, os, re, sys
 out, models, dens = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
-bpc = lambda tag, s: json.load(open(f"{out}/{tag}.{s}.json"))["bpc"]
+bpc = lambda tag, s: json.load(open(f"{out}/{tag}.{s}.json"))["bpc"] if os.path.exists(f"{out}/{tag}.{s}.json") else None
 def params(run):  # after its last pruning, if any
-    p = re.findall(r"pruned to .* ([0-9]+) parameters", open(f"{out}/{run}.train.txt").read())
+    txt = "".join(open(f"{out}/{f}").read() for f in (f"{run}.prune.txt", f"{run}.train.txt") if os.path.exists(f"{out}/{f}"))
+    p = re.findall(r"pruned to .* ([0-9]+) parameters", txt) or re.findall(r"parameters: [0-9]+ -> ([0-9]+)", txt)
     return int(p[-1]) if p else [json.loads(l) for l in open(f"{out}/{run}/log.jsonl")][0]["params"]
-print("| model | density | parameters | valid bpc | test bpc | valid vs unpruned | test vs unpruned |")
-print("|---|---|---|---|---|---|---|")
+cell = lambda v, ref: f"{v:.4f} ({v - ref:+.3f})" if v is not None else "-"
+print("| model | blocks kept | parameters | fine-tuning | valid bpc (vs trained) | test bpc (vs trained) |")
+print("|---|---|---|---|---|---|")
 for name in models:
-    print(f"| {name} | 1 | {params(name) / 1e6:.2f}M | {bpc(name, 'valid'):.4f} | {bpc(name, 'test'):.4f} | - | - |")
-    for d in dens:
-        p = f"{name}.p{d}"
-        print(f"| {name} | {d} | {params(p) / 1e6:.2f}M | {bpc(p, 'valid'):.4f} | {bpc(p, 'test'):.4f} "
-              f"| {bpc(p, 'valid') - bpc(name, 'valid'):+.4f} | {bpc(p, 'test') - bpc(name, 'test'):+.4f} |")
+    v0, t0 = bpc(name, "valid"), bpc(name, "test")
+    print(f"| {name} | 1 | {params(name) / 1e6:.2f}M | none (trained) | {v0:.4f} | {t0:.4f} |")
+    for d, how in [("1", "ft")] + [(d, h) for d in dens for h in ("once", "gradual")]:
+        run = f"{name}.{how}" if how == "ft" else f"{name}.{how}{d}"
+        if not os.path.exists(f"{out}/{run}.train.txt"): continue
+        print(f"| {name} | {d} | {params(run) / 1e6:.2f}M | {how} | {cell(bpc(run, 'valid'), v0)} | {cell(bpc(run, 'test'), t0)} |")
 PY
 }
 

@@ -62,15 +62,22 @@ static int most(const int *v, int n) {
     return m;
 }
 
+// Whether a row or column with `has` blocks takes a regrown one in pass `pass`: 0, up to its
+// count before the update (`before`: the mask's row and column lengths stay as they were, so
+// its products balance as before); 1, up to the longest before (`cap`: the block-sparse
+// products wait on their longest row, and the backward's on their longest column); 2, always.
+static int room(int pass, int has, int before, int cap) {
+    return pass == 2 || has < (pass == 0 ? before : cap);
+}
+
 // mk with its `want` smallest blocks dropped (sparing each row's and column's last) and as
-// many of its absent blocks of largest grow score added: first those whose row and column
-// stay within mk's longest (the block-sparse products wait on their longest row, and the
-// backward's on their longest column), then, should those run out, the best of the rest.
+// many of its absent blocks of largest grow score added, in room's passes.
 static Mask move_blocks(const Mask *mk, const double *norm, const double *grow, long want) {
     size_t n = (size_t)mk->nr * mk->nc;
     Mask out = {mk->nr, mk->nc, memcpy(xmalloc(n + 1), mk->m, n)};
-    int *row = xcalloc((size_t)mk->nr + mk->nc, sizeof(int)), *col = row + mk->nr;
+    int nrc = mk->nr + mk->nc, *row = xcalloc(2 * (size_t)nrc, sizeof(int)), *col = row + mk->nr, *before = row + nrc;
     for (size_t i = 0; i < n; i++) row[i / mk->nc] += mk->m[i], col[i % mk->nc] += mk->m[i];
+    memcpy(before, row, sizeof(int) * (size_t)nrc);
     const int row_cap = most(row, mk->nr), col_cap = most(col, mk->nc);
     long cnt, nabs, dropped = 0, grown = 0;
     long *kept = mask_order(mk, norm, 1, &cnt), *lacked = mask_order(mk, grow, 0, &nabs);
@@ -80,11 +87,11 @@ static Mask move_blocks(const Mask *mk, const double *norm, const double *grow, 
         if (row[r] == 1 || col[c] == 1) continue;
         out.m[i] = 0, row[r]--, col[c]--, dropped++;
     }
-    for (int capped = 1; capped >= 0; capped--)
+    for (int pass = 0; pass < 3; pass++)
         for (long q = 0; q < nabs && grown < dropped; q++) {
             long i = lacked[q];
             int r = (int)(i / mk->nc), c = (int)(i % mk->nc);
-            if (out.m[i] || (capped && (row[r] >= row_cap || col[c] >= col_cap))) continue;
+            if (out.m[i] || !room(pass, row[r], before[r], row_cap) || !room(pass, col[c], before[mk->nr + c], col_cap)) continue;
             out.m[i] = 1, row[r]++, col[c]++, grown++;
         }
     free(kept);

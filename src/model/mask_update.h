@@ -25,8 +25,9 @@ void mask_prune_gradual(const Model *m, const real *params, const Mask *drawn, d
 // A mask update: each matrix drops its round(frac * blocks) smallest blocks by norm of params
 // (never the last of a row or column), at most as many as it lacks, and regrows as many of
 // the blocks it lacked: those of largest grow[i] ([nr * nc] for matrix i, NULL where m has
-// none), ties to the lower index, among those that leave no row or column longer than the
-// matrix's longest (the rest only where those run out). Each matrix keeps its block count.
+// none), ties to the lower index, first among those whose row and column lost a block (so
+// rows and columns keep their lengths), then among those that leave no row or column longer
+// than the matrix's longest, then the rest. Each matrix keeps its block count.
 void mask_move_blocks(const Model *m, const real *params, double frac, double *const *grow, Mask *out);
 // SET's grow scores for matrix i after step t: uniform draws, seeded by seed, t and i.
 double *mask_random_scores(const Mask *mk, long seed, long t, int i);
