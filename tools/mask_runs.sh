@@ -6,11 +6,14 @@
 #          (the control), pruned once before (`swlstm prune`, "once") and pruned gradually over
 #          the first half (prune_to, "gradual"), to each of DENSITIES of their blocks; valid and
 #          test bpc against the trained model.
+#   intrain: the same models trained from scratch for as many steps while pruned gradually to each
+#          of DENSITIES (prune_to, from 10 % to 75 % of the steps, every 2.5 %); their rows join
+#          prune's table ("in training").
 #   learn: the mLSTM with mask_update = set and rigl for STEPS steps against the static mask
 #          (trained here for STATIC_STEPS, default STEPS, unless OUT/mlstm exists): bpc, time a
 #          step with the updates and after them, each update's time, and the learned gates'
 #          mask's small-world statistics (`swlstm mask --ckpt`) beside the drawn and a random one.
-# Parts run in the order given (default: prune learn; `tables` prints both again); each prints
+# Parts run in the order given (default: prune learn; `tables` prints both tables again); each prints
 # its markdown table and leaves logs, evals (*.json) and tables under OUT. Environment: OUT (default
 # checkpoints/mask_runs), DATA (default: the configs' GCIDE path), SWLSTM (default ./swlstm),
 # STEPS (mLSTM, default 2000), LSTM_STEPS (default 2000), DENSITIES (default "0.5 0.25 0.1"),
@@ -74,6 +77,19 @@ prune_part() {
     prune_table
 }
 
+intrain_part() {
+    for name in $MODELS; do
+        local n=${steps[$name]}
+        for d in $DENSITIES; do
+            train "$name" "$name.intrain$d" "$n" --prune_to="$d" --prune_start=$((n / 10)) \
+                --prune_end=$((n * 3 / 4)) --prune_every=$((n / 40))
+            evaluate "$OUT/$name.intrain$d/latest.ckpt" "$name.intrain$d"
+            rm -f "$OUT/$name.intrain$d"/*.ckpt
+        done
+    done
+    prune_table
+}
+
 learn_part() {
     local n=$STEPS s=${STATIC_STEPS:-$STEPS}
     if [ ! -f "$OUT/mlstm/log.jsonl" ]; then
@@ -100,15 +116,16 @@ def params(run):  # after its last pruning, if any
     p = re.findall(r"pruned to .* ([0-9]+) parameters", txt) or re.findall(r"parameters: [0-9]+ -> ([0-9]+)", txt)
     return int(p[-1]) if p else [json.loads(l) for l in open(f"{out}/{run}/log.jsonl")][0]["params"]
 cell = lambda v, ref: f"{v:.4f} ({v - ref:+.3f})" if v is not None else "-"
-print("| model | blocks kept | parameters | fine-tuning | valid bpc (vs trained) | test bpc (vs trained) |")
+print("| model | blocks kept | parameters | pruning | valid bpc (vs trained) | test bpc (vs trained) |")
 print("|---|---|---|---|---|---|")
 for name in models:
     v0, t0 = bpc(name, "valid"), bpc(name, "test")
-    print(f"| {name} | 1 | {params(name) / 1e6:.2f}M | none (trained) | {v0:.4f} | {t0:.4f} |")
-    for d, how in [("1", "ft")] + [(d, h) for d in dens for h in ("once", "gradual")]:
+    print(f"| {name} | 1 | {params(name) / 1e6:.2f}M | none (the trained model) | {v0:.4f} | {t0:.4f} |")
+    for d, how in [("1", "ft")] + [(d, h) for d in dens for h in ("once", "gradual", "intrain")]:
         run = f"{name}.{how}" if how == "ft" else f"{name}.{how}{d}"
         if not os.path.exists(f"{out}/{run}.train.txt"): continue
-        print(f"| {name} | {d} | {params(run) / 1e6:.2f}M | {how} | {cell(bpc(run, 'valid'), v0)} | {cell(bpc(run, 'test'), t0)} |")
+        what = {"ft": "none, fine-tuned", "once": "once, fine-tuned", "gradual": "gradually while fine-tuned", "intrain": "gradually in training"}[how]
+        print(f"| {name} | {d} | {params(run) / 1e6:.2f}M | {what} | {cell(bpc(run, 'valid'), v0)} | {cell(bpc(run, 'test'), t0)} |")
 PY
 }
 
@@ -141,9 +158,10 @@ for part in "${@:-prune learn}"; do
     for p in $part; do
         case $p in
             prune) prune_part ;;
+            intrain) intrain_part ;;
             learn) learn_part ;;
             tables) prune_table; learn_table ;;
-            *) echo "mask_runs.sh: unknown part '$p' (prune, learn, tables)" >&2; exit 2 ;;
+            *) echo "mask_runs.sh: unknown part '$p' (prune, intrain, learn, tables)" >&2; exit 2 ;;
         esac
     done
 done

@@ -1,23 +1,36 @@
 #!/usr/bin/env python3
 """plot_prune.py: bpc against the share of blocks kept, from tables of tools/mask_runs.sh.
 
-    python3 tools/plot_prune.py checkpoints/mask_runs/prune_table.md:gradual --out prune.png
+    python3 tools/plot_prune.py checkpoints/mask_runs/prune_table.md: --out prune.png
 
-Each TABLE:LABEL is a prune_table.md (its rows: model, density, parameters, valid bpc, ...);
-every model in it is one line, named "LABEL model". Density runs on a log axis, 1 at the right.
+Each TABLE:LABEL is a prune_table.md (columns model, blocks kept, pruning, valid bpc (vs
+trained), ...); each way of pruning a model is one line from its trained point, named
+"LABELmodel, pruning". The blocks kept run on a log axis, 1 at the right.
 """
 import argparse
 import sys
 
 
 def rows(path):
-    """(model, density, valid bpc) of each row of a markdown table under its header."""
+    """(model, pruning, blocks kept, valid bpc) of each row of a markdown table under its header."""
     lines = [l.strip().strip("|").split("|") for l in open(path) if l.startswith("|")]
     head = [h.strip() for h in lines[0]]
-    at = {k: head.index(k) for k in ("model", "density", "valid bpc")}
+    at = {k: head.index(k) for k in ("model", "pruning", "blocks kept", "valid bpc (vs trained)")}
     for cells in lines[2:]:
         c = [x.strip() for x in cells]
-        yield c[at["model"]], float(c[at["density"]]), float(c[at["valid bpc"]])
+        yield (c[at["model"]], c[at["pruning"]], float(c[at["blocks kept"]]),
+               float(c[at["valid bpc (vs trained)"]].split()[0]))
+
+
+def series(path):
+    """{(model, pruning): [(blocks kept, bpc)]}: each way of pruning, from its model's trained point."""
+    trained, out = {}, {}
+    for model, how, d, bpc in rows(path):
+        if how.startswith("none"):
+            trained.setdefault(model, (1.0, bpc))
+        else:
+            out.setdefault((model, how), []).append((d, bpc))
+    return {k: sorted(v + [trained[k[0]]]) for k, v in out.items() if k[0] in trained}
 
 
 def main():
@@ -35,12 +48,8 @@ def main():
         path, _, label = spec.rpartition(":")
         if not path:
             sys.exit(f"plot_prune: error: '{spec}': expected TABLE:LABEL")
-        series = {}
-        for model, d, bpc in rows(path):
-            series.setdefault(model, []).append((d, bpc))
-        for model, pts in series.items():
-            pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{label} {model}")
+        for (model, how), pts in series(path).items():
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{label}{model}, {how}")
     ax.set_xscale("log")
     ax.set_xticks([0.1, 0.25, 0.5, 1])
     ax.set_xticklabels(["0.1", "0.25", "0.5", "1"])
