@@ -119,6 +119,9 @@ cell = lambda v, ref: f"{v:.4f} ({v - ref:+.3f})" if v is not None else "-"
 print("| model | blocks kept | parameters | pruning | valid bpc (vs trained) | test bpc (vs trained) |")
 print("|---|---|---|---|---|---|")
 for name in models:
+    if bpc(name, "test") is None:
+        print(f"mask_runs.sh: no trained {name} under {out} to compare with (the prune part trains it)", file=sys.stderr)
+        continue
     v0, t0 = bpc(name, "valid"), bpc(name, "test")
     print(f"| {name} | 1 | {params(name) / 1e6:.2f}M | none (the trained model) | {v0:.4f} | {t0:.4f} |")
     for d, how in [("1", "ft")] + [(d, h) for d in dens for h in ("once", "gradual", "intrain")]:

@@ -57,7 +57,7 @@ def main():
     ax.set_ylabel("valid bpc")
     ax.set_title(a.title)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(a.out)
 
