@@ -54,6 +54,33 @@ static int check_kept(const Mask *mk, const Mask *out, const BsMat *w, const rea
     return max_dropped <= min_kept;
 }
 
+static int kept_is(const Mask *mk, const double *norm, long want, const char *bits, long floor) {
+    long got;
+    Mask out = mask_keep_largest(mk, norm, want, &got);
+    int ok = got == floor;
+    for (int q = 0; bits[q]; q++) ok &= out.m[q] == (bits[q] == '1');
+    mask_free(&out);
+    return ok;
+}
+
+// Where the largest block of every row and column are more blocks than wanted, the fewest that
+// leave no line empty stay: here a hub row and column, whose largest blocks are 7, give way to
+// the diagonal (a matching of all four rows), then the largest of the rest; and a matching
+// that takes the largest block first (0, 0) is grown by an augmenting path to (0, 1), (1, 0).
+TEST(prune_keeps_the_fewest_blocks_that_cover_the_lines) {
+    uint8_t hub[16] = {1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1};
+    double hn[16] = {10, 1, 1, 1, 9, 2, 0, 0, 8, 0, 2, 0, 7, 0, 0, 2};
+    Mask mh = {4, 4, hub};
+    CHECK(kept_is(&mh, hn, 8, "1100" "1100" "1010" "1001", 7));  // the largest of each line, then (0, 1) of the tied 1s
+    CHECK(kept_is(&mh, hn, 4, "1000" "0100" "0010" "0001", 4));
+    CHECK(kept_is(&mh, hn, 5, "1000" "1100" "0010" "0001", 4));
+    uint8_t two[4] = {1, 1, 1, 0};
+    double tn[4] = {5, 1, 1, 0};
+    Mask mt = {2, 2, two};
+    CHECK(kept_is(&mt, tn, 2, "01" "10", 2));
+    CHECK(kept_is(&mt, tn, 1, "01" "10", 2));  // fewer than the lines need: the cover, as model_prune_masks refuses
+}
+
 static void prune_and_check(const char *cell, int depth, int layers) {
     Model *m = model_for(cell, depth, layers);
     unsigned long long s = 3;

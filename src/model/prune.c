@@ -74,11 +74,61 @@ static void keep_best_of_lines(const Mask *mk, const double *norm, int by_row, u
     }
 }
 
+// Rows to columns: a maximum matching over the present blocks (Kuhn's augmenting paths).
+typedef struct {
+    int nr, nc, *adj_ptr, *adj;  // each row's columns, largest block first
+    int *col_of, *row_of;        // the match of each row and column, -1 if none
+    int *seen, stamp;            // columns visited by this search
+} Matching;
+
+static int augment(Matching *g, int r) {
+    for (int q = g->adj_ptr[r]; q < g->adj_ptr[r + 1]; q++) {
+        int c = g->adj[q];
+        if (g->seen[c] == g->stamp) continue;
+        g->seen[c] = g->stamp;
+        if (g->row_of[c] < 0 || augment(g, g->row_of[c])) {
+            g->col_of[r] = c, g->row_of[c] = r;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+// Marks in keep[] the fewest blocks of mk that leave no row or column empty: a maximum
+// matching of rows to columns (taken largest block first, then grown by augmenting paths),
+// and the largest block of each row and column it leaves unmatched.
+static void keep_cover(const Mask *mk, const double *norm, uint8_t *keep) {
+    long cnt, *order = mask_order(mk, norm, 1, &cnt);
+    int nr = mk->nr, nc = mk->nc;
+    Matching g = {nr, nc, xcalloc((size_t)nr + 1, sizeof(int)), xmalloc(sizeof(int) * ((size_t)cnt + 1)),
+                  xmalloc(sizeof(int) * (size_t)nr), xmalloc(sizeof(int) * (size_t)nc), xcalloc((size_t)nc, sizeof(int)), 0};
+    int *at = xmalloc(sizeof(int) * (size_t)nr);
+    for (long q = 0; q < cnt; q++) g.adj_ptr[order[q] / nc + 1]++;
+    for (int r = 0; r < nr; r++) g.adj_ptr[r + 1] += g.adj_ptr[r], at[r] = g.adj_ptr[r], g.col_of[r] = -1;
+    for (int c = 0; c < nc; c++) g.row_of[c] = -1;
+    for (long q = 0; q < cnt; q++) {
+        int r = (int)(order[q] / nc), c = (int)(order[q] % nc);
+        g.adj[at[r]++] = c;
+        if (g.col_of[r] < 0 && g.row_of[c] < 0) g.col_of[r] = c, g.row_of[c] = r;
+    }
+    for (int r = 0; r < nr; r++)
+        if (g.col_of[r] < 0) g.stamp++, augment(&g, r);
+    for (int r = 0; r < nr; r++)
+        if (g.col_of[r] >= 0) keep[(size_t)r * nc + g.col_of[r]] = 1;
+    for (long q = 0; q < cnt; q++) {  // largest first: each unmatched line keeps its first
+        int r = (int)(order[q] / nc), c = (int)(order[q] % nc);
+        if (g.col_of[r] < 0) keep[order[q]] = 1, g.col_of[r] = c;
+        if (g.row_of[c] < 0) keep[order[q]] = 1, g.row_of[c] = r;
+    }
+    free(g.adj_ptr), free(g.adj), free(g.col_of), free(g.row_of), free(g.seen), free(at), free(order);
+}
+
 Mask mask_keep_largest(const Mask *mk, const double *norm, long want, long *floor) {
     size_t n = (size_t)mk->nr * mk->nc;
     Mask out = {mk->nr, mk->nc, xcalloc(n + 1, 1)};
     keep_best_of_lines(mk, norm, 1, out.m);
     keep_best_of_lines(mk, norm, 0, out.m);
+    if (mask_count(&out) > want) memset(out.m, 0, n), keep_cover(mk, norm, out.m);
     long have = *floor = mask_count(&out), cnt;
     long *order = mask_order(mk, norm, 1, &cnt);
     for (long q = 0; q < cnt && have < want; q++)
