@@ -8,6 +8,7 @@
 #include "model/grow_scores.h"
 #include "model/mask_update.h"
 #include "model/prune.h"
+#include "model/remask.h"
 #include "test.h"
 
 static Config cfg_for(const char *cell, int layers) {

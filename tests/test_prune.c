@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "model/model_io.h"
 #include "model/prune.h"
+#include "model/remask.h"
 #include "test.h"
 
 static Model *model_for(const char *cell, int depth, int layers) {

@@ -7,6 +7,7 @@
 #include "cli/verbs.h"
 #include "model/model_io.h"
 #include "model/prune.h"
+#include "model/remask.h"
 
 static void usage(void) {
     printf("usage: swlstm prune CKPT --density D --out NEW.ckpt\n"

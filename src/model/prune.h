@@ -1,4 +1,4 @@
-// prune.h: block pruning of a trained model, and a model moved onto other masks. Each
+// prune.h: block pruning of a trained model (a pruned model's weights move with remask.h). Each
 // block-sparse matrix keeps the blocks of largest norm (the four gates of a W_h or W_x share
 // one mask, so a block's norm is taken over its four copies); every block row and column
 // keeps at least one block.
@@ -24,11 +24,3 @@ Mask mask_keep_largest(const Mask *mk, const double *norm, long want, long *floo
 long *mask_order(const Mask *mk, const double *score, int present, long *cnt);
 // The name of the tensor of mask k of layer l ("l0.wh"), for messages.
 const char *model_mask_name(const Model *m, int l, int k);
-// dst (laid out for `to`) from src (laid out for `from`): the same config, other masks.
-// Tensors are matched by name; block-sparse ones block by block, blocks new in `to` zero.
-// Host memory.
-void model_remap(const Model *from, const real *src, const Model *to, real *dst);
-// The same from and into backend memory (n = from->nparams, to->nparams).
-void model_remap_backend(const Model *from, const real *src, const Model *to, real *dst);
-// m on other masks, on m's backend: its weights and moving average, blocks new to it zero.
-Model *model_remask(const Model *m, const Mask *masks);

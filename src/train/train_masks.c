@@ -9,7 +9,7 @@
 #include <string.h>
 #include "model/grow_scores.h"
 #include "model/mask_update.h"
-#include "model/prune.h"
+#include "model/remask.h"
 #include "train/trainer.h"
 
 static int nmasks(const Model *m) { return (2 + m->D) * m->L; }

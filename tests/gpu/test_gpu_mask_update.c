@@ -6,7 +6,7 @@
 #include "gpu_train.h"
 #include "model/grow_scores.h"
 #include "model/mask_update.h"
-#include "model/prune.h"
+#include "model/remask.h"
 
 static const Shape moved_shapes[] = {{"ba_2", 32, 0, 2, NULL, NULL, 0, 0}, {"random_0.3", 32, 1, 2, NULL, NULL, 0, 0},
                                      {"ba_2", 16, 1, 1, "mlstm", "uniform", 2, 0}};
