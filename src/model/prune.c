@@ -65,7 +65,7 @@ static void keep_best_of_lines(const Mask *mk, const double *norm, int by_row, u
 
 // Rows to columns: a maximum matching over the present blocks (Kuhn's augmenting paths).
 typedef struct {
-    int nr, nc, *adj_ptr, *adj;  // each row's columns, largest block first
+    int *adj_ptr, *adj;          // each row's columns, largest block first
     int *col_of, *row_of;        // the match of each row and column, -1 if none
     int *seen, stamp;            // columns visited by this search
 } Matching;
@@ -89,7 +89,7 @@ static int augment(Matching *g, int r) {
 static void keep_cover(const Mask *mk, const double *norm, uint8_t *keep) {
     long cnt, *order = mask_order(mk, norm, 1, &cnt);
     int nr = mk->nr, nc = mk->nc;
-    Matching g = {nr, nc, xcalloc((size_t)nr + 1, sizeof(int)), xmalloc(sizeof(int) * ((size_t)cnt + 1)),
+    Matching g = {xcalloc((size_t)nr + 1, sizeof(int)), xmalloc(sizeof(int) * ((size_t)cnt + 1)),
                   xmalloc(sizeof(int) * (size_t)nr), xmalloc(sizeof(int) * (size_t)nc), xcalloc((size_t)nc, sizeof(int)), 0};
     int *at = xmalloc(sizeof(int) * (size_t)nr);
     for (long q = 0; q < cnt; q++) g.adj_ptr[order[q] / nc + 1]++;
