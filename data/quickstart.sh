@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# quickstart.sh: build, find a corpus, train configs/tiny.cfg (about two minutes) and print a sample.
+# quickstart.sh: build, find a corpus, train configs/tiny.cfg (two to four minutes on 2 CPU cores) and print a sample.
 # Uses the GPU when swlstm was built with CUDA and nvidia-smi sees a device, else the CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
