@@ -86,8 +86,8 @@ static int augment(Matching *g, int r) {
 // Marks in keep[] the fewest blocks of mk that leave no row or column empty: a maximum
 // matching of rows to columns (taken largest block first, then grown by augmenting paths),
 // and the largest block of each row and column it leaves unmatched.
-static void keep_cover(const Mask *mk, const double *norm, uint8_t *keep) {
-    long cnt, *order = mask_order(mk, norm, 1, &cnt);
+// order: mk's cnt blocks, largest first (mask_order).
+static void keep_cover(const Mask *mk, const long *order, long cnt, uint8_t *keep) {
     int nr = mk->nr, nc = mk->nc;
     Matching g = {xcalloc((size_t)nr + 1, sizeof(int)), xmalloc(sizeof(int) * ((size_t)cnt + 1)),
                   xmalloc(sizeof(int) * (size_t)nr), xmalloc(sizeof(int) * (size_t)nc), xcalloc((size_t)nc, sizeof(int)), 0};
@@ -109,17 +109,17 @@ static void keep_cover(const Mask *mk, const double *norm, uint8_t *keep) {
         if (g.col_of[r] < 0) keep[order[q]] = 1, g.col_of[r] = c;
         if (g.row_of[c] < 0) keep[order[q]] = 1, g.row_of[c] = r;
     }
-    free(g.adj_ptr), free(g.adj), free(g.col_of), free(g.row_of), free(g.seen), free(at), free(order);
+    free(g.adj_ptr), free(g.adj), free(g.col_of), free(g.row_of), free(g.seen), free(at);
 }
 
 Mask mask_keep_largest(const Mask *mk, const double *norm, long want, long *floor) {
     size_t n = (size_t)mk->nr * mk->nc;
     Mask out = {mk->nr, mk->nc, xcalloc(n + 1, 1)};
+    long cnt, *order = mask_order(mk, norm, 1, &cnt);
     keep_best_of_lines(mk, norm, 1, out.m);
     keep_best_of_lines(mk, norm, 0, out.m);
-    if (mask_count(&out) > want) memset(out.m, 0, n), keep_cover(mk, norm, out.m);
-    long have = *floor = mask_count(&out), cnt;
-    long *order = mask_order(mk, norm, 1, &cnt);
+    if (mask_count(&out) > want) memset(out.m, 0, n), keep_cover(mk, order, cnt, out.m);
+    long have = *floor = mask_count(&out);
     for (long q = 0; q < cnt && have < want; q++)
         if (!out.m[order[q]]) out.m[order[q]] = 1, have++;
     free(order);

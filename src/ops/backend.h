@@ -160,7 +160,7 @@ typedef struct Backend {
     // ... and dx = dy where y > 0, else 0 (dx may alias dy) for y = max(0, x + add)
     void (*relu_bwd)(real *dx, const real *dy, const real *y, size_t n);
 
-    // ---- weights moved onto other masks (src/model/prune.c model_remap) ----
+    // ---- weights moved onto other masks (src/model/remask.c model_remap) ----
     // Block q of dst (n blocks of bb values) = block from[q] of src, zero where from[q] < 0;
     // from: backend ints [n].
     void (*gather_blocks)(real *dst, const real *src, const int *from, int n, int bb);
