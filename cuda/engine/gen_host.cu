@@ -13,8 +13,9 @@ typedef struct {
     GenStage st[GEN_MAX_STAGES];
     int nblk[GEN_MAX_STAGES];
     const real *bias, *xtab, *bo, *gain, *mtab;
-    float *sln, *s, *h, *c;
-    double *stat;
+    float *sln, *fin, *h, *c;  // fin: the mLSTM's finished rows (mlstm_buffers)
+    double2 *fin_stat;
+    int *cnt;
     unsigned long long *bar;
     uint64_t *rng;
     double temperature, top_p;
@@ -102,6 +103,7 @@ static void build_stage(GenLoop *g, int i, const BsMat *w, const real *vals, con
     st->worker_ptr = upload_ints(pl.worker_ptr, nw + 1);
     st->row_ptr = upload_ints(pl.row_ptr, nrows + 1);
     st->row_piece = upload_ints(pl.row_piece, pl.npieces);
+    st->piece_row = upload_ints(pl.row, pl.npieces);
     st->part = (float *)cu_alloc(sizeof(float) * 32 * (size_t)(pl.npieces ? pl.npieces : 1));
     piece_plan_free(&pl);
     free(rp);
@@ -127,13 +129,24 @@ static size_t place_stages(GenLoop *g, int optin) {
     return head <= (size_t)optin && gen_loop_ctas_per_sm<W>(smem) >= 1 ? smem : 0;
 }
 
-// The mLSTM's own buffers: the internal norms' gains and biases in one [D][2][H] array.
+// The mLSTM's own buffers: the internal norms' gains and biases in one [D][2][H] array; where
+// each stage finishes its rows: stage j < D into half j % 2 of s[2][H] (the phase that reads
+// stage j's runs stage j + 1), the gates into z[4H], each row's sums beside them; the arrival
+// counters, which every stage rearms before the barrier that ends it, shared.
 static void mlstm_buffers(GenLoop *g, const GenArgs *a) {
-    const size_t H = (size_t)g->H;
+    const size_t H = (size_t)g->H, R = H / 32;
     g->sln = (float *)cu_alloc(sizeof(float) * 2 * H * (size_t)g->D);
     for (int j = 0; j < g->D; j++)
         CUDA_CHECK(cudaMemcpy(g->sln + 2 * H * j, a->sln[j], sizeof(float) * 2 * H, cudaMemcpyDeviceToDevice));
-    g->s = (float *)cu_alloc(sizeof(float) * H);
+    g->fin = (float *)cu_alloc(sizeof(float) * 6 * H);
+    g->fin_stat = (double2 *)cu_alloc(sizeof(double2) * 6 * R);
+    g->cnt = (int *)cu_alloc(sizeof(int) * 4 * R);
+    for (int j = 0; j <= g->D; j++) {
+        GenStage *st = &g->st[j];
+        const size_t half = j < g->D ? (size_t)(j % 2) : 2;
+        st->out = g->fin + half * H, st->stat = g->fin_stat + half * R, st->cnt = g->cnt;
+        st->nfin = (int)(j < g->D ? R : 4 * R);
+    }
 }
 
 static void describe(GenLoop *g) {
@@ -155,7 +168,7 @@ static int takes(const GenArgs *a) {
     int ok = w->bs == 32 && w->ngates == 4 && w->rows == 4 * a->H && w->cols == a->H && a->H % 32 == 0 &&
              a->H <= gen_max_units(g_cuda.nsm) && a->D >= 0 && a->D <= SW_MAX_DEPTH;
     for (int j = 0; j < a->D; j++) ok &= a->ws[j]->bs == 32 && a->ws[j]->rows == a->H && a->ws[j]->cols == a->H;
-    return ok && a->H <= g_cuda.nsm * GEN_THREADS;  // inner_sums: a thread an element
+    return ok;
 }
 
 template <bool BF>
@@ -175,7 +188,6 @@ void *gen_create_cuda(const GenArgs *a) {
         mlstm_buffers(g, a);
     } else build_stage<W>(g, 0, a->wh, a->wh_vals, a->wo);
     g->smem = place_stages<W>(g, optin);
-    g->stat = (double *)cu_alloc(sizeof(double) * 8 * (size_t)g->grid);
     g->h = (float *)cu_alloc(sizeof(float) * 2 * (size_t)g->H);
     g->c = (float *)cu_alloc(sizeof(float) * (size_t)g->H);
     g->bar = (unsigned long long *)cu_alloc(sizeof(unsigned long long));
@@ -203,7 +215,7 @@ void gen_run_cuda(void *gv, const int *feed, int nfeed, int nsample, uint64_t rn
     L.H = g->H, L.D = g->D, L.steps = steps, L.nfeed = nfeed, L.nsample = nsample, L.par = g->par;
     memcpy(L.st, g->st, sizeof L.st);
     L.bias = g->bias, L.xtab = g->xtab, L.bo = g->bo, L.gain = g->gain, L.sln = g->sln, L.mtab = g->mtab;
-    L.s = g->s, L.stat = g->stat, L.h = g->h, L.c = g->c, L.bar = g->bar, L.feed = g->feed;
+    L.h = g->h, L.c = g->c, L.bar = g->bar, L.feed = g->feed;
     L.temperature = g->temperature, L.top_p = g->top_p, L.top_k = g->top_k;
     memcpy(L.rng, rng, sizeof L.rng);
     L.out = g->out, L.logits = logits ? g->logits : NULL, L.rng_out = g->rng;
@@ -228,12 +240,12 @@ void gen_free_cuda(void *gv) {
     if (!g) return;
     for (int i = 0; i <= g->D; i++) {
         const GenStage *st = &g->st[i];
-        const void *ps[] = {st->wblk, st->cols, st->worker_ptr, st->piece_blk, st->row_ptr, st->row_piece, st->cta_blk,
-                            st->cta_col_ptr, st->cta_col, st->part};
+        const void *ps[] = {st->wblk, st->cols, st->worker_ptr, st->piece_blk, st->row_ptr, st->row_piece, st->piece_row,
+                            st->cta_blk, st->cta_col_ptr, st->cta_col, st->part};
         for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
             if (ps[k]) CUDA_CHECK(cudaFree((void *)ps[k]));
     }
-    void *all[] = {g->sln, g->s, g->stat, g->h, g->c, g->bar, g->rng, g->feed, g->out, g->logits};
+    void *all[] = {g->sln, g->fin, g->fin_stat, g->cnt, g->h, g->c, g->bar, g->rng, g->feed, g->out, g->logits};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]) CUDA_CHECK(cudaFree(all[i]));
     free(g);

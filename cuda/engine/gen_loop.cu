@@ -2,11 +2,12 @@
 // is a product phase (every warp's pieces of [W_h; W_o] h), a grid barrier, a phase where every
 // CTA sums the logits and draws the next byte itself (the same bits in each: no second
 // barrier to hand the byte round) and the CTAs owning units run the cell, and a grid barrier.
-// The mLSTM puts its internal products between the draw and the cell: each is a phase where
-// the owners of its rows sum them and each CTA's share of the norm's sums goes out, a barrier,
-// a phase where every CTA combines the shares in one fixed order (so all CTAs, and all runs,
-// see the same statistics), normalizes the whole vector into its shared memory and runs its
-// pieces of the next product, and a barrier: 2D + 3 barriers a byte.
+// The mLSTM puts its internal products between the draw and the cell. Each product's block
+// rows are finished within its phase: the warp whose piece completes a row sums the row and
+// its share of the norm's sums (finish_row). After a barrier every CTA combines the rows'
+// shares in one fixed order (so all CTAs, and all runs, see the same statistics), normalizes
+// the input columns its blocks read into its shared memory and runs its pieces of the next
+// product: D + 2 barriers a byte.
 // CPU twin: infer_step and sample_byte (src/model/infer.c, sampler.c), one step at a time.
 #include "engine/gen_loop.cuh"
 #include "base/rng.h"
@@ -210,16 +211,20 @@ __device__ void block_sums(double *v, int n, GenScratch *sc, double *out) {
     }
 }
 
-// Each CTA's n values in stat (rows of 8): thread b loads CTA b's row (one round trip for
-// all); grid_sums adds them in block_sums' fixed order, the same in every CTA, into sc->tot.
+// The norm sums of G runs of R block rows each (stage.stat; G = 1: an internal norm, 4: the
+// gates'): thread b loads row b of each run (one round trip for all); grid_sums adds them in
+// block_sums' fixed order, the same in every CTA, into sc->tot (run g: tot[2g], tot[2g + 1]).
 // Split in two so that other loads can fly between.
-__device__ inline void grid_loads(const double *stat, int n, double *v) {
+__device__ inline void row_stat_loads(const double2 *stat, int R, int G, double *v) {
 #pragma unroll
     for (int k = 0; k < 8; k++) v[k] = 0;
-    for (int b = threadIdx.x; b < gridDim.x; b += blockDim.x)
+    for (int b = threadIdx.x; b < R; b += blockDim.x)
 #pragma unroll
-        for (int k = 0; k < 8; k++)
-            if (k < n) v[k] += __ldcg(stat + (size_t)b * 8 + k);
+        for (int g = 0; g < 4; g++)
+            if (g < G) {
+                const double2 t = __ldcg(stat + (size_t)g * R + b);
+                v[2 * g] += t.x, v[2 * g + 1] += t.y;
+            }
 }
 __device__ void grid_sums(double *v, int n, GenScratch *sc) {
     block_sums(v, n, sc, sc->tot);
@@ -233,18 +238,27 @@ __device__ inline float2 norm_stats(double sum, double sq, int H) {
     return make_float2((float)mean, (float)(1 / sqrt(var + 1e-5)));
 }
 
-// Phase one of an internal norm: the owner of element e (thread e of the grid) sums its row
-// of stage st (inner_row); inner_publish puts it in a.s and each CTA's (sum, sum of squares)
-// in a.stat.
-__device__ inline float inner_row(const GenLaunch &a, const GenStage &st, const int *rp, const int *rpc) {
-    const int e = blockIdx.x * GEN_THREADS + threadIdx.x;
-    return e < a.H ? row_sum(st.part, rp, rpc, e / 32, e % 32) : 0.f;
-}
-__device__ void inner_publish(const GenLaunch &a, float v, GenScratch *sc) {
-    const int e = blockIdx.x * GEN_THREADS + threadIdx.x;
-    if (e < a.H) a.s[e] = v;
-    double t[8] = {v, (double)v * v};
-    block_sums(t, 2, sc, a.stat + (size_t)blockIdx.x * 8);
+// A warp has written piece p's partial sums: if that completes a row of st.nfin (the last of
+// the row's pieces to arrive, by its counter), the warp sums the row's pieces in block order
+// into st.out, the row's (sum, sum of squares) into st.stat, and rearms the counter. So every
+// row is final at the next barrier, with no phase of its own.
+__device__ void finish_row(const GenStage &st, int p) {
+    const int row = st.piece_row[p], lane = threadIdx.x % 32;
+    if (row >= st.nfin) return;
+    if (st.row_ptr[row + 1] - st.row_ptr[row] > 1) {
+        __threadfence();  // this warp's partial sums before its arrival
+        __syncwarp();
+        int last = 0;
+        if (lane == 0) last = atomicAdd(st.cnt + row, 1) == st.row_ptr[row + 1] - st.row_ptr[row] - 1;
+        if (!__shfl_sync(0xffffffffu, last, 0)) return;
+        __threadfence();  // every other piece's before the reads
+        if (lane == 0) st.cnt[row] = 0;
+    }
+    const float v = row_sum(st.part, st.row_ptr, st.row_piece, row, lane);
+    st.out[row * 32 + lane] = v;
+    double sum = v, sq = (double)v * v;
+    for (int o = 16; o; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o), sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    if (lane == 0) st.stat[row] = make_double2(sum, sq);
 }
 
 // Phase two: u_j = LN(s) * gain + bias, then * m_t (j = 0), relu(. + a_t) (j = 1) or relu
@@ -252,10 +266,10 @@ __device__ void inner_publish(const GenLaunch &a, float v, GenScratch *sc) {
 // so that a CTA reads a few KB of s, the norm and the table rather than all of them.
 __device__ void inner_norm(const GenLaunch &a, int j, int tok, float *hs, GenScratch *sc) {
     enum { U = 8 };  // elements a thread has in flight: one round trip for up to U of them, not U
-    const GenStage &nx = a.st[j + 1];
+    const GenStage &st = a.st[j], &nx = a.st[j + 1];
     const int c0 = nx.cta_col_ptr[blockIdx.x], n = (nx.cta_col_ptr[blockIdx.x + 1] - c0) * 32;
     double v[8];
-    grid_loads(a.stat, 2, v);  // in flight while s comes in
+    row_stat_loads(st.stat, st.nfin, 1, v);  // in flight while s comes in
     for (int q0 = threadIdx.x; q0 < n; q0 += U * GEN_THREADS) {
         int e[U];
         float x[U];
@@ -265,7 +279,7 @@ __device__ void inner_norm(const GenLaunch &a, int j, int tok, float *hs, GenScr
             e[u] = q < n ? nx.cta_col[c0 + q / 32] * 32 + q % 32 : -1;
         }
 #pragma unroll
-        for (int u = 0; u < U; u++) x[u] = e[u] >= 0 ? __ldcg(a.s + e[u]) : 0.f;
+        for (int u = 0; u < U; u++) x[u] = e[u] >= 0 ? __ldcg(st.out + e[u]) : 0.f;
 #pragma unroll
         for (int u = 0; u < U; u++)
             if (e[u] >= 0) hs[e[u]] = x[u];
@@ -297,7 +311,7 @@ __device__ void inner_norm(const GenLaunch &a, int j, int tok, float *hs, GenScr
     __syncthreads();
 }
 
-// Every warp's pieces of stage st times hs, into st.part.
+// Every warp's pieces of stage st times hs, into st.part; rows finished as they complete.
 template <typename W>
 __device__ void stage_product(const GenStage &st, const unsigned char *smem, const float *hs) {
     const int warp = blockIdx.x * GEN_WARPS + threadIdx.x / 32, b0 = st.cta_blk[blockIdx.x];
@@ -306,35 +320,28 @@ __device__ void stage_product(const GenStage &st, const unsigned char *smem, con
         const int k = st.piece_blk[p];
         const W *w = wb + (size_t)(k - b0) * GEN_BLOCK;
         piece_dot(w, st.cols + k, st.piece_blk[p + 1] - k, hs, st.part + (size_t)p * 32);
+        finish_row(st, p);
     }
 }
 
 __device__ inline void grid_sync(const GenLaunch &a, unsigned long long &nbar) { grid_barrier(a.bar, ++nbar * gridDim.x); }
 
-// The mLSTM's step after the draw, from stage 0's sums (W_h0 h; this thread's row of them in
-// s0, inner_row's, loaded before the draw): the internal products and
-// norms, the gates' product, their per-gate norms (sums shared as the internal ones') and the
-// cell, h into h_out.
+// The mLSTM's step after the draw, from stage 0's finished rows (W_h0 h): the internal norms
+// and products, the gates' product, their per-gate norms (their rows' sums combined as the
+// internal ones') and the cell, h into h_out.
 template <typename W>
-__device__ void mlstm_step(const GenLaunch &a, int tok, float s0, const unsigned char *smem, float *hs, float2 gb,
-                           GenScratch *sc, unsigned long long &nbar, float *h_out) {
+__device__ void mlstm_step(const GenLaunch &a, int tok, const unsigned char *smem, float *hs, float2 gb, GenScratch *sc,
+                           unsigned long long &nbar, float *h_out) {
     for (int j = 0; j < a.D; j++) {
-        const GenStage &st = a.st[j];
-        inner_publish(a, j ? inner_row(a, st, st.row_ptr, st.row_piece) : s0, sc);
-        grid_sync(a, nbar);
         inner_norm(a, j, tok, hs, sc);
         stage_product<W>(a.st[j + 1], smem, hs);
         grid_sync(a, nbar);
     }
     const GenStage &gs = a.st[a.D];
-    const int u = cell_unit(a.H), g = threadIdx.x % 32 / 8, r = g * a.H + u;
-    const float z = u >= 0 ? row_sum(gs.part, gs.row_ptr, gs.row_piece, r / 32, r % 32) : 0.f;
+    const int u = cell_unit(a.H), g = threadIdx.x % 32 / 8;
     double t[8];
-#pragma unroll
-    for (int k = 0; k < 8; k++) t[k] = k / 2 != g ? 0.0 : k % 2 ? (double)z * z : z;
-    block_sums(t, 8, sc, a.stat + (size_t)blockIdx.x * 8);
-    grid_sync(a, nbar);
-    grid_loads(a.stat, 8, t);
+    row_stat_loads(gs.stat, a.H / 32, 4, t);
+    const float z = u >= 0 ? __ldcg(gs.out + g * a.H + u) : 0.f;
     grid_sums(t, 8, sc);
     const float2 ms = norm_stats(sc->tot[2 * g], sc->tot[2 * g + 1], a.H);
     lstm_units(a, u, u >= 0 ? (z - ms.x) * ms.y * gb.x + gb.y : 0.f, h_out);
@@ -378,10 +385,9 @@ __global__ void __launch_bounds__(GEN_THREADS) gen_loop(GenLaunch a) {
         __syncthreads();
         stage_product<W>(s0, smem, hs);
         grid_sync(a, nbar);
-        // The step's first sums (the plain cell's gates, the mLSTM's W_h0 h) first: their
-        // loads overlap the logits' and the draw.
+        // The plain cell's gate sums first: their loads overlap the logits' and the draw.
         float pre = 0;
-        if (it < a.steps) pre = a.D ? inner_row(a, s0, rp, rpc) : j >= 0 ? bias + row_sum(s0.part, rp, rpc, r / 32, r % 32) : 0.f;
+        if (it < a.steps && !a.D && j >= 0) pre = bias + row_sum(s0.part, rp, rpc, r / 32, r % 32);
         if (it > 0) {  // the logits after step it - 1, then maybe the draw
             const int i = threadIdx.x;
             const float l = a.bo[i] + row_sum(s0.part, rp, rpc, head_row + i / 32, i % 32);
@@ -396,7 +402,7 @@ __global__ void __launch_bounds__(GEN_THREADS) gen_loop(GenLaunch a) {
         if (it == a.steps) break;
         if (it < a.nfeed) tok = a.feed[it];
         float *h_out = a.h + (size_t)((it + 1 + a.par) & 1) * a.H;
-        if (a.D) mlstm_step<W>(a, tok, pre, smem, hs, gb, sc, nbar, h_out);
+        if (a.D) mlstm_step<W>(a, tok, smem, hs, gb, sc, nbar, h_out);
         else lstm_units(a, j, j >= 0 ? a.xtab[(size_t)tok * 4 * a.H + r] + pre : 0.f, h_out);
         grid_sync(a, nbar);
     }

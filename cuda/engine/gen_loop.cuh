@@ -16,10 +16,17 @@ struct GenStage {
     const int *worker_ptr;   // [warps + 1] pieces per warp
     const int *piece_blk;    // [npieces + 1]: first block in wblk (the next piece's is its end)
     const int *row_ptr, *row_piece;  // each block row's pieces in block order (partial sums)
+    const int *piece_row;    // [npieces] each piece's block row
     const int *cta_blk;      // [grid + 1]: each CTA's span of wblk
     const int *cta_col_ptr, *cta_col;  // [grid + 1], and the block columns each CTA's span reads (its input's only rows it needs)
     float *part;             // [npieces, 32] partial sums
-    int rows, npieces, resident;
+    // mLSTM: block rows 0 .. nfin-1 are finished within the product (finish_row): their values
+    // into out [nfin * 32], their (sum, sum of squares) into stat [nfin]; cnt [nfin] counts the
+    // pieces that have arrived.
+    float *out;
+    double2 *stat;
+    int *cnt;
+    int rows, npieces, resident, nfin;
     unsigned smem_off;
 };
 
@@ -28,8 +35,6 @@ struct GenLaunch {
     GenStage st[GEN_MAX_STAGES];           // D + 1 of them (1 for the plain cell)
     const float *bias, *xtab, *bo;
     const float *gain, *sln, *mtab;  // mLSTM: gates' norm gains [4H], internal norms [D][gain, bias][H], m and a [2][256][H]
-    float *s;                // mLSTM: an internal product's sums [H] before its norm
-    double *stat;            // mLSTM: each CTA's (sum, sum of squares) of its rows, [grid][8]
     float *h, *c;            // [2, H] (par selects), [H]
     unsigned long long *bar; // the grid barrier's counter, zero at launch
     const int *feed;
