@@ -262,6 +262,8 @@ static void cuda_init(void) {
 static const Backend cuda_fp32 = CUDA_TABLE(false, cu_register_fp32);
 static const Backend cuda_bf16 = CUDA_TABLE(true, cu_register_bf16);
 
+extern "C" void backend_cuda_warm(void) { (void)cudaFree(0); }
+
 extern "C" const Backend *backend_cuda(const char *precision) {
     int bf = strcmp(precision, "bf16") == 0;
     if (!bf && strcmp(precision, "fp32") != 0) die("precision = %s: expected fp32 or bf16", precision);

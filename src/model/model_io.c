@@ -3,6 +3,7 @@
 // "state", "adam_m", "adam_v", "hidden".
 #include "model/model_io.h"
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ops/backend.h"
@@ -236,12 +237,23 @@ Model *model_load(const char *path, const char *device, const char *precision) {
     return m;
 }
 
+static void *warm_cuda(void *unused) {
+    backend_cuda_warm();
+    return unused;
+}
+
 Model *model_load_infer(const char *path, const char *device, const char *precision, int raw) {
     static const char *const weights_and_training[] = {"params", "ema", "adam_m", "adam_v", "state", "hidden", NULL};
     Ckpt c;
     ckpt_read_except(&c, path, weights_and_training);
+    Config cfg;
+    ckpt_config(&c, &cfg);
+    // The CUDA context is made while the weights are read (start-up of sample, eval, features).
+    pthread_t warm;
+    int warming = !strcmp(device ? device : cfg.device, "cuda") && !pthread_create(&warm, NULL, warm_cuda, NULL);
     const char *weights = !raw && ckpt_has(&c, "ema") ? "ema" : "params";
     ckpt_read_section(&c, weights);
+    if (warming) pthread_join(warm, NULL);
     Model *m = model_of_ckpt(&c, weights, device, precision, 0);
     ckpt_get_reals(&c, weights, m->be, m->params, m->nparams);
     ckpt_close(&c);

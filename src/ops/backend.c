@@ -8,6 +8,7 @@ const Backend *backend_cuda(const char *precision) {
     die("device = cuda: this swlstm was built without CUDA (nvcc was not found by make); "
         "install the CUDA Toolkit and rebuild, or set device = cpu");
 }
+void backend_cuda_warm(void) {}
 #endif
 
 const Backend *backend_get(const char *device, const char *precision) {
