@@ -261,7 +261,7 @@ __device__ void finish_row(const GenStage &st, int p) {
     if (lane == 0) st.stat[row] = make_double2(sum, sq);
 }
 
-// Phase two: u_j = LN(s) * gain + bias, then * m_t (j = 0), relu(. + a_t) (j = 1) or relu
+// After the barrier: u_j = LN(s_j) * gain + bias, then * m_t (j = 0), relu(. + a_t) (j = 1) or relu
 // (norm_act_fwd), into hs: only the block columns the next stage's span in this CTA reads,
 // so that a CTA reads a few KB of s, the norm and the table rather than all of them.
 __device__ void inner_norm(const GenLaunch &a, int j, int tok, float *hs, GenScratch *sc) {
