@@ -237,9 +237,26 @@ Model *model_load(const char *path, const char *device, const char *precision) {
     return m;
 }
 
+// The CUDA context's warm-up thread (model_load_infer): joined before the model is built, and
+// at exit, so that a checkpoint that dies mid-read does not end the process while the thread
+// is still inside the CUDA driver.
+static pthread_t warm;
+static int warming;
+
 static void *warm_cuda(void *unused) {
     backend_cuda_warm();
     return unused;
+}
+
+static void warm_join(void) {
+    if (warming) pthread_join(warm, NULL);
+    warming = 0;
+}
+
+static void warm_start(void) {
+    static int registered;
+    if (!registered) registered = atexit(warm_join) == 0;
+    warming = registered && pthread_create(&warm, NULL, warm_cuda, NULL) == 0;
 }
 
 Model *model_load_infer(const char *path, const char *device, const char *precision, int raw) {
@@ -249,11 +266,10 @@ Model *model_load_infer(const char *path, const char *device, const char *precis
     Config cfg;
     ckpt_config(&c, &cfg);
     // The CUDA context is made while the weights are read (start-up of sample, eval, features).
-    pthread_t warm;
-    int warming = !strcmp(device ? device : cfg.device, "cuda") && !pthread_create(&warm, NULL, warm_cuda, NULL);
+    if (!strcmp(device ? device : cfg.device, "cuda")) warm_start();
     const char *weights = !raw && ckpt_has(&c, "ema") ? "ema" : "params";
     ckpt_read_section(&c, weights);
-    if (warming) pthread_join(warm, NULL);
+    warm_join();
     Model *m = model_of_ckpt(&c, weights, device, precision, 0);
     ckpt_get_reals(&c, weights, m->be, m->params, m->nparams);
     ckpt_close(&c);
