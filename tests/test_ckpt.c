@@ -180,6 +180,37 @@ TEST(ckpt_truncation_detected) {
     free(good);
 }
 
+// A payload of several read pieces (ckpt.c reads them on several threads) comes back whole,
+// and a flipped byte in any piece, the last one short, is a CRC mismatch.
+TEST(ckpt_payload_of_many_pieces) {
+    size_t n = 2 * CKPT_PIECE_BYTES + 12, at = 16 + 20 + 4 + 20;  // after "meta" of 4 bytes
+    uint8_t *big = xmalloc(n);
+    for (size_t i = 0; i < n; i++) big[i] = (uint8_t)(i * 2654435761u >> 13);
+    CkptWriter *w = ckpt_writer_new();
+    ckpt_add(w, "meta", "four", 4);
+    ckpt_add(w, "big", big, n);
+    const char *path = tmp_path("big.ckpt");
+    ckpt_commit(w, path);
+    Ckpt c;
+    ckpt_read_except(&c, path, (const char *const[]){"big", NULL});
+    ckpt_read_section(&c, "big");
+    const CkptSection *s = ckpt_find(&c, "big", 1);
+    CHECK(s->len == n && memcmp(s->data, big, n) == 0);
+    ckpt_close(&c);
+    size_t len;
+    uint8_t *file = (uint8_t *)read_text_file(path, &len, "test file");
+    CHECK(memcmp(file + at, big, n) == 0);
+    size_t flips[] = {0, CKPT_PIECE_BYTES - 1, CKPT_PIECE_BYTES + 77, n - 1};
+    for (int k = 0; k < 4; k++) {
+        file[at + flips[k]] ^= 0x10;
+        write_file(path, file, len);
+        CHECK_DIES(read_ckpt, (void *)path, "section 'big' is corrupt (CRC mismatch)");
+        file[at + flips[k]] ^= 0x10;
+    }
+    free(file);
+    free(big);
+}
+
 // Lists dir; returns the number of entries other than . and .., first name in `first`.
 static int list_dir(const char *dir, char *first, size_t cap) {
     DIR *d = opendir(dir);

@@ -9,6 +9,7 @@ extern "C" {
 #endif
 
 #define CKPT_VERSION 1
+#define CKPT_PIECE_BYTES ((size_t)4 << 20)  // payloads are read in pieces of this size, in parallel
 
 typedef struct {
     char tag[9];           // up to 8 characters, NUL-terminated here
