@@ -43,8 +43,13 @@ static void buf_reals(Buf *b, const Backend *be, const real *src, size_t n) {
     free(tmp);
 }
 
-// Uploads n fp32 values from (unaligned) checkpoint bytes as backend reals.
+// Uploads n fp32 values from (unaligned) checkpoint bytes as backend reals: straight from
+// the bytes when reals are fp32 (a copy of 137 MB of weights less on the way to the device).
 static void upload_floats(const Backend *be, real *dst, const uint8_t *bytes, size_t n) {
+    if (sizeof(real) == sizeof(float)) {
+        be->to_device(dst, bytes, n * sizeof(float));
+        return;
+    }
     real *tmp = xmalloc(n * sizeof(real));
     for (size_t i = 0; i < n; i++) {
         float f;
