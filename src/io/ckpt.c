@@ -194,13 +194,14 @@ static void read_payload(Ckpt *c, CkptSection *s) {
     uint32_t *crc = xmalloc((np ? np : 1) * sizeof *crc);
     PieceReader r[MAX_READERS];
     pthread_t tid[MAX_READERS];
+    int started[MAX_READERS] = {0};
     for (int t = 0; t < nr; t++) {
         r[t] = (PieceReader){c, s, crc, t, nr, 0};
-        if (t && pthread_create(&tid[t], NULL, read_pieces, &r[t])) die("checkpoint '%s': cannot start reader thread %d", c->path, t);
+        started[t] = t && pthread_create(&tid[t], NULL, read_pieces, &r[t]) == 0;
     }
-    if (nr) read_pieces(&r[0]);
-    for (int t = 0; t < nr; t++) {
-        if (t) pthread_join(tid[t], NULL);
+    for (int t = 0; t < nr; t++) {  // a reader that could not start is run here
+        if (started[t]) pthread_join(tid[t], NULL);
+        else read_pieces(&r[t]);
         failed |= r[t].failed;
     }
     if (failed) die("checkpoint '%s': read failed (file changed while reading?)", c->path);
