@@ -10,6 +10,7 @@
 // product: D + 2 barriers a byte.
 // CPU twin: infer_step and sample_byte (src/model/infer.c, sampler.c), one step at a time.
 #include "engine/gen_loop.cuh"
+#include "ops/reduce.cuh"
 #include "base/rng.h"
 
 // The draw's shared scratch: logits, then the candidates in the CPU's order (probability
@@ -200,7 +201,7 @@ __device__ void block_sums(double *v, int n, GenScratch *sc, double *out) {
 #pragma unroll
     for (int k = 0; k < 8; k++) {
         if (k >= n) break;
-        for (int o = 16; o; o >>= 1) v[k] += __shfl_xor_sync(0xffffffffu, v[k], o);
+        v[k] = warp_sum(v[k]);
         if (lane == 0) sc->wst[warp][k] = v[k];
     }
     __syncthreads();
@@ -245,19 +246,19 @@ __device__ inline float2 norm_stats(double sum, double sq, int H) {
 __device__ void finish_row(const GenStage &st, int p) {
     const int row = st.piece_row[p], lane = threadIdx.x % 32;
     if (row >= st.nfin) return;
-    if (st.row_ptr[row + 1] - st.row_ptr[row] > 1) {
+    const int pieces = st.row_ptr[row + 1] - st.row_ptr[row];
+    if (pieces > 1) {
         __threadfence();  // this warp's partial sums before its arrival
         __syncwarp();
         int last = 0;
-        if (lane == 0) last = atomicAdd(st.cnt + row, 1) == st.row_ptr[row + 1] - st.row_ptr[row] - 1;
+        if (lane == 0) last = atomicAdd(st.cnt + row, 1) == pieces - 1;
         if (!__shfl_sync(0xffffffffu, last, 0)) return;
         __threadfence();  // every other piece's before the reads
         if (lane == 0) st.cnt[row] = 0;
     }
     const float v = row_sum(st.part, st.row_ptr, st.row_piece, row, lane);
     st.out[row * 32 + lane] = v;
-    double sum = v, sq = (double)v * v;
-    for (int o = 16; o; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o), sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    const double sum = warp_sum((double)v), sq = warp_sum((double)v * v);
     if (lane == 0) st.stat[row] = make_double2(sum, sq);
 }
 
