@@ -211,11 +211,10 @@ int ckpt_masks_for(const Ckpt *c, const Config *cfg, Mask *masks) {
     return n;
 }
 
-// The model of c's config and masks on a device, its weights unset; the section `weights`
-// must hold as many values as the model has.
-static Model *model_of_ckpt(const Ckpt *c, const char *weights, const char *device, const char *precision, int keep_ema) {
-    Config cfg;
-    ckpt_config(c, &cfg);
+// The model of c's config (cfg, as ckpt_config read it; the overrides go into it) and masks on
+// a device, its weights unset; the section `weights` must hold as many values as the model has.
+static Model *model_of_ckpt(const Ckpt *c, Config cfg, const char *weights, const char *device, const char *precision,
+                            int keep_ema) {
     config_validate(&cfg);
     Mask masks[SW_MAX_MASKS];
     int n = ckpt_masks_for(c, &cfg, masks);
@@ -236,7 +235,9 @@ Model *model_load(const char *path, const char *device, const char *precision) {
     static const char *const training_only[] = {"adam_m", "adam_v", "state", "hidden", NULL};
     Ckpt c;
     ckpt_read_except(&c, path, training_only);
-    Model *m = model_of_ckpt(&c, "params", device, precision, 1);
+    Config cfg;
+    ckpt_config(&c, &cfg);
+    Model *m = model_of_ckpt(&c, cfg, "params", device, precision, 1);
     model_load_weights(m, &c);
     ckpt_close(&c);
     return m;
@@ -275,7 +276,7 @@ Model *model_load_infer(const char *path, const char *device, const char *precis
     const char *weights = !raw && ckpt_has(&c, "ema") ? "ema" : "params";
     ckpt_read_section(&c, weights);
     warm_join();
-    Model *m = model_of_ckpt(&c, weights, device, precision, 0);
+    Model *m = model_of_ckpt(&c, cfg, weights, device, precision, 0);
     ckpt_get_reals(&c, weights, m->be, m->params, m->nparams);
     ckpt_close(&c);
     return m;
