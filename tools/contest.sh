@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# contest.sh: the wall-clock contest of docs/QUALITY.md on one GPU: each swlstm config and each
-# cuDNN dense LSTM (tools/cudnn_lm.py) trains for the same SECONDS, then its valid and test bpc
+# contest.sh: the wall-clock contest of docs/QUALITY.md: each swlstm config and each cuDNN dense
+# LSTM (tools/cudnn_lm.py) trains on one GPU for the same SECONDS, then its valid and test bpc
 # are scored (swlstm with --protocol stripes, the protocol cudnn_lm.py scores with); one table
 # row per run.
 #   bash tools/contest.sh [SECONDS] [DATA]     (178 and /usr/share/dictd/gcide.dict.dz by default)
 # CONFIGS (default configs/mlstm_3min.cfg) and HIDDEN (cuDNN widths, default "2048 4096") pick
-# the runs; OUT (default checkpoints/contest) keeps their logs and checkpoints. A swlstm run is
+# the runs; OUT (default checkpoints/contest) keeps their logs and checkpoints. GPUS (default
+# "0") lists the GPUs: the runs go to them in turn, one run a GPU at a time, so on a machine of
+# several GPUs the runs of one call train side by side for the same seconds. A swlstm run is
 # stopped by SIGTERM at SECONDS (it saves latest.ckpt), so its config's max_steps should end its
 # schedule just before. cuDNN's schedule ends at SECONDS times the steps/s of its width on an
 # H100 (2048: 109, 4096: 41); CUDNN_RATE_<H> overrides them.
@@ -16,25 +18,29 @@ DATA=${2:-/usr/share/dictd/gcide.dict.dz}
 CONFIGS=${CONFIGS:-configs/mlstm_3min.cfg}
 HIDDEN=${HIDDEN:-2048 4096}
 OUT=${OUT:-checkpoints/contest}
+read -r -a GPU_LIST <<< "${GPUS:-0}"
 [ -f "$DATA" ] || { echo "contest.sh: error: data file '$DATA' not found" >&2; exit 1; }
 [ -x ./swlstm ] || { echo "contest.sh: error: ./swlstm not built (run make)" >&2; exit 1; }
+[ ${#GPU_LIST[@]} -gt 0 ] || { echo "contest.sh: error: GPUS is empty (expected GPU indices, e.g. \"0 1\")" >&2; exit 1; }
 mkdir -p "$OUT"
 
 bpc() { sed -n 's/.* bpc \([0-9.]*\) over.*/\1/p'; }
 
-echo "| run | seconds | steps | valid bpc | test bpc |"
-echo "|---|---|---|---|---|"
-for cfg in $CONFIGS; do
+# One swlstm run on the GPU of CUDA_VISIBLE_DEVICES: its row into $1.row.
+swlstm_run() {
+    local cfg=$1 name dir steps v t
     name=$(basename "$cfg" .cfg) dir="$OUT/$name-${SECONDS_}s"
     rm -rf "$dir"
     timeout -s TERM "$SECONDS_" ./swlstm train "$cfg" --data "$DATA" --out_dir "$dir" > "$dir.log" 2>&1 || true
-    [ -f "$dir/latest.ckpt" ] || { echo "contest.sh: error: $cfg left no checkpoint (see $dir.log)" >&2; exit 1; }
+    [ -f "$dir/latest.ckpt" ] || { echo "contest.sh: error: $cfg left no checkpoint (see $dir.log)" >&2; return 1; }
     steps=$(sed -n 's/.* at step \([0-9]*\);.*/\1/p; s/^done: \([0-9]*\) steps.*/\1/p' "$dir.log")
     v=$(./swlstm eval "$dir/latest.ckpt" --split valid --data "$DATA" --protocol stripes | bpc)
     t=$(./swlstm eval "$dir/latest.ckpt" --split test --data "$DATA" --protocol stripes | bpc)
-    echo "| swlstm $name | $SECONDS_ | $steps | $v | $t |"
-done
-for h in $HIDDEN; do
+    echo "| swlstm $name | $SECONDS_ | $steps | $v | $t |" > "$dir.row"
+}
+
+cudnn_run() {
+    local h=$1 rate_var rate log line steps v t
     rate_var=CUDNN_RATE_$h
     rate=${!rate_var:-$([ "$h" -le 2048 ] && echo 109 || echo 41)}
     log="$OUT/cudnn-$h-${SECONDS_}s.log"
@@ -43,5 +49,25 @@ for h in $HIDDEN; do
     steps=$(echo "$line" | sed -n 's/.*: \([0-9]*\) steps in.*/\1/p')
     v=$(echo "$line" | sed -n 's/.*valid bpc \([0-9.]*\).*/\1/p')
     t=$(echo "$line" | sed -n 's/.*test bpc \([0-9.]*\).*/\1/p')
-    echo "| cuDNN dense LSTM H=$h | $SECONDS_ | $steps | $v | $t |"
+    echo "| cuDNN dense LSTM H=$h | $SECONDS_ | $steps | $v | $t |" > "${log%.log}.row"
+}
+
+jobs_=() rows=()
+for cfg in $CONFIGS; do jobs_+=("swlstm_run $cfg"); rows+=("$OUT/$(basename "$cfg" .cfg)-${SECONDS_}s.row"); done
+for h in $HIDDEN; do jobs_+=("cudnn_run $h"); rows+=("$OUT/cudnn-$h-${SECONDS_}s.row"); done
+rm -f "${rows[@]}"
+
+# Up to one run a GPU at once; a batch ends before the next starts, so no run shares a GPU.
+fail=0
+for ((i = 0; i < ${#jobs_[@]}; i += ${#GPU_LIST[@]})); do
+    pids=()
+    for ((g = 0; g < ${#GPU_LIST[@]} && i + g < ${#jobs_[@]}; g++)); do
+        CUDA_VISIBLE_DEVICES=${GPU_LIST[g]} ${jobs_[i + g]} & pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || fail=1; done
 done
+
+echo "| run | seconds | steps | valid bpc | test bpc |"
+echo "|---|---|---|---|---|"
+for r in "${rows[@]}"; do [ -f "$r" ] && cat "$r"; done
+exit $fail
