@@ -127,8 +127,9 @@ def plot(runs, out, title, smooth_n, ymax, xaxis, points):
         settled = train[min(len(train) - 1, len(train) // 20):]
         lo = min(lo, min(settled + ev))
         hi = max(hi, max(settled[:1] + ev))
+    marks = []
     for j, (label, secs, bpc) in enumerate(points):
-        ax_chars.plot([secs], [bpc], color=f"C{len(runs) + j}", marker="s", ms=8, ls="none", label=f"{label} {bpc:.4f}")
+        marks += ax_chars.plot([secs], [bpc], color=f"C{len(runs) + j}", marker="s", ms=8, ls="none", label=f"{label} {bpc:.4f}")
         lo, hi = min(lo, bpc), max(hi, bpc)
     top = ymax if ymax else hi + 0.05 * (hi - lo)
     right_label = "training seconds" if xaxis == "seconds" else "characters seen"
@@ -137,7 +138,9 @@ def plot(runs, out, title, smooth_n, ymax, xaxis, points):
         ax.set_ylabel("bits per character")
         ax.set_ylim(lo - 0.05 * (top - lo), top)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    ax_step.legend(fontsize=8)
+    # With points the runs are named on the left panel alone, so the legend hides no point.
+    ax_chars.legend(handles=marks or None, fontsize=8, loc="lower left" if marks else "best")
     if xaxis == "chars":
         ax_chars.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human(v) if v > 0 else "0"))
     ax_speed.set_xlabel("step")
