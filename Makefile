@@ -44,7 +44,8 @@ DBLOBJ  := $(LIBSRC:%.c=$(DBL)/%.o)
 ifeq ($(CUDA),1)
   CFLAGS += -DSW_CUDA
   CUOBJ  := $(CUSRC:%.cu=$(BUILD)/%.o)
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lcurand -lcusparse -lnccl -lstdc++
+  # cuBLAS and cuSPARSE are not linked: cuda/ops/lazy_libs.cu opens them at first use.
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lnccl -ldl -lstdc++
 endif
 
 .PHONY: all test test-gpu test-kill fuzz fuzz-build bench bench-probe bench-dist clean

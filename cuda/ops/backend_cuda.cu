@@ -1,6 +1,7 @@
 // backend_cuda.cu: the CUDA backend table (twin of src/ops/backend_cpu.c), device setup,
 // memory operations and the device copy of block-sparse indices. Ops live in the other
 // cuda/*/*.cu files.
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.cuh"
@@ -9,6 +10,7 @@ static_assert(sizeof(real) == 4, "the CUDA backend computes in float");
 
 thread_local CudaState g_cuda;
 void register_params_cuda(real *params, size_t n, int want_shadow);  // shadow.cu
+void *cublas_lib(void);                                              // lazy_libs.cu
 
 void cuda_fail(const char *what, const char *err, const char *file, int line, const char *hint) {
     die("CUDA call %s failed at %s:%d: %s (%s)", what, file, line, err, hint);
@@ -262,7 +264,18 @@ static void cuda_init(void) {
 static const Backend cuda_fp32 = CUDA_TABLE(false, cu_register_fp32);
 static const Backend cuda_bf16 = CUDA_TABLE(true, cu_register_bf16);
 
-extern "C" void backend_cuda_warm(void) { (void)cudaFree(0); }
+static void *load_cublas(void *) {
+    cublas_lib();
+    return NULL;
+}
+
+// cuBLAS's initialisers take about as long as the context: a second thread runs them beside it.
+extern "C" void backend_cuda_warm(void) {
+    pthread_t t;
+    int loading = !pthread_create(&t, NULL, load_cublas, NULL);
+    (void)cudaFree(0);
+    if (loading) pthread_join(t, NULL);
+}
 
 extern "C" const Backend *backend_cuda(const char *precision) {
     int bf = strcmp(precision, "bf16") == 0;

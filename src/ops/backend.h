@@ -189,9 +189,9 @@ const Backend *backend_cpu(void);
 // when no GPU is usable. `precision` is "fp32" or "bf16".
 const Backend *backend_cuda(const char *precision);
 const Backend *backend_get(const char *device, const char *precision);
-// Creates the process's CUDA context (a few tenths of a second), so that a thread can make it
-// while the caller reads a checkpoint; errors are left for backend_cuda to report. Nothing
-// without CUDA.
+// Creates the process's CUDA context and loads cuBLAS (a few tenths of a second), so that a
+// thread can do it while the caller reads a checkpoint; errors are left for backend_cuda to
+// report. Nothing without CUDA.
 void backend_cuda_warm(void);
 
 #ifdef __cplusplus
