@@ -150,6 +150,22 @@ TEST(train_writes_log_best_and_info) {
     free(jl);
 }
 
+// info names the path CUDA takes: the mlstm's per-step ops replayed a window at a time, or
+// issued one by one with engine = steps.
+TEST(info_names_the_mlstm_path) {
+    char log[16384], dir[512], args[1024];
+    const char *engines[] = {"auto", "steps"}, *want[] = {"per-step ops, each window's steps replayed", "per-step ops\n"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(dir, sizeof dir, "%s-%s", tmp_path("info-mlstm"), engines[i]);
+        snprintf(args, sizeof args, "--cell=mlstm --depth=2 --engine=%s --max_steps=1 --warmup_steps=0 --eval_every=0",
+                 engines[i]);
+        CHECK_EQ(train(dir, args, log, sizeof log), 0);
+        snprintf(args, sizeof args, "info %s/latest.ckpt", dir);
+        CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+        CHECK_MSG(strstr(log, want[i]) != NULL, "engine %s: %s", engines[i], log);
+    }
+}
+
 TEST(eval_json_matches_model) {
     char log[4096], dir[512], args[1024];
     snprintf(dir, sizeof dir, "%s", tmp_path("evalj"));
