@@ -4,7 +4,8 @@
 # are scored (swlstm with --protocol stripes, the protocol cudnn_lm.py scores with); one table
 # row per run.
 #   bash tools/contest.sh [SECONDS] [DATA]     (178 and /usr/share/dictd/gcide.dict.dz by default)
-# CONFIGS (default configs/mlstm_3min.cfg) and HIDDEN (cuDNN widths, default "2048 4096") pick
+# CONFIGS (default configs/mlstm_3min.cfg) and HIDDEN (cuDNN widths, default "2048 4096"; H:SEED
+# for another seed than 1, e.g. "4096 4096:2": cuDNN's runs differ between seeds and calls) pick
 # the runs; OUT (default checkpoints/contest) keeps their logs and checkpoints. GPUS (default
 # "0") lists the GPUs: the runs go to them in turn, one run a GPU at a time, so on a machine of
 # several GPUs the runs of one call train side by side for the same seconds. A swlstm run is
@@ -39,22 +40,28 @@ swlstm_run() {
     echo "| swlstm $name | $SECONDS_ | $steps | $v | $t |" > "$dir.row"
 }
 
+# One cuDNN run, H or H:SEED, on the GPU of CUDA_VISIBLE_DEVICES: its row beside its log.
 cudnn_run() {
-    local h=$1 rate_var rate log line steps v t
+    local h=${1%%:*} seed=1 rate_var rate log line steps v t label
+    [[ $1 == *:* ]] && seed=${1#*:}
     rate_var=CUDNN_RATE_$h
     rate=${!rate_var:-$([ "$h" -le 2048 ] && echo 109 || echo 41)}
-    log="$OUT/cudnn-$h-${SECONDS_}s.log"
-    python3 tools/cudnn_lm.py "$DATA" --hidden "$h" --seconds "$SECONDS_" --max-steps $((SECONDS_ * rate)) > "$log" 2>&1
+    log=$(cudnn_log "$1")
+    python3 tools/cudnn_lm.py "$DATA" --hidden "$h" --seed "$seed" --seconds "$SECONDS_" --max-steps $((SECONDS_ * rate)) \
+        > "$log" 2>&1
     line=$(tail -1 "$log")
     steps=$(echo "$line" | sed -n 's/.*: \([0-9]*\) steps in.*/\1/p')
     v=$(echo "$line" | sed -n 's/.*valid bpc \([0-9.]*\).*/\1/p')
     t=$(echo "$line" | sed -n 's/.*test bpc \([0-9.]*\).*/\1/p')
-    echo "| cuDNN dense LSTM H=$h | $SECONDS_ | $steps | $v | $t |" > "${log%.log}.row"
+    label="H=$h"
+    [ "$seed" = 1 ] || label+=", seed $seed"
+    echo "| cuDNN dense LSTM $label | $SECONDS_ | $steps | $v | $t |" > "${log%.log}.row"
 }
+cudnn_log() { [[ $1 == *:* ]] && echo "$OUT/cudnn-${1%%:*}-s${1#*:}-${SECONDS_}s.log" || echo "$OUT/cudnn-$1-${SECONDS_}s.log"; }
 
 jobs_=() rows=()
 for cfg in $CONFIGS; do jobs_+=("swlstm_run $cfg"); rows+=("$OUT/$(basename "$cfg" .cfg)-${SECONDS_}s.row"); done
-for h in $HIDDEN; do jobs_+=("cudnn_run $h"); rows+=("$OUT/cudnn-$h-${SECONDS_}s.row"); done
+for h in $HIDDEN; do jobs_+=("cudnn_run $h"); log=$(cudnn_log "$h"); rows+=("${log%.log}.row"); done
 rm -f "${rows[@]}"
 
 # Up to one run a GPU at once; a batch ends before the next starts, so no run shares a GPU.
