@@ -6,7 +6,9 @@
 #include "test.h"
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static Config loaded(const char *name, const char *text) {
@@ -14,6 +16,36 @@ static Config loaded(const char *name, const char *text) {
     config_defaults(&c);
     config_load_file(&c, write_file(tmp_path(name), text, strlen(text)));
     return c;
+}
+
+static void load_and_validate(void *path) {
+    Config c;
+    config_defaults(&c);
+    config_load_file(&c, path);
+    config_validate(&c);
+}
+
+// Every config the project ships loads and validates (each in a child: a bad one dies).
+TEST(shipped_configs_load_and_validate) {
+    DIR *d = opendir("configs");
+    CHECK_MSG(d != NULL, "configs/ not found: run the tests from the repository's root");
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".cfg")) continue;
+        char path[600];
+        snprintf(path, sizeof path, "configs/%s", e->d_name);
+        int err, st;
+        pid_t pid = spawn_child(load_and_validate, path, &err);
+        char *text = child_stderr(pid, err, &st);
+        int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        if (!ok) test_fail(__FILE__, __LINE__, "%s: %s", path, text);
+        free(text);
+        if (!ok) return (void)closedir(d);
+        n++;
+    }
+    closedir(d);
+    CHECK_MSG(n >= 10, "only %d configs found in configs/", n);
 }
 
 TEST(config_defaults_values) {
