@@ -1,6 +1,6 @@
 // lazy_libs.cu: cuBLAS and cuSPARSE are opened at their first use, not at process start:
-// their libraries' initialisers (libcublasLt's above all) took 0.13 s and 0.02 s of every
-// start of swlstm on the dev machine, `--help` and device = cpu included. Each of their
+// linked, their libraries' initialisers (libcublasLt's above all) ran before main in every
+// start of swlstm, `--help` and device = cpu included (docs/PERF_HISTORY.md). Each of their
 // functions that swlstm calls is defined here (the headers' declarations check the
 // signatures) and calls the library's own, looked up once. backend_cuda_warm opens cuBLAS
 // while inference reads the checkpoint.
@@ -36,8 +36,8 @@ static void *find(void *lib, const char *name) {
 // Defines `name` (of its header's signature) as a call of the library's own.
 #define FORWARD(lib, ret, name, params, args)                                    \
     extern "C" ret name params {                                                 \
-        static const auto real = (ret(*) params)find(lib(), #name);              \
-        return real args;                                                        \
+        static const auto fn = (ret(*) params)find(lib(), #name);                \
+        return fn args;                                                          \
     }
 
 FORWARD(cublas_lib, cublasStatus_t, cublasCreate_v2, (cublasHandle_t *h), (h))

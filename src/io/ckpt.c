@@ -154,9 +154,9 @@ static int tag_ok(const uint8_t *t) {
     return 1;
 }
 
-// A big payload is read and checked in pieces by several threads: its page faults and copies
-// out of the page cache, and its CRC, take one core about 2 ms a MB. More readers than 8 add
-// little once the memory bus is busy.
+// A big payload is read and checked in pieces by several threads: its page faults, copies out
+// of the page cache and CRC are each a core's work. More readers than 8 add little once the
+// memory bus is busy.
 enum { MAX_READERS = 8 };
 
 typedef struct {

@@ -44,7 +44,7 @@ static void buf_reals(Buf *b, const Backend *be, const real *src, size_t n) {
 }
 
 // Uploads n fp32 values from (unaligned) checkpoint bytes as backend reals: straight from
-// the bytes when reals are fp32 (a copy of 137 MB of weights less on the way to the device).
+// the bytes when reals are fp32 (no host copy of the weights on the way to the device).
 static void upload_floats(const Backend *be, real *dst, const uint8_t *bytes, size_t n) {
     if (sizeof(real) == sizeof(float)) {
         be->to_device(dst, bytes, n * sizeof(float));
