@@ -27,17 +27,21 @@ mkdir -p "$OUT"
 
 bpc() { sed -n 's/.* bpc \([0-9.]*\) over.*/\1/p'; }
 
-# One swlstm run on the GPU of CUDA_VISIBLE_DEVICES: its row into $1.row.
+# A swlstm config's run directory (its log and row beside it); a cuDNN run's log (H or H:SEED).
+swlstm_dir() { echo "$OUT/$(basename "$1" .cfg)-${SECONDS_}s"; }
+cudnn_log() { [[ $1 == *:* ]] && echo "$OUT/cudnn-${1%%:*}-s${1#*:}-${SECONDS_}s.log" || echo "$OUT/cudnn-$1-${SECONDS_}s.log"; }
+
+# One swlstm run on the GPU of CUDA_VISIBLE_DEVICES: its row beside its directory.
 swlstm_run() {
-    local cfg=$1 name dir steps v t
-    name=$(basename "$cfg" .cfg) dir="$OUT/$name-${SECONDS_}s"
+    local cfg=$1 dir steps v t
+    dir=$(swlstm_dir "$cfg")
     rm -rf "$dir"
     timeout -s TERM "$SECONDS_" ./swlstm train "$cfg" --data "$DATA" --out_dir "$dir" > "$dir.log" 2>&1 || true
     [ -f "$dir/latest.ckpt" ] || { echo "contest.sh: error: $cfg left no checkpoint (see $dir.log)" >&2; return 1; }
     steps=$(sed -n 's/.* at step \([0-9]*\);.*/\1/p; s/^done: \([0-9]*\) steps.*/\1/p' "$dir.log")
     v=$(./swlstm eval "$dir/latest.ckpt" --split valid --data "$DATA" --protocol stripes | bpc)
     t=$(./swlstm eval "$dir/latest.ckpt" --split test --data "$DATA" --protocol stripes | bpc)
-    echo "| swlstm $name | $SECONDS_ | $steps | $v | $t |" > "$dir.row"
+    echo "| swlstm $(basename "$cfg" .cfg) | $SECONDS_ | $steps | $v | $t |" > "$dir.row"
 }
 
 # One cuDNN run, H or H:SEED, on the GPU of CUDA_VISIBLE_DEVICES: its row beside its log.
@@ -57,10 +61,9 @@ cudnn_run() {
     [ "$seed" = 1 ] || label+=", seed $seed"
     echo "| cuDNN dense LSTM $label | $SECONDS_ | $steps | $v | $t |" > "${log%.log}.row"
 }
-cudnn_log() { [[ $1 == *:* ]] && echo "$OUT/cudnn-${1%%:*}-s${1#*:}-${SECONDS_}s.log" || echo "$OUT/cudnn-$1-${SECONDS_}s.log"; }
 
 jobs_=() rows=()
-for cfg in $CONFIGS; do jobs_+=("swlstm_run $cfg"); rows+=("$OUT/$(basename "$cfg" .cfg)-${SECONDS_}s.row"); done
+for cfg in $CONFIGS; do jobs_+=("swlstm_run $cfg"); rows+=("$(swlstm_dir "$cfg").row"); done
 for h in $HIDDEN; do jobs_+=("cudnn_run $h"); log=$(cudnn_log "$h"); rows+=("${log%.log}.row"); done
 rm -f "${rows[@]}"
 
