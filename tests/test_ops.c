@@ -183,6 +183,10 @@ TEST(opcpu_fd_layernorm) {
     CHECK_GRAD(ln_out, &c, bias, C, db, wt, n, 1);
     be->layernorm_bwd(inplace, dg2, db2, inplace, x, stat, gain, N, C);  // dx aliasing dy
     CHECK(memcmp(inplace, dx, sizeof(real) * n) == 0 && memcmp(dg2, dg, sizeof(real) * C) == 0);
+    memset(dg2, 0, sizeof(real) * C), memset(db2, 0, sizeof(real) * C);  // the rows alone, then the columns alone
+    be->layernorm_bwd(y, NULL, NULL, wt, x, stat, gain, N, C);
+    be->layernorm_bwd(NULL, dg2, db2, wt, x, stat, gain, N, C);
+    CHECK(memcmp(y, dx, sizeof(real) * n) == 0 && memcmp(dg2, dg, sizeof(real) * C) == 0 && memcmp(db2, db, sizeof(real) * C) == 0);
     free(x); free(gain); free(bias); free(wt); free(y); free(dx); free(inplace); free(dg); free(db); free(dg2); free(db2);
 }
 

@@ -86,10 +86,11 @@ __global__ void layernorm_bwd_kernel(real *dx, bf16 *dxb, const real *dy, const 
                  C);
 }
 
-// Columns first (dbias, dgain, from one read), while dy is intact; then the rows.
+// Columns first (dbias, dgain, from one read), while dy is intact; then the rows. Without
+// dgain the columns are left (a caller sums them later over more rows), without dx the rows.
 void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
                         const real *gain, int N, int C) {
     if (N <= 0) return;
-    launch_pdl(norm_param_grad_kernel<2>, cdiv(C, 32), col_threads(), 0, dgain, dbias, dy, x, stat, N, C, C);
-    launch_pdl(layernorm_bwd_kernel, N, ROW_THREADS, 0, dx, twin_out(dx, (size_t)N * C), dy, x, stat, gain, C);
+    if (dgain) launch_pdl(norm_param_grad_kernel<2>, cdiv(C, 32), col_threads(), 0, dgain, dbias, dy, x, stat, N, C, C);
+    if (dx) launch_pdl(layernorm_bwd_kernel, N, ROW_THREADS, 0, dx, twin_out(dx, (size_t)N * C), dy, x, stat, gain, C);
 }

@@ -27,6 +27,7 @@ struct MlstmActs {
     // training only
     real *dx;                         // [2][N][H]: gradients at m, a, then at their pre-norm values
     real *ds[SW_MAX_DEPTH];           // gradients at spre, per step
+    real *dact[SW_MAX_DEPTH];         // gradients at the norms' outputs, per step (j = 1: dx's a plane)
     real *du;                         // [B][H] gradient at the current internal output
     real *dxin;                       // [xrows][in]: the input gradient through W_a
     real *dtab, *demb;                // bytes: gradients at tab's rows [2][256][H] and at Emb [256][E]
@@ -50,6 +51,7 @@ MlstmActs *mlstm_acts_create(const Model *m, int l, int B, int T, int for_traini
         ml->sstat[j] = ralloc(m, 2 * N);
         ml->u[j] = ralloc(m, N * H);
         if (for_training) ml->ds[j] = ralloc(m, N * H);
+        if (for_training && j != 1) ml->dact[j] = ralloc(m, N * H);
         if (for_training && m->be->keep_lowp) {  // inputs of the step's products, each read every step
             m->be->keep_lowp(ml->u[j], N * H);
             m->be->keep_lowp(ml->ds[j], N * H);
@@ -75,6 +77,7 @@ void mlstm_acts_free(const Model *m, MlstmActs *ml) {
         m->be->free(ml->sstat[j]);
         m->be->free(ml->u[j]);
         if (ml->ds[j]) m->be->free(ml->ds[j]);
+        if (ml->dact[j]) m->be->free(ml->dact[j]);
     }
     free(ml);
 }
@@ -155,18 +158,30 @@ void mlstm_layer_forward(Model *m, Acts *a, int l, const real *x, int T) {
     run_steps(m, a, l, T, 0, fwd_steps);
 }
 
+// The gradient at internal step j's norm output, every step (the one at a_t is that at s_1).
+static real *dact_of(const Model *m, const MlstmActs *ml, int j) { return j == 1 ? ml->dx + ml->N * m->H : ml->dact[j]; }
+
 // Step t backward through the internal steps, from ml->du (the gradient at the gates' input):
 // leaves the gradients at spre in ds[j], at m_t and a_t in dx, and adds the one at h_{t-1} to dh.
+// The norms' dgain and dbias are left to norm_params_bwd, once a window: off the steps' chain.
 static void internal_bwd(Model *m, const Layer *L, MlstmActs *ml, size_t r0, int B, real *dh_prev) {
     const Backend *be = m->be;
     size_t H = (size_t)m->H, o = r0 * H, n = (size_t)B * H;
     for (int j = m->D - 1; j >= 0; j--) {
-        real *ds = ml->ds[j] + o, *dgain = GR(L->off_sln[j]);
-        real *dact = j == 1 ? ml->dx + ml->N * H + o : ds;  // the gradient at a_t is that at s_1
-        if (j == 0) be->mul_bwd(ds, ml->dx + o, ml->du, ml->s0 + o, ml->xn + o, n);
+        real *ds = ml->ds[j] + o, *dact = dact_of(m, ml, j) + o;
+        if (j == 0) be->mul_bwd(dact, ml->dx + o, ml->du, ml->s0 + o, ml->xn + o, n);
         else be->relu_bwd(dact, ml->du, ml->u[j] + o, n);
-        be->layernorm_bwd(ds, dgain, dgain + H, dact, ml->spre[j] + o, ml->sstat[j] + 2 * r0, P(L->off_sln[j]), B, (int)H);
+        be->layernorm_bwd(ds, NULL, NULL, dact, ml->spre[j] + o, ml->sstat[j] + 2 * r0, P(L->off_sln[j]), B, (int)H);
         be->bsmm_bwd_data(j ? ml->du : dh_prev, ds, &L->ws[j], P(L->off_ws[j]), B, j ? 0 : 1);
+    }
+}
+
+// The internal norms' dgain and dbias over the window's N rows at once.
+static void norm_params_bwd(Model *m, const Layer *L, MlstmActs *ml, size_t N) {
+    for (int j = 0; j < m->D; j++) {
+        real *dgain = GR(L->off_sln[j]);
+        m->be->layernorm_bwd(NULL, dgain, dgain + m->H, dact_of(m, ml, j), ml->spre[j], ml->sstat[j], P(L->off_sln[j]),
+                             (int)N, m->H);
     }
 }
 
@@ -224,6 +239,7 @@ void mlstm_layer_backward(Model *m, Acts *a, int l, int T) {
     be->zero(a->dh[l], B * H * sizeof(real));
     be->zero(a->dc[l], B * H * sizeof(real));
     run_steps(m, a, l, T, 1, bwd_steps);
+    norm_params_bwd(m, L, ml, N);
     be->bsmm_bwd_weight(GR(L->off_wh), a->dz[l], ml->u[m->D - 1], &L->wh, (int)N);
     for (int j = 0; j < m->D; j++)
         be->bsmm_bwd_weight(GR(L->off_ws[j]), ml->ds[j], j ? ml->u[j - 1] : a->h[l], &L->ws[j], (int)N);

@@ -147,7 +147,8 @@ typedef struct Backend {
     // ---- the mlstm's steps (src/model/mlstm_step.c) ----
     // y[N,C] = (x - mean) * rstd * gain + bias over each row's C values; stat[N,2] = (mean, rstd).
     void (*layernorm_fwd)(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C);
-    // dy: gradient at y. Writes dx[N,C] (may alias dy); dgain[C], dbias[C] accumulate.
+    // dy: gradient at y. Writes dx[N,C] (may alias dy); dgain[C], dbias[C] accumulate. Either part
+    // may be left: dx NULL (no rows), or dgain and dbias NULL (no columns).
     void (*layernorm_bwd)(real *dx, real *dgain, real *dbias, const real *dy, const real *x,
                           const real *stat, const real *gain, int N, int C);
     // The mlstm's internal step after its product (mlstm.h), over N rows of C: y = the layer

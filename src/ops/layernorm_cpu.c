@@ -19,17 +19,21 @@ void layernorm_fwd_cpu(real *y, real *stat, const real *x, const real *gain, con
 }
 
 // Columns first (dgain, dbias summed over rows in order: deterministic), while dy is intact;
-// then each row's dx, which may overwrite dy.
+// then each row's dx, which may overwrite dy. Without dgain the columns are left (a caller
+// sums them later over more rows), without dx the rows.
 void layernorm_bwd_cpu(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
                        const real *gain, int N, int C) {
-    #pragma omp parallel for schedule(static)
-    for (int j0 = 0; j0 < C; j0 += 64)
-        for (int n = 0; n < N; n++)
-            for (int j = j0; j < j0 + 64 && j < C; j++) {
-                real d = dy[(long)n * C + j];
-                dbias[j] += d;
-                dgain[j] += d * (x[(long)n * C + j] - stat[2 * n]) * stat[2 * n + 1];
-            }
+    if (dgain) {
+        #pragma omp parallel for schedule(static)
+        for (int j0 = 0; j0 < C; j0 += 64)
+            for (int n = 0; n < N; n++)
+                for (int j = j0; j < j0 + 64 && j < C; j++) {
+                    real d = dy[(long)n * C + j];
+                    dbias[j] += d;
+                    dgain[j] += d * (x[(long)n * C + j] - stat[2 * n]) * stat[2 * n + 1];
+                }
+    }
+    if (!dx) return;
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         real *d = dx + (long)n * C;
