@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # contest.sh: the wall-clock contest of docs/QUALITY.md: each swlstm config and each cuDNN dense
 # LSTM (tools/cudnn_lm.py) trains on one GPU for the same SECONDS, then its valid and test bpc
-# are scored (swlstm with --protocol stripes, the protocol cudnn_lm.py scores with); one table
-# row per run.
+# are scored (swlstm with --protocol stripes over 128 stripes, as cudnn_lm.py scores, whatever
+# the config's batch); one table row per run.
 #   bash tools/contest.sh [SECONDS] [DATA]     (178 and /usr/share/dictd/gcide.dict.dz by default)
-# CONFIGS (default configs/mlstm_3min.cfg) and HIDDEN (cuDNN widths, default "2048 4096"; H:SEED
-# for another seed than 1, e.g. "4096 4096:2": cuDNN's runs differ between seeds and calls) pick
-# the runs; OUT (default checkpoints/contest) keeps their logs and checkpoints. GPUS (default
+# CONFIGS (default configs/mlstm_3min.cfg) and HIDDEN (cuDNN widths, default "2048 4096") pick
+# the runs; CFG:SEED or H:SEED runs another seed than the config's or 1, e.g. CONFIGS="c.cfg
+# c.cfg:2" HIDDEN="4096 4096:2" (a test bpc moves about 0.01 between seeds, on both sides); OUT (default checkpoints/contest) keeps their logs and checkpoints. GPUS (default
 # "0") lists the GPUs: the runs go to them in turn, one run a GPU at a time, so on a machine of
 # several GPUs the runs of one call train side by side for the same seconds. A swlstm run is
 # stopped by SIGTERM at SECONDS (it saves latest.ckpt), so its config's max_steps should end its
@@ -27,21 +27,23 @@ mkdir -p "$OUT"
 
 bpc() { sed -n 's/.* bpc \([0-9.]*\) over.*/\1/p'; }
 
-# A swlstm config's run directory (its log and row beside it); a cuDNN run's log (H or H:SEED).
-swlstm_dir() { echo "$OUT/$(basename "$1" .cfg)-${SECONDS_}s"; }
+# A swlstm run's directory (its log and row beside it), CFG or CFG:SEED; a cuDNN run's log (H or H:SEED).
+swlstm_dir() { [[ $1 == *:* ]] && echo "$OUT/$(basename "${1%%:*}" .cfg)-s${1#*:}-${SECONDS_}s" || echo "$OUT/$(basename "$1" .cfg)-${SECONDS_}s"; }
 cudnn_log() { [[ $1 == *:* ]] && echo "$OUT/cudnn-${1%%:*}-s${1#*:}-${SECONDS_}s.log" || echo "$OUT/cudnn-$1-${SECONDS_}s.log"; }
 
-# One swlstm run on the GPU of CUDA_VISIBLE_DEVICES: its row beside its directory.
+# One swlstm run, CFG or CFG:SEED, on the GPU of CUDA_VISIBLE_DEVICES: its row beside its directory.
 swlstm_run() {
-    local cfg=$1 dir steps v t
-    dir=$(swlstm_dir "$cfg")
+    local cfg=${1%%:*} seed=() label dir steps v t
+    label=$(basename "$cfg" .cfg)
+    [[ $1 == *:* ]] && seed=(--seed "${1#*:}") && label+=", seed ${1#*:}"
+    dir=$(swlstm_dir "$1")
     rm -rf "$dir"
-    timeout -s TERM "$SECONDS_" ./swlstm train "$cfg" --data "$DATA" --out_dir "$dir" > "$dir.log" 2>&1 || true
+    timeout -s TERM "$SECONDS_" ./swlstm train "$cfg" "${seed[@]}" --data "$DATA" --out_dir "$dir" > "$dir.log" 2>&1 || true
     [ -f "$dir/latest.ckpt" ] || { echo "contest.sh: error: $cfg left no checkpoint (see $dir.log)" >&2; return 1; }
     steps=$(sed -n 's/.* at step \([0-9]*\);.*/\1/p; s/^done: \([0-9]*\) steps.*/\1/p' "$dir.log")
-    v=$(./swlstm eval "$dir/latest.ckpt" --split valid --data "$DATA" --protocol stripes | bpc)
-    t=$(./swlstm eval "$dir/latest.ckpt" --split test --data "$DATA" --protocol stripes | bpc)
-    echo "| swlstm $(basename "$cfg" .cfg) | $SECONDS_ | $steps | $v | $t |" > "$dir.row"
+    v=$(./swlstm eval "$dir/latest.ckpt" --split valid --data "$DATA" --protocol stripes --batch-size 128 | bpc)
+    t=$(./swlstm eval "$dir/latest.ckpt" --split test --data "$DATA" --protocol stripes --batch-size 128 | bpc)
+    echo "| swlstm $label | $SECONDS_ | $steps | $v | $t |" > "$dir.row"
 }
 
 # One cuDNN run, H or H:SEED, on the GPU of CUDA_VISIBLE_DEVICES: its row beside its log.
