@@ -2,7 +2,7 @@
 # contest.sh: the wall-clock contest of docs/QUALITY.md: each swlstm config and each cuDNN dense
 # LSTM (tools/cudnn_lm.py) trains on one GPU for the same SECONDS, then its valid and test bpc
 # are scored (swlstm with --protocol stripes over 128 stripes, as cudnn_lm.py scores, whatever
-# the config's batch); one table row per run.
+# the config's batch); one table row per run, and the mean of a run given several seeds.
 #   bash tools/contest.sh [SECONDS] [DATA]     (178 and /usr/share/dictd/gcide.dict.dz by default)
 # CONFIGS (default configs/mlstm_3min.cfg) and HIDDEN (cuDNN widths, default "2048 4096") pick
 # the runs; CFG:SEED or H:SEED runs another seed than the config's or 1, e.g. CONFIGS="c.cfg
@@ -82,4 +82,11 @@ done
 echo "| run | seconds | steps | valid bpc | test bpc |"
 echo "|---|---|---|---|---|"
 for r in "${rows[@]}"; do [ -f "$r" ] && cat "$r"; done
+# A run given several seeds also gets the mean of its rows.
+for r in "${rows[@]}"; do [ -f "$r" ] && cat "$r"; done | awk -F' [|] ' '
+    { name = $1; sub(/^[|] /, "", name); sub(/, seed [0-9]+$/, "", name)
+      if (!(name in n)) order[++k] = name
+      n[name]++; v[name] += $4; t[name] += $5 }
+    END { for (i = 1; i <= k; i++) { m = order[i]
+              if (n[m] > 1) printf "| %s, mean of %d | %s | | %.4f | %.4f |\n", m, n[m], '"$SECONDS_"', v[m] / n[m], t[m] / n[m] } }'
 exit $fail
