@@ -28,9 +28,9 @@ struct Mm {
     static constexpr int E = 16 / sizeof(T);      // elements per 16-byte copy
     static constexpr int KS = 32;                 // k per stage: 32 / BS blocks side by side
     static constexpr int KB = KS / BS;            // list entries per group per stage
-    // Threads: KG groups of TM. H100: bf16 takes 256 at 64 and 128 rows (mlstm 8192 ba_7 B = 128
-    // step 83.3 -> 78.6 ms against 128), 128 at 32 rows (bwd-data N = 32: 26.9 us, 30.8 with 256);
-    // fp32 128 (3xTF32, 8192 ba_8 per-step bsmm fwd at 128 rows: 129 us, 192 with 256).
+    // Threads: KG groups of TM. bf16 takes 256 at 64 and 128 rows (the mlstm's step is faster
+    // than with 128), 128 at 32 rows (256 slowed bwd-data there); fp32 128 (3xTF32: 256 slowed
+    // the per-step forward more than it sped bwd-data).
     static constexpr int NT = sizeof(T) == 2 && TM >= 64 ? 256 : 128;
     static constexpr int KG = NT / TM;            // groups: they split the list, summed at the end
     static constexpr int PER = KG * KB;           // list entries per stage

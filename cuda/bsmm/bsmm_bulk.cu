@@ -1,10 +1,8 @@
 // bsmm_bulk.cu: bsmm.cu's products (fwd, bwd_data) for bf16 block-32 matrices with every copy
 // on the bulk tensor copy engine: one thread issues a stage's activation boxes (from a tensor
 // map over the input) and blocks onto one mbarrier, in the 64-byte swizzle tile_mma reads, so
-// no thread spends instructions on copies and no row is padded. H200, same call, against the
-// cp.async kernel (SWLSTM_BSMM_COPY=cp): the per-step path's 8192 ba_8 bsmm fwd at 128 rows
-// 83.2 -> 68.1 us, bwd-data 73.1 -> 62.9 us; kernel table bwd-data N = 32, 10% 24.7 -> 20.4 us,
-// 100% 159 -> 112 us; mlstm dense 2048 53.5 -> 46.3 ms a step, 8192 ba_7 68.4 -> 67.8.
+// no thread spends instructions on copies and no row is padded. It beats the cp.async kernel
+// (SWLSTM_BSMM_COPY=cp) on the per-step path's products, the kernel table and the mlstm's step.
 #include "bsmm/bsmm_tile.cuh"
 #include "bsmm/bulk.cuh"
 
@@ -13,8 +11,7 @@ bool bsmm_bulk_copies(void) { return env_choice("SWLSTM_BSMM_COPY", "cp", "bulk"
 // The same groups, entries and order as bsmm_mm_kernel (so the same bits): group g of stage st
 // takes entry st * KG + g. One thread issues a stage's KG activation boxes (TM rows x 32, from
 // a tensor map over the input) and KG blocks onto one mbarrier, in the 64-byte swizzle.
-// Ring 3 deep: 4 sped the dense mlstm (46.3 -> 44.0 ms) but slowed the per-step path's
-// products at 128 rows (bsmm fwd 68.1 -> 84.6 us).
+// Ring 3 deep: 4 sped the dense mlstm but slowed the per-step path's products at 128 rows.
 template <int TM>
 struct Mb {
     static constexpr int NT = TM >= 64 ? 256 : 128, KG = NT / TM, S = 3;

@@ -16,24 +16,23 @@
 template <typename T, int BS, int NG>
 struct Bw {
     // bf16 4 gates: two halves of 2 gates each; fp32 4 gates a thread, so A is split into TF32
-    // parts once per 4 products (H100, 8192 ba_8 fp32 bwd-weight 13.1 -> 12.4 ms)
+    // parts once per 4 products
     static constexpr int NT = NG == 4 && sizeof(T) == 2 ? 2 * BW_M : BW_M;
     static constexpr int GP = NG * BW_M / NT;              // gates per thread
     static constexpr int E = 16 / sizeof(T);      // elements per 16-byte copy
     // Rows of N per stage (bf16 block 32 measured before the bulk-copy kernel took windows):
-    // bf16 4 gates 64 (half the barriers), one gate 32 (a 58 KB CTA, two
-    // an SM, and no empty half stage at N = 32: H100 kernel table 10%, 260 -> 117 us); fp32
-    // 32, but 24 for one gate, where 32 k-major padded rows (117 KB a CTA) would leave one CTA
-    // an SM instead of two (at 32: 152 -> 259 us). (bf16 4 gates as two CTAs of 2 gates at 32
-    // rows, two an SM: H100 8192 ba_8 4.8 -> 6.5 ms.)
+    // bf16 4 gates 64 (half the barriers), one gate 32 (a 58 KB CTA, two an SM, and no empty
+    // half stage at N = 32); fp32 32, but 24 for one gate, where 32 k-major padded rows (117 KB
+    // a CTA) would leave one CTA an SM instead of two. (bf16 4 gates as two CTAs of 2 gates at
+    // 32 rows, two an SM, was slower: each x slab is then read by two CTAs.)
     static constexpr int KC = sizeof(T) == 2 ? (NG == 4 ? 64 : 32) : NG == 1 ? 24 : 32;
     static constexpr int LDD = sm_ld<T, true>(NG * BS), LDX = sm_ld<T, true>(BW_M);
     static constexpr int D_CPR = NG * BS / E, D_TOTAL = KC * D_CPR, D_CH = cdiv_c(D_TOTAL, NT);
     static constexpr int X_CPR = BW_M / E, X_CH = KC * X_CPR / NT;
     static constexpr size_t D_BYTES = (size_t)KC * LDD * sizeof(T);
     static constexpr size_t STAGE = D_BYTES + (size_t)KC * LDX * sizeof(T);
-    // Ring depth: bf16 4 gates 4 (one CTA an SM by its registers anyway; 200 KB: H100 8192
-    // ba_8 4.78 -> 4.65-4.68 ms), else 3
+    // Ring depth: bf16 4 gates 4 (one CTA an SM by its registers anyway, so 200 KB costs no
+    // occupancy), else 3
     static constexpr int S = sizeof(T) == 2 && NG == 4 ? 4 : 3;
     static constexpr size_t SMEM = S * STAGE;
     static_assert(D_BYTES % 16 == 0 && STAGE % 16 == 0, "ring layout");
@@ -120,7 +119,7 @@ __global__ void __launch_bounds__(Bw<T, BS, NG>::NT) bsmm_bwd_weight_kernel(BwAr
         const int slot = st % C::S;
         // Warp w owns the group's x columns 32w..32w+31 (acc_coord): in a row's last group,
         // warps past its blocks have only zeros to multiply. fp32 (3xTF32, bound by the tensor
-        // pipe) skips them: H100, 8192 ba_8 bwd-weight 11.9 -> 10.4 ms; bf16 does not (4.8 -> 4.9).
+        // pipe) skips them; bf16 does not (its products are not what bounds it).
         if (sizeof(T) == 2 || lt / 32 * 32 < cnt * BS)
             tile_product<BS, C::KC, true, true, C::GP>(acc, x_at(slot), C::LDX, d_at(slot) + g0 * BS, C::LDD, BS, lt);
     }
@@ -132,11 +131,11 @@ __global__ void __launch_bounds__(Bw<T, BS, NG>::NT) bsmm_bwd_weight_kernel(BwAr
 // A stage is the dy boxes of the row's NG gates and the x boxes of the group's blocks, each KC
 // rows x 32 columns (in sm_at's swizzled layout), all issued by one thread and landing on one
 // mbarrier: the cp.async ring spent 6 copies, their addresses and a wait a thread a stage
-// (H200 ncu: 5 instructions per mma, 128 registers with spills). Warps whose block the group
+// (several instructions an mma, and register spills). Warps whose block the group
 // lacks (groups of fewer than 8) skip their products, as nothing was copied for them.
 // Gate-stacked (NG = 4): two halves of 2 gates, 96 rows x 3 stages (216 KB), the most rows a
-// stage with 2 stages in flight (H200, 8192 ba_8, ncu: 64 x 4 2.31 ms, 48 x 5 2.39, 32 x 6
-// 2.96, 96 x 3 2.13). One gate: 256 threads, 64 rows x 3 stages (109 KB, two CTAs an SM).
+// stage with 2 stages in flight (faster than shallower stages in a deeper ring). One gate: 256
+// threads, 64 rows x 3 stages (109 KB, two CTAs an SM).
 template <int NG>
 struct Bt {
     static constexpr int GP = NG == 4 ? 2 : 1, NT = BW_M * NG / GP;  // gates a thread, threads
@@ -182,9 +181,8 @@ __global__ void __launch_bounds__(Bt<NG>::NT) bwd_weight_tma_kernel(const __grid
 // The groups go as launches of one wave each (as many CTAs as are resident at once): the CTAs of a
 // wave start together and walk their rows of N side by side, so the x and dy slabs they share
 // are still in L2 when the others read them; in one launch they drift apart as CTAs of
-// different lengths end and others start (H100, bf16 bwd-weight op, 8192 ba_8: 4.03 -> 3.83
-// ms; step 18432 ba_8 41.5 -> 39.6 ms). Not for the cp.async kernel, which the products bound:
-// there a CTA that ends early is better followed at once (fp32 8192 ba_8 bwd-weight 9.7 -> 12.1 ms).
+// different lengths end and others start. Not for the cp.async kernel, which the products
+// bound: there a CTA that ends early is better followed at once.
 template <int NG>
 static void bwd_weight_tma(BwArgs a, const BwGroups &g) {
     using C = Bt<NG>;
@@ -235,7 +233,7 @@ void bsmm_bwd_weight_typed(real *dvals, const void *dy, const void *x, const BsM
     case 33: launch_bwd_weight<bf16, 16>(a); break;
     case 64: launch_bwd_weight<float, 32>(a); break;
     default:  // few rows (the kernel table's 32) stay on one cp.async launch: waves of one-stage
-              // groups cost more than they save (H100, one gate, N = 32: 117 -> 177 us)
+              // groups cost more than they save
         if (N < 4 * (a.nr ? Bt<4>::KC : Bt<1>::KC)) launch_bwd_weight<bf16, 32>(a);
         else if (a.nr) bwd_weight_tma<4>(a, d->wgrp);
         else bwd_weight_tma<1>(a, d->wgrp);

@@ -119,11 +119,10 @@ __device__ inline void tile_mma(float (&acc)[NB][BS], const bf16 *A, int lda, co
 // Each fp32 operand x is split into big = x rounded to TF32 and small = x - big truncated to
 // TF32; the product is big*big + big*small + small*big (mma.sync m16n8k8 .tf32, fp32
 // accumulate). The dropped small*small term and small's truncation are below 2^-21 of the
-// product, so the result keeps fp32-level error (not TF32's 2^-11) at tensor-core speed: the
-// FFMA tile it replaced ran the fp32 products at about 25 of the H100's 67 fp32 TFLOPS. The
-// split is integer arithmetic on the bits (round: add half an ulp, clear the 13 low bits):
-// cvt.rna.tf32.f32 made the 8192 ba_8 fp32 step 64.7 ms against 55.8; truncating small
-// (an and, not an add and an and) 53.5 -> 51.9, with the same error against the CPU.
+// product, so the result keeps fp32-level error (not TF32's 2^-11) at tensor-core speed, well
+// above the FFMA tile it replaced. The split is integer arithmetic on the bits (round: add
+// half an ulp, clear the 13 low bits), as cvt.rna.tf32.f32 is slow; small is truncated (an
+// and, not an add and an and), faster and with the same error against the CPU.
 __device__ inline void tf32_split(float x, uint32_t &big, uint32_t &small) {
     big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
     small = __float_as_uint(x - __uint_as_float(big)) & 0xffffe000u;

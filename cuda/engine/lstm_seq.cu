@@ -35,17 +35,15 @@ SeqMaps seq_maps(const bf16 *dz, int T, int B, int H, const bf16 *w, long nnzb) 
 }
 
 // Rows per CTA: the batch in one row tile where it can. The backward at 128 rows holds 4 dz
-// slabs per stage (a 153 KB ring, one CTA per SM), yet it is bound by L2 traffic (ncu, H100,
-// H = 8192 ba_8: 80% of L2 throughput at 64 rows), and one tile reads each W_h block once
-// where two tiles of 64 read it twice: bwd 13.1 -> 12.5 ms per window on the H100.
+// slabs per stage (a 153 KB ring, one CTA per SM), yet it is bound by L2 traffic, and one
+// tile reads each W_h block once where two tiles of 64 read it twice.
 int seq_tm(int B) { return B <= 32 ? 32 : B <= 64 ? 64 : 128; }
 
 // With more than 64 rows each step is launched programmatically dependent on the one before
 // (pdl_wait): its CTAs start on the SMs the previous step's CTAs leave and fetch their first
-// W_h blocks meanwhile. H200, same call, training step: B = 128 dense 2048 16.1-16.3 -> 15.5
-// ms, 8192 ba_8 18.4-18.5 -> 18.1-18.2; B = 64 no change; B = 32 slower (8192: 8.2 -> 8.9,
-// 2048: 6.5 -> 7.5), where a step's small CTAs, placed early on whichever SMs are free,
-// likely crowd some SMs and leave others idle.
+// W_h blocks meanwhile. It gains at 128 rows, nothing at 64, and costs at 32, where a step's
+// small CTAs, placed early on whichever SMs are free, likely crowd some SMs and leave others
+// idle.
 template <typename T, int TM, bool FWD, int RING>
 static void launch(const SeqStep &a, dim3 grid, cudaStream_t stream) {
     using C = Sq<T, TM, FWD, RING>;

@@ -4,10 +4,9 @@
 // the stage, in the copy engine's 64-byte swizzle (bsmm_tile.cuh sm_at): no padding, so a
 // stage is a fifth smaller than the cp.async ring's and the ring one deeper in about the same
 // shared memory, and no thread spends instructions on copies. The same products in the same order
-// as seq_tile, so the same bits. H200, 8192 ba_8 bwd+adam ms, cp.async -> bulk: B = 32 4.5 ->
-// 3.9, B = 64 6.5 -> 6.2, B = 128 10.2 -> 10.1. The forward has one slab an entry and was
-// slower this way (B = 128 5.6 -> 5.9, 4096 ba_4 3.0 -> 3.8), as was a refill by the last
-// warp done with a slot in place of the stage's barrier (bwd B = 128 10.6): it keeps cp.async.
+// as seq_tile, so the same bits; faster than the cp.async ring, most at small batches. The
+// forward has one slab an entry and was slower this way, as was a refill by the last warp
+// done with a slot in place of the stage's barrier: it keeps cp.async.
 #pragma once
 #include "bsmm/bulk.cuh"
 #include "engine/lstm_seq_tile.cuh"

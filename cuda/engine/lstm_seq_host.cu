@@ -18,13 +18,11 @@ static bool bulk_copies(void) { return env_choice("SWLSTM_SEQ_COPY", "cp", "bulk
 
 // List entries per CTA in direction fwd: 8 where the forward's pieces of 8 still fill at
 // most one wave (two CTAs per SM), so the short lists of a narrow mask run as shorter chains
-// side by side (H100, H = 4096 ba_4: 10.2 -> 9.2 ms per step); SQ_PIECE where pieces of 16
-// would take more than two waves of the direction's step kernel, as fewer lists are then cut
-// and summed across CTAs (H100: 18432 ba_8, 834 pieces, 38.5 -> 35.8 ms per step at 24; the
-// 8192 ba_8 backward at 128 rows, one CTA an SM, 10.6-10.7 -> 10.4-10.5 ms at 24, 10.2 at 32);
-// else 16 (its forward, two CTAs an SM: 6.2 ms at 16, 6.6 at 24, 7.3 at 32). The counts are
-// the mask's rows', which its columns match in number. SWLSTM_SEQ_PIECE=n (1..SQ_PIECE)
-// overrides it (the tests run long pieces on small masks).
+// side by side; SQ_PIECE where pieces of 16 would take more than two waves of the direction's
+// step kernel (18432 ba_8; the 8192 ba_8 backward at 128 rows, one CTA an SM), as fewer lists
+// are then cut and summed across CTAs; else 16 (8192's forward, two CTAs an SM, is slower
+// with longer pieces). The counts are the mask's rows', which its columns match in number.
+// SWLSTM_SEQ_PIECE=n (1..SQ_PIECE) overrides it (the tests run long pieces on small masks).
 static int piece_len(const Seq *s, int fwd) {
     if (const char *e = getenv("SWLSTM_SEQ_PIECE"); e && *e) return (int)parse_long("SWLSTM_SEQ_PIECE", e, 1, SQ_PIECE);
     const BsMat *w = s->a.wh;

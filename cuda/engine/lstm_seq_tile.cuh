@@ -17,9 +17,9 @@
 // The ring's shapes. SHALLOW: 3 stages of one list entry, a barrier per entry, as many CTAs
 // per SM as fit (two of 512 threads at 128 rows). DEEP (forward only): 6 stages, a barrier
 // per 2 entries, so each CTA keeps 4 entries in flight with half the barriers, at half the
-// CTAs per SM (one at 128 rows; H100, fwd ms per window: 4096 ba_4 B = 128 3.9 -> 3.0,
-// 8192 ba_8 B = 64 5.6 -> 4.8, B = 32 4.3 -> 3.9, but 8192 ba_8 B = 128 6.4 -> 6.7, whose
-// 366 CTAs then take three rounds instead of two: deep_ring in lstm_seq.cu picks).
+// CTAs per SM (one at 128 rows). It speeds the forward at up to 64 rows and at 4096 ba_4, but
+// not 8192 ba_8 at 128 rows, whose 366 CTAs then take three rounds instead of two: deep_ring
+// in lstm_seq.cu picks.
 // RESIDENT: the persistent form's layout, where the CTA's weights stay resident after its
 // ring (seq_window_kernel), so a stage holds only slabs and the ring is as deep as fits in
 // the epilogue's space.
@@ -50,14 +50,14 @@ struct Sq {
     static constexpr size_t SMEM = (RBYTES > RED ? RBYTES : RED) + (2 * SQ_PIECE + (FWD ? TM : 0)) * sizeof(int);
     // CTAs per SM: 1024 threads' worth, fewer where shared memory (227 KB, 1 KB reserved per
     // CTA) holds fewer; the register budget follows, so a CTA alone on its SM may use 128.
-    // fp32's 3xTF32 tiles spill at 64 registers: one CTA (H100, 8192 ba_8 step 55.6 -> 54.5 ms).
+    // fp32's 3xTF32 tiles spill at 64 registers: one CTA.
     static constexpr int MINB = RES || sizeof(T) == 4 ? 1 : seq_ctas_per_sm(SMEM, NT);
     static_assert(STAGE % 16 == 0, "ring layout");
 };
 
 // Streams of the window that no later step reads soon (z_t in, act_t out and, in bf16 mode,
 // fp32 h out in fwd; act_t in, in bwd) go through L2 as evict-first (__ldcs/__stcs), so W_h
-// and the slabs the next step reads stay in L2 (H = 8192 ba_8: 21.8 -> 21.5 ms per step).
+// and the slabs the next step reads stay in L2.
 
 // One thread's share of a list entry's copies, worked out once per CTA (as bsmm.cu's kernel
 // does): the 16-byte chunks of the slab(s) and of the 4 gate blocks it moves, so an entry

@@ -86,7 +86,7 @@ int *upload_ints(const int *h, int n) {
 //   - the cp.async kernel's (one launch, bound by the products): rows cut into full groups and
 //     the rest (19 as 8, 8, 3), the groups with the most blocks first, so the CTAs that run at
 //     once take about as long and walk their rows of N side by side, sharing x slabs in L2
-//     (H200, 8192 ba_8 bf16: L2 hits 40% -> 53%; H100 fp32 bwd-weight 10.4 -> 9.7 ms);
+//     (more L2 hits, a faster bwd-weight);
 //   - the bulk-copy kernel's (a launch a wave, bound by L2 and DRAM): a row's blocks dealt
 //     evenly (19 as 7, 6, 6) and its groups side by side, rows with the fullest groups first,
 //     so a wave's groups take about as long and a row's groups share its dy slab in L2.

@@ -56,7 +56,7 @@ static inline cudaLaunchAttribute attr_pdl(bool on) {
 // The per-step ops' kernels (the mlstm's ~40 a time step) launch programmatically dependent
 // (launch_pdl) and start with pdl_enter: each waits for the op before it, then lets the next
 // one launch, so that one's launch overlaps this one's work instead of following its end
-// (H100, mlstm 8192 ba_7 op by op: 91.2 -> 80.8 ms a step; no gain inside a replayed graph).
+// (a faster step op by op; inside a replayed graph it gains nothing).
 __device__ inline void pdl_enter() {
     pdl_wait();
     pdl_trigger();
@@ -107,9 +107,9 @@ void *cuda_scratch(int slot, size_t bytes);
 void *cu_alloc(size_t bytes);  // zero-filled device memory (the backend's alloc)
 
 // The cell's activations from the fast exponential (ex2.approx, about 2 ulp): a few
-// instructions where expf and tanhf take dozens (the engine's epilogue is issue-bound:
-// H = 4096 ba_4, 10.6 -> 10.2 ms per step on an H100). Both saturate cleanly (exp overflows
-// to inf, giving 0 and 1); 1e-7-level differences from the CPU's exp and tanh.
+// instructions where expf and tanhf take dozens (the engine's epilogue is issue-bound). Both
+// saturate cleanly (exp overflows to inf, giving 0 and 1); 1e-7-level differences from the
+// CPU's exp and tanh.
 __device__ inline float sigm(float x) { return __fdividef(1.f, 1.f + __expf(-x)); }
 __device__ inline float tnh(float x) { return 1.f - __fdividef(2.f, __expf(2.f * x) + 1.f); }
 

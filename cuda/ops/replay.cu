@@ -1,10 +1,9 @@
 // replay.cu: a window's op sequence recorded once as a CUDA graph and replayed (backend.h
 // replay). The mLSTM's time step is ~20 launches forward and ~20 backward; replayed, the
-// window's 5000-odd kernels go to the GPU in one launch (H100, mlstm 8192 ba_7: 144.7 ->
-// 134.8 ms a training step when it was built; PERF_HISTORY.md 0c). The first call of an
-// (owner, key, T) runs the ops as they are, growing any scratch they need; the second records
-// them on a side stream; later ones replay the record. The CPU backend has no replay: the
-// model runs the ops itself.
+// window's 5000-odd kernels go to the GPU in one launch (what it bought: PERF_HISTORY.md 0c).
+// The first call of an (owner, key, T) runs the ops as they are, growing any scratch they
+// need; the second records them on a side stream; later ones replay the record. The CPU
+// backend has no replay: the model runs the ops itself.
 #include "ops/common.cuh"
 
 #define REPLAY_MAX 64  // windows recorded at once (train and eval acts, 8 layers, 2 directions, a few T)

@@ -45,7 +45,7 @@ int input_table(const Model *m) {
 
 // The mlstm runs per-step ops: its internal steps need whole-row layer norms between products.
 // auto takes the engine in both precisions: it is the faster path in every shape measured
-// (fp32 too since its dense path: H100, dense 2048 64.3 -> 40.1 ms a step, 8192 ba_8 86.1 -> 78.7).
+// (fp32 too since its dense path).
 int engine_wanted(const Config *cfg) {
     return !strcmp(cfg->cell, "lstm") && strcmp(cfg->engine, "steps");
 }
