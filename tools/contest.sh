@@ -6,8 +6,9 @@
 #   bash tools/contest.sh [SECONDS] [DATA]     (178 and /usr/share/dictd/gcide.dict.dz by default)
 # CONFIGS (default configs/mlstm_3min.cfg) and HIDDEN (cuDNN widths, default "2048 4096") pick
 # the runs; CFG:SEED or H:SEED runs another seed than the config's or 1, e.g. CONFIGS="c.cfg
-# c.cfg:2" HIDDEN="4096 4096:2" (a test bpc moves about 0.01 between seeds, on both sides); OUT (default checkpoints/contest) keeps their logs and checkpoints. GPUS (default
-# "0") lists the GPUs: the runs go to them in turn, one run a GPU at a time, so on a machine of
+# c.cfg:2" HIDDEN="4096 4096:2" (a test bpc moves about 0.01 between seeds, on both sides).
+# OUT (default checkpoints/contest) keeps their logs and checkpoints. GPUS (default "0") lists
+# the GPUs: the runs go to them in turn, one run a GPU at a time, so on a machine of
 # several GPUs the runs of one call train side by side for the same seconds. A swlstm run is
 # stopped by SIGTERM at SECONDS (it saves latest.ckpt), so its config's max_steps should end its
 # schedule just before. cuDNN's schedule ends at SECONDS times the steps/s of its width on an
@@ -25,7 +26,10 @@ read -r -a GPU_LIST <<< "${GPUS:-0}"
 [ ${#GPU_LIST[@]} -gt 0 ] || { echo "contest.sh: error: GPUS is empty (expected GPU indices, e.g. \"0 1\")" >&2; exit 1; }
 mkdir -p "$OUT"
 
-bpc() { sed -n 's/.* bpc \([0-9.]*\) over.*/\1/p'; }
+# A checkpoint's bpc on a split over 128 stripes, as cudnn_lm.py scores, whatever its config's batch.
+split_bpc() {
+    ./swlstm eval "$1" --split "$2" --data "$DATA" --protocol stripes --batch-size 128 | sed -n 's/.* bpc \([0-9.]*\) over.*/\1/p'
+}
 
 # A swlstm run's directory (its log and row beside it), CFG or CFG:SEED; a cuDNN run's log (H or H:SEED).
 swlstm_dir() { [[ $1 == *:* ]] && echo "$OUT/$(basename "${1%%:*}" .cfg)-s${1#*:}-${SECONDS_}s" || echo "$OUT/$(basename "$1" .cfg)-${SECONDS_}s"; }
@@ -41,8 +45,8 @@ swlstm_run() {
     timeout -s TERM "$SECONDS_" ./swlstm train "$cfg" "${seed[@]}" --data "$DATA" --out_dir "$dir" > "$dir.log" 2>&1 || true
     [ -f "$dir/latest.ckpt" ] || { echo "contest.sh: error: $cfg left no checkpoint (see $dir.log)" >&2; return 1; }
     steps=$(sed -n 's/.* at step \([0-9]*\);.*/\1/p; s/^done: \([0-9]*\) steps.*/\1/p' "$dir.log")
-    v=$(./swlstm eval "$dir/latest.ckpt" --split valid --data "$DATA" --protocol stripes --batch-size 128 | bpc)
-    t=$(./swlstm eval "$dir/latest.ckpt" --split test --data "$DATA" --protocol stripes --batch-size 128 | bpc)
+    v=$(split_bpc "$dir/latest.ckpt" valid)
+    t=$(split_bpc "$dir/latest.ckpt" test)
     echo "| swlstm $label | $SECONDS_ | $steps | $v | $t |" > "$dir.row"
 }
 
@@ -81,10 +85,9 @@ done
 
 echo "| run | seconds | steps | valid bpc | test bpc |"
 echo "|---|---|---|---|---|"
-for r in "${rows[@]}"; do [ -f "$r" ] && cat "$r"; done
-# A run given several seeds also gets the mean of its rows.
+# Each row, then the mean of the rows of a run given several seeds.
 for r in "${rows[@]}"; do [ -f "$r" ] && cat "$r"; done | awk -F' [|] ' '
-    { name = $1; sub(/^[|] /, "", name); sub(/, seed [0-9]+$/, "", name)
+    { print; name = $1; sub(/^[|] /, "", name); sub(/, seed [0-9]+$/, "", name)
       if (!(name in n)) order[++k] = name
       n[name]++; v[name] += $4; t[name] += $5 }
     END { for (i = 1; i <= k; i++) { m = order[i]
