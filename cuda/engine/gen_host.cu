@@ -24,7 +24,7 @@ typedef struct {
     unsigned char *out;
     float *logits;
     size_t feed_n, out_n, logits_n;
-    char path[256];
+    Route route;
 } GenLoop;
 
 // Grows a device buffer to n elements of sz bytes (contents not kept).
@@ -156,11 +156,8 @@ static void describe(GenLoop *g) {
         mb += b;
         if (g->st[i].resident) held += b;
     }
-    int n = snprintf(g->path, sizeof g->path, "device loop: one cooperative launch of %d CTAs, %d product%s a step; "
-                     "%.1f MB of %s weights ", g->grid, g->D + 1, g->D ? "s" : "", mb, g->bf ? "bf16" : "fp32");
-    if (held == mb) snprintf(g->path + n, sizeof g->path - n, "held in shared memory");
-    else if (held == 0) snprintf(g->path + n, sizeof g->path - n, "read from L2/HBM every step");
-    else snprintf(g->path + n, sizeof g->path - n, "(%.1f MB held in shared memory, the rest read from L2/HBM every step)", held);
+    g->route = (Route){.sampling = 1, .place = held == mb ? LOOP_SMEM : held == 0 ? LOOP_L2 : LOOP_PART, .ctas = g->grid,
+                       .products = g->D + 1, .bf16 = g->bf, .mb = mb, .held_mb = held};
 }
 
 static int takes(const GenArgs *a) {
@@ -251,4 +248,4 @@ void gen_free_cuda(void *gv) {
     free(g);
 }
 
-const char *gen_path_cuda(void *gv) { return ((GenLoop *)gv)->path; }
+void gen_route_cuda(void *gv, Route *r) { *r = ((GenLoop *)gv)->route; }

@@ -342,15 +342,10 @@ void seq_bwd_cuda(void *p, int T) {
     bsmm_bwd_weight_typed(a.dwh, seq_dz_operand(s, 0), seq_h_operand(s, 0), a.wh, N, BF);
 }
 
-const char *seq_path_cuda(void *p) {
+RecurPath seq_route_cuda(void *p) {
     const Seq *s = (const Seq *)p;
-    if (s->dense) return "engine for dense W_h (a cuBLAS product and the cell per step; whole window per launch graph)";
-    static const char *forms[2][2] = {
-        {"fused engine (a kernel per time step; whole window per launch graph)",
-         "fused engine (forward: a kernel per time step; backward: one persistent launch, weights resident)"},
-        {"fused engine (forward: one persistent launch, weights resident; backward: a kernel per time step)",
-         "persistent engine (one launch per direction, weights resident in shared memory, steps ordered by per-list flags)"}};
-    return forms[s->persist[1]][s->persist[0]];
+    if (s->dense) return RECUR_DENSE;
+    return s->persist[0] && s->persist[1] ? RECUR_PERSISTENT : s->persist[0] || s->persist[1] ? RECUR_MIXED : RECUR_GRAPH;
 }
 
 template void *seq_create_cuda<false>(SeqArgs *);

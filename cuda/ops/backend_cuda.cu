@@ -251,9 +251,9 @@ static void cuda_init(void) {
      .bsmm_bwd_weight = bsmm_bwd_weight_cuda<BF>,                                               \
      .lstm_fwd = lstm_fwd_cuda, .lstm_bwd = lstm_bwd_cuda,                                      \
      .seq_create = seq_create_cuda<BF>, .seq_fwd = seq_fwd_cuda<BF>, .seq_bwd = seq_bwd_cuda<BF>,  \
-     .seq_free = seq_free_cuda, .seq_path = seq_path_cuda,                                      \
+     .seq_free = seq_free_cuda, .seq_route = seq_route_cuda,                                    \
      .gen_create = gen_create_cuda<BF>, .gen_run = gen_run_cuda, .gen_state = gen_state_cuda,        \
-     .gen_free = gen_free_cuda, .gen_path = gen_path_cuda,                                       \
+     .gen_free = gen_free_cuda, .gen_route = gen_route_cuda,                                     \
      .replay = replay_cuda, .replay_forget = replay_forget_cuda,                                \
      .layernorm_fwd = layernorm_fwd_cuda, .layernorm_bwd = layernorm_bwd_cuda,                  \
      .norm_act_fwd = norm_act_fwd_cuda, .mul_bwd = mul_bwd_cuda, .relu_bwd = relu_bwd_cuda,     \

@@ -208,8 +208,8 @@ void *gen_create_cuda(const GenArgs *a);  // the sampling loop (gen_host.cu)
 void gen_run_cuda(void *g, const int *feed, int nfeed, int nsample, uint64_t rng[4], unsigned char *out, float *logits);
 void gen_state_cuda(void *g, real *h, real *c);
 void gen_free_cuda(void *g);
-const char *gen_path_cuda(void *g);
-const char *seq_path_cuda(void *s);
+void gen_route_cuda(void *g, Route *r);
+RecurPath seq_route_cuda(void *s);
 void replay_cuda(const void *owner, int key, int T, void (*body)(void *), void *ctx);
 void replay_forget_cuda(const void *owner);
 void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C);

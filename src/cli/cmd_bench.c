@@ -208,14 +208,10 @@ typedef struct {
     int depth;  // > 0: the mlstm cell with this many internal steps
 } TrainRow;
 
-// The recurrent path a row ran, in a word: steps (per-step ops), dense (the engine's cuBLAS
-// path), graph (the engine's kernel per time step), persistent (one launch per direction),
-// mixed (one direction each); for the mlstm, steps or replay (its steps as one launch).
+// The recurrent path a row ran, in a word (route.h recur_name): steps, replay (the mlstm's
+// steps as one launch), graph, dense, persistent or mixed.
 static const char *path_label(const Model *m, const Acts *a) {
-    if (m->mlstm) return mlstm_replays(m) ? "replay" : "steps";
-    const char *p = acts_path(m, a);
-    return !a->seq[0] ? "steps" : strstr(p, "dense") ? "dense" : strstr(p, "persistent engine") ? "persistent"
-         : strstr(p, "persistent") ? "mixed" : "graph";
+    return recur_name(acts_route(m, a).layer[0]);
 }
 
 // One training-throughput row: median step of a 1-layer model; peak memory is what the
@@ -337,10 +333,6 @@ static double step_weight_mb(const Model *m, int bf) {
     return (double)n * (bf ? 2 : 4) / 1e6;
 }
 
-static const char *loop_path(const char *p) {
-    return strstr(p, "the rest") ? "loop, part smem" : strstr(p, "shared memory") ? "loop, smem" : "loop, L2";
-}
-
 // One row of bench --sample: a random-weight model, its device loop set up (setup ms: the
 // plan, the gather and layer 0's table, the start-up sample adds to a checkpoint's load),
 // then bytes drawn at temperature 1 (the draw sorts all 256 candidates, as sample_byte does).
@@ -384,7 +376,7 @@ static void sample_row(const SampleRow *r, double l2_gbps, double hbm_gbps) {
         Gen *g = gen_open(m, &so, NULL);
         if (!g) die("bench --sample: H = %d %s %s has no device loop", r->H, r->mask, r->prec);
         setup = 1e3 * (now_sec() - t0);
-        path = loop_path(gen_path(g));
+        path = loop_name(gen_route(g).place);
         unsigned char *out = xmalloc(BYTES);
         gen_draw(g, &feed, 1, WARM, &rng, out);
         feed = out[WARM - 1];

@@ -61,14 +61,18 @@ static void print_model(const Ckpt *c, const Config *cfg) {
         int first = i / per * per + (mlstm ? 2 : 0);
         if (i % per == per - 1 && n == per * cfg->num_layers) print_reach(i / per, &masks[first], &drawn[first], mlstm ? per - 2 : 1);
     }
-    // The CUDA backend's engine takes block 32 (lstm_seq_host.cu); the CPU always runs per step,
-    // and CUDA replays the mlstm's per-step ops as a graph a window (acts_path says the same).
-    printf("recurrent path on cuda: %s\n",
-           mlstm ? (strcmp(cfg->engine, "steps") ? "per-step ops, each window's steps replayed as one launch per direction"
-                                                 : "per-step ops")
-           : cfg->block_size != 32 || !engine_wanted(cfg) ? "per-step ops"
-           : strcmp(cfg->engine, "persistent") ? "fused engine (a window per CUDA graph of fused step kernels)"
-           : "persistent engine where the weights fit in shared memory and layer norm is off, else fused step kernels");
+    // The CUDA backend's engine takes block-32 plain layers (lstm_seq_host.cu); the CPU always
+    // runs per step, and CUDA replays the mlstm's per-step ops as a graph a window.
+    Route r = {.nlayers = cfg->num_layers};
+    for (int l = 0; l < cfg->num_layers; l++) {
+        const Mask *wh = l * per < n ? &masks[l * per] : NULL;  // W_h: a dense mask runs on cuBLAS
+        r.layer[l] = mlstm ? (strcmp(cfg->engine, "steps") ? RECUR_REPLAY : RECUR_STEPS)
+                   : cfg->block_size != 32 || !engine_wanted(cfg) ? RECUR_STEPS
+                   : wh && wh->nr && mask_count(wh) == (long)wh->nr * wh->nc ? RECUR_DENSE
+                   : !strcmp(cfg->engine, "persistent") ? RECUR_PERSISTENT : RECUR_GRAPH;
+    }
+    char route[512];
+    printf("recurrent path on cuda: %s\n", route_text(&r, route, sizeof route));
     for (int i = 0; i < n; i++) mask_free(&masks[i]), mask_free(&drawn[i]);
     const CkptSection *p = ckpt_find(c, "params", 1);
     printf("parameters: %llu stored (fp32), %.0f for the same shapes dense\n",

@@ -115,7 +115,11 @@ int cmd_sample(int argc, char **argv) {
     double t1 = now_sec();
     Gen *g = gen_open(m, &a.so, &why);
     double t2 = now_sec();
-    if (a.verbose) fprintf(stderr, "sample: %s\n", g ? gen_path(g) : "per-step ops");
+    if (a.verbose) {
+        char route[256];
+        Route r = gen_route(g);
+        fprintf(stderr, "sample: %s\n", route_text(&r, route, sizeof route));
+    }
     if (a.verbose && !g) fprintf(stderr, "sample: no device loop: %s\n", why);
     if (g) sample_device(g, &a, prime ? prime : a.prime, plen, &rng);
     else sample_steps(m, &a, prime ? prime : a.prime, plen, &rng);

@@ -50,14 +50,13 @@ int engine_wanted(const Config *cfg) {
     return !strcmp(cfg->cell, "lstm") && strcmp(cfg->engine, "steps");
 }
 
-// Layer 0 of either cell takes its input projections from a table of the bytes' rows.
-const char *acts_path(const Model *m, const Acts *a) {
-    const char *steps = m->mlstm && mlstm_replays(m) ? "per-step ops, each window's steps replayed as one launch per direction"
-                                                      : "per-step ops";
-    static _Thread_local char path[256];
-    snprintf(path, sizeof path, "%s; layer 0's input projections from a table of the 256 bytes' rows",
-             a->seq[0] ? m->be->seq_path(a->seq[0]) : steps);
-    return path;
+// Each layer's recurrent path; layer 0 of either cell takes its input projections from a
+// table of the bytes' rows.
+Route acts_route(const Model *m, const Acts *a) {
+    Route r = {.nlayers = m->L, .table = 1};
+    for (int l = 0; l < m->L; l++)
+        r.layer[l] = a->seq[l] ? m->be->seq_route(a->seq[l]) : m->mlstm && mlstm_replays(m) ? RECUR_REPLAY : RECUR_STEPS;
+    return r;
 }
 
 Acts *acts_create(const Model *m, int B, int T) {

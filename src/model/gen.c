@@ -59,4 +59,8 @@ void gen_draw(Gen *g, const int *feed, int nfeed, int n, Rng *rng, unsigned char
     g->m->be->gen_run(g->loop, feed, nfeed, n, rng->s, out, NULL);
 }
 
-const char *gen_path(const Gen *g) { return g->m->be->gen_path(g->loop); }
+Route gen_route(const Gen *g) {
+    Route r = {.sampling = 1, .place = LOOP_NONE};
+    if (g) g->m->be->gen_route(g->loop, &r);
+    return r;
+}

@@ -16,4 +16,4 @@ void gen_close(Gen *g);
 // Feeds feed[0..nfeed), then draws n bytes into out (backend.h gen_run); the state carries on
 // to the next call, which should feed the last byte drawn first.
 void gen_draw(Gen *g, const int *feed, int nfeed, int n, Rng *rng, unsigned char *out);
-const char *gen_path(const Gen *g);
+Route gen_route(const Gen *g);  // g NULL: the per-step ops (route.h)

@@ -102,7 +102,7 @@ typedef struct {
 Acts *acts_create(const Model *m, int B, int T);
 void acts_free(const Model *m, Acts *a);
 // Which recurrent path a window runs: the fused engine or the per-step ops.
-const char *acts_path(const Model *m, const Acts *a);
+Route acts_route(const Model *m, const Acts *a);  // each layer's recurrent path (route.h)
 // Whether cfg asks for the backend's recurrent engine (lstm cell only): anything but `steps`
 // (acts.c: `auto` takes it in both precisions).
 int engine_wanted(const Config *cfg);

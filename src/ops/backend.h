@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "sparse/bsmat.h"
+#include "ops/route.h"
 #include "base/common.h"
 #ifdef __cplusplus
 extern "C" {
@@ -123,7 +124,7 @@ typedef struct Backend {
     void (*seq_fwd)(void *s, int T);
     void (*seq_bwd)(void *s, int T);
     void (*seq_free)(void *s);
-    const char *(*seq_path)(void *s);  // how the engine runs the window, in words (the training log)
+    RecurPath (*seq_route)(void *s);  // how the engine runs the window (route.h)
     // ---- the sampling loop on the device ----
     // gen_create returns a handle with a zero state, or NULL where this backend or shape has
     // no device loop (the caller then samples with infer_step). gen_run feeds the host bytes
@@ -136,7 +137,7 @@ typedef struct Backend {
                     float *logits);
     void (*gen_state)(void *g, real *h, real *c);
     void (*gen_free)(void *g);
-    const char *(*gen_path)(void *g);  // how the loop runs, in words (sample -v, bench --sample)
+    void (*gen_route)(void *g, Route *r);  // how the loop runs (route.h: sample -v, bench --sample)
     // ---- a window's ops in one launch (the mlstm's steps) ----
     // replay runs body(ctx), whose ops must be the same on the same buffers at every call with
     // the same (owner, key, T): the backend may record them once and replay the record (the

@@ -156,7 +156,9 @@ static void setup(Trainer *tr) {
     dist_trainer_setup(tr);
     if (!lead(tr)) return;
     train_log_open(&tr->log, tr->m, cfg, tr->resume_path != NULL);
-    printf("  recurrent path: %s\n", acts_path(tr->m, tr->a));
+    char route[512];
+    Route r = acts_route(tr->m, tr->a);
+    printf("  recurrent path: %s\n", route_text(&r, route, sizeof route));
     if (tr->world > 1) printf("  data parallel: %d ranks, %d stripes each\n", tr->world, tr->st.B);
 }
 

@@ -89,10 +89,12 @@ static void check_engine(const char *prec, const char *engine, double loss_tol, 
         const char *w1 = "", *w2 = "";
         double e_cpu = eng_worst(&re, &rc, s->T, &w1), e_steps = eng_worst(&re, &rs, s->T, &w2);
         int took = re.a->seq[0] != NULL && rs.a->seq[0] == NULL && rc.a->seq[0] == NULL;
-        const char *path = took ? acts_path(re.m, re.a) : "";
+        Route route = acts_route(re.m, re.a);
+        char path[512] = "";
+        if (took) route_text(&route, path, sizeof path);
         // the persistent form only where asked, and there in both directions for bf16 without
         // layer norm (these shapes' weights fit in shared memory; in fp32 some do)
-        int both = strstr(path, "persistent engine") != NULL, any = strstr(path, "persistent") != NULL;
+        int both = took && route.layer[0] == RECUR_PERSISTENT, any = took && (both || route.layer[0] == RECUR_MIXED);
         int asked = !strcmp(engine, "persistent"), want = asked && !s->ln && strcmp(s->sparsity, "dense") && !strcmp(prec, "bf16");
         printf("  %s\n", path);
         printf("  %s %-5s %-10s H=%4d B=%3d T=%d ln=%d L=%d E=%d: loss %.7f (cpu %.7f, steps %.7f); worst rel L2 vs cpu %.2g (%s), "

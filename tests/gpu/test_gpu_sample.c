@@ -69,7 +69,7 @@ static void check_teacher_forced(int H, const char *mask, int depth, const char 
         m->be->gen_state(g->loop, h, c);
         double el = rel_l2(got, ref, (size_t)N * 256), eh = rel_l2(h, hr, H), ec = rel_l2(c, cr, H);
         CHECK_MSG(el < tol && eh < tol && ec < tol, "H = %d %s D = %d %s (%s): logits %.3g, h %.3g, c %.3g", H, mask,
-                  depth, prec, gen_path(g), el, eh, ec);
+                  depth, prec, loop_name(gen_route(g).place), el, eh, ec);
         free(got); free(h); free(c);
         gen_close(g);
     }
