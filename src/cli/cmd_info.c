@@ -50,7 +50,7 @@ static void print_model(const Ckpt *c, const Config *cfg) {
     Mask masks[SW_MAX_MASKS], drawn[SW_MAX_MASKS];
     int n = ckpt_masks_for(c, cfg, masks), per = model_masks_per_layer(cfg), mlstm = per > 2;
     model_draw_masks(cfg, drawn);
-    printf("model: embed %d, %d layer(s) of %d units, cell %s", cfg->embed_size, cfg->num_layers, cfg->hidden_size, cfg->cell);
+    printf("model: embed %d, %d layer(s) of %d units, cell %s", cfg->embed_size, cfg->num_layers, cfg->hidden_size, CFG_NAME(cfg, cell));
     if (mlstm) printf(" (depth %d)", cfg->depth);
     printf(", block %d, sparsity %s, layer_norm %s\n", cfg->block_size, cfg->sparsity, mlstm || cfg->layer_norm ? "true" : "false");
     for (int i = 0; i < n; i++) {
@@ -64,11 +64,10 @@ static void print_model(const Ckpt *c, const Config *cfg) {
     // The CUDA backend's engine takes block 32 (lstm_seq_host.cu); the CPU always runs per step,
     // and CUDA replays the mlstm's per-step ops as a graph a window (acts_path says the same).
     printf("recurrent path on cuda: %s\n",
-           mlstm ? (strcmp(cfg->engine, "steps") ? "per-step ops, each window's steps replayed as one launch per direction"
-                                                 : "per-step ops")
+           mlstm ? (cfg->engine != ENGINE_STEPS ? "per-step ops, each window's steps replayed as one launch per direction"
+                                                : "per-step ops")
            : cfg->block_size != 32 || !engine_wanted(cfg) ? "per-step ops"
-           : strcmp(cfg->engine, "persistent") ? "fused engine (a window per CUDA graph of fused step kernels)"
-           : "persistent engine where the weights fit in shared memory and layer norm is off, else fused step kernels");
+           : "fused engine (a window per CUDA graph of fused step kernels)");
     for (int i = 0; i < n; i++) mask_free(&masks[i]), mask_free(&drawn[i]);
     const CkptSection *p = ckpt_find(c, "params", 1);
     printf("parameters: %llu stored (fp32), %.0f for the same shapes dense\n",
