@@ -53,7 +53,7 @@ TEST(config_defaults_values) {
     config_defaults(&c);
     CHECK(!strcmp(c.data, "../shared/data/tinyshakespeare.txt"));
     CHECK(!strcmp(c.split, "0.9,0.05,0.05"));
-    CHECK(!strcmp(c.device, "cpu") && !strcmp(c.precision, "fp32") && !strcmp(c.lr_schedule, "cosine"));
+    CHECK(c.device == DEVICE_CPU && c.precision == PREC_FP32 && c.lr_schedule == LR_COSINE);
     CHECK(!strcmp(c.sparsity, "dense") && c.input_sparsity[0] == 0 && c.init_from[0] == 0);
     CHECK_EQ(c.seed, 1337); CHECK_EQ(c.hidden_size, 256); CHECK_EQ(c.block_size, 16);
     CHECK_EQ(c.num_layers, 1); CHECK_EQ(c.embed_size, 64); CHECK_EQ(c.layer_norm, 0);
@@ -62,10 +62,10 @@ TEST(config_defaults_values) {
     CHECK(c.grad_clip == 1.0 && c.min_lr == 0 && c.weight_decay == 0);
     CHECK_EQ(c.eval_every, 200); CHECK_EQ(c.log_every, 10); CHECK_EQ(c.save_every, 0); CHECK_EQ(c.eval_bytes, 0);
     CHECK_EQ(c.gpus, 1); CHECK(c.dist_init[0] == 0 && c.dist_token[0] == 0 && c.dist_bucket_mb == 25);
-    CHECK(!strcmp(c.cell, "lstm") && !strcmp(c.init, "uniform") && c.ema == 0);
+    CHECK(c.cell == CELL_LSTM && c.init == INIT_UNIFORM && c.ema == 0);
     CHECK_EQ(c.depth, 4);
     CHECK(c.prune_to == 1 && c.prune_start == 0 && c.prune_end == 0 && c.prune_every == 100);
-    CHECK(!strcmp(c.mask_update, "none") && c.mask_update_every == 100 && c.mask_update_frac == 0.3 && c.mask_update_end == 0);
+    CHECK(c.mask_update == MASK_UPDATE_NONE && c.mask_update_every == 100 && c.mask_update_frac == 0.3 && c.mask_update_end == 0);
     config_validate(&c);
     // one line per Config field
     char *text = config_to_text(&c);
@@ -105,7 +105,7 @@ TEST(config_file_syntax) {
     CHECK(c.init_from[0] == 0);
     CHECK(c.learning_rate == 1e-3);
     CHECK(!strcmp(c.split, "say \"hi\" \\ ok"));
-    CHECK(!strcmp(c.device, "cuda"));
+    CHECK(c.device == DEVICE_CUDA);
     CHECK_EQ(c.embed_size, 64);  // untouched keys keep their defaults
     const char *bools[] = {"true", "1", "yes", "TRUE", "false", "0", "no", "No"};
     for (int i = 0; i < 8; i++) {
@@ -189,6 +189,8 @@ TEST(config_file_errors) {
         {"mask_update = magic\n", "key 'mask_update' = 'magic': expected one of none, set, rigl"},
         {"mask_update_frac = 1\n", "key 'mask_update_frac' = '1': expected a number in [0, 1)"},
         {"prune_every = 0\n", "key 'prune_every' = '0': expected a positive integer"},
+        {"engine = on\n", "x.cfg:1: key 'engine' = 'on': expected one of auto, steps"},
+        {"engine = persistent\n", "key 'engine' = 'persistent': expected one of auto, steps"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK_DIES(load_text, (void *)cases[i][0], cases[i][1]);
@@ -204,6 +206,41 @@ TEST(config_override_errors) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK_DIES(override, (void *)cases[i][0], cases[i][1]);
+}
+
+// Every choice key is an enum from here down; its names round-trip through the table.
+TEST(config_choices_are_enums) {
+    Config c;
+    config_defaults(&c);
+    config_set(&c, "cell", "mlstm", "test");
+    config_set(&c, "lr_schedule", "linear", "test");
+    config_set(&c, "mask_update", "rigl", "test");
+    config_set(&c, "nan_policy", "skip", "test");
+    config_set(&c, "engine", "steps", "test");
+    CHECK(c.cell == CELL_MLSTM && c.lr_schedule == LR_LINEAR && c.mask_update == MASK_UPDATE_RIGL);
+    CHECK(c.nan_policy == NAN_SKIP && c.engine == ENGINE_STEPS);
+    CHECK(!strcmp(CFG_NAME(&c, cell), "mlstm") && !strcmp(CFG_NAME(&c, lr_schedule), "linear"));
+    CHECK_EQ(config_parse_choice("precision", "bf16", "test"), PREC_BF16);
+    char *text = config_to_text(&c);
+    CHECK(strstr(text, "cell = mlstm\n") && strstr(text, "engine = steps\n") && strstr(text, "mask_update = rigl\n"));
+    free(text);
+}
+
+// A checkpoint written before engine = on and persistent were retired still loads, as auto.
+TEST(config_saved_text_maps_retired_values) {
+    Config c;
+    config_defaults(&c);
+    config_from_saved_text(&c, "engine = persistent\ncell = mlstm\n", "old.ckpt");
+    CHECK(c.engine == ENGINE_AUTO && c.cell == CELL_MLSTM);
+    config_set(&c, "engine", "steps", "test");
+    config_from_saved_text(&c, "engine = on\n", "old.ckpt");
+    CHECK(c.engine == ENGINE_AUTO);
+}
+
+static void parse_device(void *v) { config_parse_choice("device", v, "sample --device"); }
+
+TEST(config_parse_choice_errors) {
+    CHECK_DIES(parse_device, (void *)"gpu", "sample --device = 'gpu': expected one of cpu, cuda");
 }
 
 TEST(config_text_round_trip) {

@@ -19,7 +19,7 @@ static Model *model_of(const char *cell) {
     config_defaults(&cfg);
     cfg.hidden_size = 32, cfg.embed_size = 8, cfg.num_layers = 3, cfg.block_size = 8, cfg.layer_norm = 1, cfg.depth = 2;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_1");
-    snprintf(cfg.cell, sizeof cfg.cell, "%s", cell);
+    cfg.cell = config_parse_choice("cell", cell, "test");
     return model_create(&cfg, backend_cpu());
 }
 

@@ -245,7 +245,7 @@ TEST(export_writes_the_mlstm_layout) {
     Config cfg;
     config_defaults(&cfg);
     cfg.hidden_size = 32; cfg.block_size = 8; cfg.embed_size = 4; cfg.num_layers = 2; cfg.depth = 3;
-    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
+    cfg.cell = CELL_MLSTM;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_1");
     Model *m = model_create(&cfg, backend_cpu());
     const char *ckpt = tmp_path("mlstm.ckpt"), *out = tmp_path("mlstm.safetensors");

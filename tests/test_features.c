@@ -120,7 +120,7 @@ static Model *tiny_model_of(const char *cell) {
     cfg.num_layers = 1;
     cfg.seed = 11;
     cfg.depth = 3;
-    snprintf(cfg.cell, sizeof cfg.cell, "%s", cell);
+    cfg.cell = config_parse_choice("cell", cell, "test");
     return model_create(&cfg, backend_cpu());
 }
 

@@ -138,8 +138,8 @@ static void run_check(int H, int bs, int L, const char *sparsity, int ln) {
 
 static void run_mlstm(int H, int bs, int L, const char *sparsity, int depth, const char *init, double ema) {
     Config cfg = small_config(H, bs, L, sparsity, 0);
-    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
-    snprintf(cfg.init, sizeof cfg.init, "%s", init);
+    cfg.cell = CELL_MLSTM;
+    cfg.init = config_parse_choice("init", init, "test");
     cfg.depth = depth;
     cfg.ema = ema;
     check_config(&cfg, DRAWN);
@@ -150,7 +150,7 @@ static void run_mlstm(int H, int bs, int L, const char *sparsity, int depth, con
 TEST(gradcheck_pruned_masks) {
     Config cfg = small_config(64, 8, 2, "ba_3", 1);
     check_config(&cfg, PRUNED);
-    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
+    cfg.cell = CELL_MLSTM;
     cfg.depth = 2;
     check_config(&cfg, PRUNED);
 }
@@ -159,7 +159,7 @@ TEST(gradcheck_pruned_masks) {
 TEST(gradcheck_moved_masks) {
     Config cfg = small_config(64, 8, 2, "ba_3", 1);
     check_config(&cfg, MOVED);
-    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
+    cfg.cell = CELL_MLSTM;
     cfg.depth = 2;
     check_config(&cfg, MOVED);
 }

@@ -15,7 +15,7 @@ static Config cfg_for(const char *cell, int layers) {
     Config cfg;
     config_defaults(&cfg);
     cfg.hidden_size = 64, cfg.block_size = 8, cfg.num_layers = layers, cfg.embed_size = 5, cfg.depth = 2;
-    snprintf(cfg.cell, sizeof cfg.cell, "%s", cell);
+    cfg.cell = config_parse_choice("cell", cell, "test");
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_2");
     return cfg;
 }
@@ -61,13 +61,13 @@ TEST(mask_schedules) {
     CHECK_EQ(n, 5);
     c.prune_to = 1;
     CHECK(!prune_due(&c, 100));
-    snprintf(c.mask_update, sizeof c.mask_update, "rigl");
+    c.mask_update = MASK_UPDATE_RIGL;
     c.mask_update_frac = 0.3, c.mask_update_every = 25, c.max_steps = 200, c.mask_update_end = 0;
     CHECK_EQ(mask_update_end(&c), 150);
     CHECK_NEAR(mask_update_frac_at(&c, 75), 0.15, 1e-15);
     CHECK_NEAR(mask_update_frac_at(&c, 50), 0.15 * (1 + 0.5), 1e-15);
     CHECK(mask_update_frac_at(&c, 0) == 0 && mask_update_frac_at(&c, 60) == 0 && mask_update_frac_at(&c, 150) == 0);
-    snprintf(c.mask_update, sizeof c.mask_update, "none");
+    c.mask_update = MASK_UPDATE_NONE;
     CHECK(mask_update_frac_at(&c, 50) == 0);
 }
 

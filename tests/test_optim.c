@@ -33,16 +33,16 @@ TEST(optim_lr_schedules) {
         {"linear", 1, 0.1, 0, 10, 5, 0.55},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        double got = lr_at(c[i].kind, c[i].base, c[i].min, c[i].warmup, c[i].total, c[i].step);
+        double got = lr_at(config_parse_choice("lr_schedule", c[i].kind, "test"), c[i].base, c[i].min, c[i].warmup, c[i].total, c[i].step);
         CHECK_MSG(fabs(got - c[i].want) <= 1e-14, "%s step %ld: %.17g, expected %.17g", c[i].kind, c[i].step,
                   got, c[i].want);
     }
 }
 
-static void lr_unknown(void *kind) { lr_at(kind, 1, 0, 10, 100, 50); }
+static void lr_unknown(void *kind) { config_parse_choice("lr_schedule", kind, "--lr_schedule"); }
 
 TEST(optim_lr_unknown_kind) {
-    CHECK_DIES(lr_unknown, (void *)"cosin", "unknown lr schedule 'cosin' (expected constant, cosine or linear)");
+    CHECK_DIES(lr_unknown, (void *)"cosin", "--lr_schedule = 'cosin': expected one of constant, cosine, linear");
 }
 
 TEST(optim_clip_scale) {

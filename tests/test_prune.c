@@ -14,7 +14,7 @@ static Model *model_for(const char *cell, int depth, int layers) {
     Config cfg;
     config_defaults(&cfg);
     cfg.hidden_size = 64, cfg.block_size = 8, cfg.num_layers = layers, cfg.embed_size = 5, cfg.depth = depth;
-    snprintf(cfg.cell, sizeof cfg.cell, "%s", cell);
+    cfg.cell = config_parse_choice("cell", cell, "test");
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_2");
     return model_create(&cfg, backend_cpu());
 }

@@ -218,20 +218,20 @@ TEST(checkpoint_round_trip_keeps_weights) {
     Model *m = model_create(&cfg, backend_cpu());
     const char *path = tmp_path("rt.ckpt");
     model_save(path, m, NULL, NULL, NULL, NULL);
-    Model *r = model_load(path, "cpu", "fp32");
+    Model *r = model_load(path, DEVICE_CPU, PREC_FP32);
     CHECK_EQ(r->nparams, m->nparams);
     CHECK(memcmp(r->params, m->params, m->nparams * sizeof(real)) == 0);
     CHECK(memcmp(r->layer[1].mask_x.m, m->layer[1].mask_x.m, 16) == 0);
     model_free(m);
     model_free(r);
     // mlstm with an average: every internal mask and the average come back.
-    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
+    cfg.cell = CELL_MLSTM;
     cfg.depth = 3;
     cfg.ema = 0.5;
     m = model_create(&cfg, backend_cpu());
     for (size_t i = 0; i < m->nparams; i++) m->ema[i] = (real)i;
     model_save(path, m, NULL, NULL, NULL, NULL);
-    r = model_load(path, "cpu", "fp32");
+    r = model_load(path, DEVICE_CPU, PREC_FP32);
     CHECK_EQ(r->nparams, m->nparams);
     CHECK(memcmp(r->params, m->params, m->nparams * sizeof(real)) == 0);
     CHECK(r->ema && memcmp(r->ema, m->ema, m->nparams * sizeof(real)) == 0);
@@ -240,10 +240,10 @@ TEST(checkpoint_round_trip_keeps_weights) {
     const Mask *ms = m->layer[0].mask_s;  // each step its own seed
     CHECK(memcmp(ms[0].m, ms[1].m, 16) || memcmp(ms[1].m, ms[2].m, 16));
     model_free(r);
-    r = model_load_infer(path, "cpu", "fp32", 0);  // inference: the average as the weights, none kept
+    r = model_load_infer(path, DEVICE_CPU, PREC_FP32, 0);  // inference: the average as the weights, none kept
     CHECK(!r->ema && memcmp(r->params, m->ema, m->nparams * sizeof(real)) == 0);
     model_free(r);
-    r = model_load_infer(path, "cpu", "fp32", 1);  // --raw-weights
+    r = model_load_infer(path, DEVICE_CPU, PREC_FP32, 1);  // --raw-weights
     CHECK(!r->ema && memcmp(r->params, m->params, m->nparams * sizeof(real)) == 0);
     model_free(m);
     model_free(r);
@@ -266,11 +266,11 @@ TEST(identity_init_of_recurrent_matrices) {
     config_defaults(&cfg);
     cfg.hidden_size = 32; cfg.block_size = 8; cfg.embed_size = 4; cfg.num_layers = 2; cfg.depth = 3;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_1");
-    snprintf(cfg.init, sizeof cfg.init, "identity");
+    cfg.init = INIT_IDENTITY;
     Model *m = model_create(&cfg, backend_cpu());  // LSTM: each gate's W_h
     for (int l = 0; l < 2; l++) CHECK(off_identity(&m->layer[l].wh, m->params + m->layer[l].off_wh) == 0);
     model_free(m);
-    snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
+    cfg.cell = CELL_MLSTM;
     m = model_create(&cfg, backend_cpu());  // mlstm: the internal steps; the gates stay uniform
     for (int l = 0; l < 2; l++) {
         for (int j = 0; j < 3; j++) CHECK(off_identity(&m->layer[l].ws[j], m->params + m->layer[l].off_ws[j]) == 0);
@@ -279,7 +279,7 @@ TEST(identity_init_of_recurrent_matrices) {
     model_free(m);
 }
 
-static void load_bad(void *path) { model_load(path, "cpu", "fp32"); }
+static void load_bad(void *path) { model_load(path, DEVICE_CPU, PREC_FP32); }
 static void read_bad(void *path) {
     Ckpt c;
     ckpt_read(&c, path);

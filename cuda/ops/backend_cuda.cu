@@ -277,9 +277,7 @@ extern "C" void backend_cuda_warm(void) {
     if (loading) pthread_join(t, NULL);
 }
 
-extern "C" const Backend *backend_cuda(const char *precision) {
-    int bf = strcmp(precision, "bf16") == 0;
-    if (!bf && strcmp(precision, "fp32") != 0) die("precision = %s: expected fp32 or bf16", precision);
+extern "C" const Backend *backend_cuda(Precision precision) {
     cuda_init();
-    return bf ? &cuda_bf16 : &cuda_fp32;
+    return precision == PREC_BF16 ? &cuda_bf16 : &cuda_fp32;
 }

@@ -66,7 +66,7 @@ static void run_bwd_weight(void *p, int it) {
 }
 
 static void kernel_row(int bs, double density, const char *prec, double copy_gbps, size_t l2) {
-    const Backend *be = backend_cuda(prec);
+    const Backend *be = backend_cuda(config_parse_choice("precision", prec, "bench"));
     int bf = strcmp(prec, "bf16") == 0, nb = KDIM / bs;
     char desc[32];
     if (density >= 1) snprintf(desc, sizeof desc, "dense");
@@ -227,15 +227,15 @@ static void train_row(const TrainRow *row) {
     cfg.batch_size = B;
     cfg.seq_length = T;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", row->sparsity);
-    snprintf(cfg.device, sizeof cfg.device, "cuda");
-    snprintf(cfg.precision, sizeof cfg.precision, "%s", row->prec);
-    snprintf(cfg.engine, sizeof cfg.engine, "%s", row->engine);
+    cfg.device = DEVICE_CUDA;
+    cfg.precision = config_parse_choice("precision", row->prec, "bench");
+    cfg.engine = config_parse_choice("engine", row->engine, "bench");
     if (row->depth) {  // as configs/mlstm_*.cfg
-        snprintf(cfg.cell, sizeof cfg.cell, "mlstm");
-        snprintf(cfg.init, sizeof cfg.init, "identity");
+        cfg.cell = CELL_MLSTM;
+        cfg.init = INIT_IDENTITY;
         cfg.depth = row->depth;
     }
-    const Backend *be = backend_cuda(row->prec);
+    const Backend *be = backend_cuda(cfg.precision);
     double mem0 = cb_mem_used_gib();
     Model *m = model_create(&cfg, be);
     Acts *a = acts_create(m, B, T);
@@ -291,7 +291,6 @@ static void bench_train(int only, const char *dtype, const char *cell) {
         {2048, 128, "dense", "bf16", "steps", 0}, {2048, 32, "dense", "bf16", "auto", 0}, {2048, 64, "dense", "bf16", "auto", 0},
         {2048, 128, "dense", "bf16", "auto", 0}, {8192, 128, "ba_8", "bf16", "steps", 0}, {8192, 32, "ba_8", "bf16", "auto", 0},
         {8192, 64, "ba_8", "bf16", "auto", 0}, {8192, 128, "ba_8", "bf16", "auto", 0}, {4096, 128, "ba_4", "bf16", "auto", 0},
-        {4096, 128, "ba_4", "bf16", "persistent", 0},
         {18432, 128, "ba_8", "bf16", "auto", 0}, {2048, 128, "dense", "fp32", "steps", 0}, {2048, 128, "dense", "fp32", "auto", 0},
         {8192, 128, "ba_8", "fp32", "steps", 0}, {8192, 128, "ba_8", "fp32", "auto", 0},
         {2048, 128, "dense", "bf16", "steps", 4}, {2048, 128, "dense", "bf16", "auto", 4},
@@ -344,10 +343,10 @@ static void sample_row(const SampleRow *r, double l2_gbps, double hbm_gbps) {
     cfg.block_size = 32;
     cfg.num_layers = 1;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", r->mask);
-    snprintf(cfg.device, sizeof cfg.device, "cuda");
-    snprintf(cfg.precision, sizeof cfg.precision, "%s", r->prec);
-    if (r->depth) snprintf(cfg.cell, sizeof cfg.cell, "mlstm"), cfg.depth = r->depth;
-    Model *m = model_create(&cfg, backend_cuda(r->prec));
+    cfg.device = DEVICE_CUDA;
+    cfg.precision = config_parse_choice("precision", r->prec, "bench");
+    if (r->depth) cfg.cell = CELL_MLSTM, cfg.depth = r->depth;
+    Model *m = model_create(&cfg, backend_cuda(cfg.precision));
     const Layer *L = &m->layer[0];
     const double mb = step_weight_mb(m, !strcmp(r->prec, "bf16"));
     SamplerOpts so = {1.0, 0, 1.0};

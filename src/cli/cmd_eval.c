@@ -33,7 +33,8 @@ static void eval_usage(void) {
 }
 
 int cmd_eval(int argc, char **argv) {
-    const char *ckpt = NULL, *data = NULL, *split = "valid", *device = NULL, *precision = NULL, *protocol = "warm";
+    const char *ckpt = NULL, *data = NULL, *split = "valid", *protocol = "warm";
+    int device = CKPT_CHOICE, precision = CKPT_CHOICE;
     long max_bytes = 0, batch = 0, warmup = WARMUP_DEFAULT;
     int json = 0, raw = 0;
     for (int i = 1; i < argc; i++) {
@@ -45,8 +46,8 @@ int cmd_eval(int argc, char **argv) {
         else if (!v) die("eval: option '%s' needs a value (see swlstm eval --help)", a);
         else if (!strcmp(a, "--data")) data = argv[++i];
         else if (!strcmp(a, "--split")) split = argv[++i];
-        else if (!strcmp(a, "--device")) device = argv[++i];
-        else if (!strcmp(a, "--precision")) precision = argv[++i];
+        else if (!strcmp(a, "--device")) device = config_parse_choice("device", argv[++i], "eval --device");
+        else if (!strcmp(a, "--precision")) precision = config_parse_choice("precision", argv[++i], "eval --precision");
         else if (!strcmp(a, "--protocol")) protocol = argv[++i];
         else if (!strcmp(a, "--warmup")) warmup = parse_long("eval --warmup", argv[++i], 1, LONG_MAX);
         else if (!strcmp(a, "--max-bytes")) max_bytes = parse_long("eval --max-bytes", argv[++i], 2, LONG_MAX);

@@ -104,7 +104,7 @@ int cmd_export(int argc, char **argv) {
         else die("export: unexpected argument '%s' (usage: swlstm export CKPT --out MODEL.safetensors)", a);
     }
     if (!ckpt || !out) die("export: usage: swlstm export CKPT --out MODEL.safetensors");
-    Model *m = model_load(ckpt, "cpu", "fp32");
+    Model *m = model_load(ckpt, DEVICE_CPU, PREC_FP32);
     Ckpt c;
     ckpt_read(&c, ckpt);
     SafeTensors *st = st_new();

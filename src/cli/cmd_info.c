@@ -50,7 +50,7 @@ static void print_model(const Ckpt *c, const Config *cfg) {
     Mask masks[SW_MAX_MASKS], drawn[SW_MAX_MASKS];
     int n = ckpt_masks_for(c, cfg, masks), per = model_masks_per_layer(cfg), mlstm = per > 2;
     model_draw_masks(cfg, drawn);
-    printf("model: embed %d, %d layer(s) of %d units, cell %s", cfg->embed_size, cfg->num_layers, cfg->hidden_size, cfg->cell);
+    printf("model: embed %d, %d layer(s) of %d units, cell %s", cfg->embed_size, cfg->num_layers, cfg->hidden_size, CFG_NAME(cfg, cell));
     if (mlstm) printf(" (depth %d)", cfg->depth);
     printf(", block %d, sparsity %s, layer_norm %s\n", cfg->block_size, cfg->sparsity, mlstm || cfg->layer_norm ? "true" : "false");
     for (int i = 0; i < n; i++) {
@@ -66,10 +66,9 @@ static void print_model(const Ckpt *c, const Config *cfg) {
     Route r = {.nlayers = cfg->num_layers};
     for (int l = 0; l < cfg->num_layers; l++) {
         const Mask *wh = l * per < n ? &masks[l * per] : NULL;  // W_h: a dense mask runs on cuBLAS
-        r.layer[l] = mlstm ? (strcmp(cfg->engine, "steps") ? RECUR_REPLAY : RECUR_STEPS)
+        r.layer[l] = mlstm ? (cfg->engine != ENGINE_STEPS ? RECUR_REPLAY : RECUR_STEPS)
                    : cfg->block_size != 32 || !engine_wanted(cfg) ? RECUR_STEPS
-                   : wh && wh->nr && mask_count(wh) == (long)wh->nr * wh->nc ? RECUR_DENSE
-                   : !strcmp(cfg->engine, "persistent") ? RECUR_PERSISTENT : RECUR_GRAPH;
+                   : wh && wh->nr && mask_count(wh) == (long)wh->nr * wh->nc ? RECUR_DENSE : RECUR_GRAPH;
     }
     char route[512];
     printf("recurrent path on cuda: %s\n", route_text(&r, route, sizeof route));

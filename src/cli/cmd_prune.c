@@ -50,7 +50,7 @@ int cmd_prune(int argc, char **argv) {
     if (!in || !dens || !out) die("prune: usage: swlstm prune CKPT --density D --out NEW.ckpt");
     double density = parse_double("prune --density", dens, 0, 1);
     if (!(density > 0)) die("prune: --density %s: expected a fraction of each matrix's blocks in (0, 1]", dens);
-    Model *from = model_load(in, "cpu", "fp32");
+    Model *from = model_load(in, DEVICE_CPU, PREC_FP32);
     Mask masks[SW_MAX_MASKS];
     model_prune_masks(from, from->params, density, masks);
     Model *to = model_remask(from, masks);

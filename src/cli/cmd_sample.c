@@ -11,7 +11,8 @@
 #define SAMPLE_CHUNK 4096
 
 typedef struct {
-    const char *ckpt, *prime, *prime_file, *device, *precision;
+    const char *ckpt, *prime, *prime_file;
+    int device, precision;  // CKPT_CHOICE: the checkpoint's
     long n, seed;
     int raw, verbose;
     SamplerOpts so;
@@ -32,7 +33,7 @@ static void sample_usage(void) {
 }
 
 static int parse_sample_args(int argc, char **argv, SampleArgs *a) {
-    *a = (SampleArgs){.n = 500, .seed = 1, .so = {1.0, 0, 1.0}};
+    *a = (SampleArgs){.n = 500, .seed = 1, .so = {1.0, 0, 1.0}, .device = CKPT_CHOICE, .precision = CKPT_CHOICE};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) { sample_usage(); return 0; }
@@ -48,8 +49,8 @@ static int parse_sample_args(int argc, char **argv, SampleArgs *a) {
         else if (!strcmp(o, "-i") || !strcmp(o, "--prime")) a->prime = v;
         else if (!strcmp(o, "--prime-file")) a->prime_file = v;
         else if (!strcmp(o, "-s") || !strcmp(o, "--seed")) a->seed = parse_long("sample -s", v, 0, LONG_MAX);
-        else if (!strcmp(o, "--device")) a->device = v;
-        else if (!strcmp(o, "--precision")) a->precision = v;
+        else if (!strcmp(o, "--device")) a->device = config_parse_choice("device", v, "sample --device");
+        else if (!strcmp(o, "--precision")) a->precision = config_parse_choice("precision", v, "sample --precision");
         else die("sample: unknown option '%s' (see swlstm sample --help)", o);
     }
     if (!a->ckpt) die("sample: missing checkpoint path (usage: swlstm sample CKPT [options])");
@@ -103,9 +104,7 @@ int cmd_sample(int argc, char **argv) {
     SampleArgs a;
     if (!parse_sample_args(argc, argv, &a)) return 0;
     double t0 = now_sec();
-    // The checkpoint's device and precision unless given; the CPU computes in fp32.
-    const char *prec = a.precision ? a.precision : a.device && !strcmp(a.device, "cpu") ? "fp32" : NULL;
-    Model *m = model_load_infer(a.ckpt, a.device, prec, a.raw);
+    Model *m = model_load_infer(a.ckpt, a.device, a.precision, a.raw);
     size_t plen = 0;
     char *prime = a.prime_file ? read_text_file(a.prime_file, &plen, "prime file") : NULL;
     if (a.prime) plen = strlen(a.prime);

@@ -19,7 +19,8 @@ const char feat_opts_usage[] =
     "  --raw-weights      the trained weights, not their moving average (checkpoints with ema > 0)\n";
 
 void feat_opts_default(FeatOpts *o) {
-    *o = (FeatOpts){.layer = -1, .batch = 256, .progress = -1, .preprocess = 1, .device = "cpu"};
+    *o = (FeatOpts){.layer = -1, .batch = 256, .progress = -1, .preprocess = 1, .device = DEVICE_CPU,
+                     .precision = CKPT_CHOICE};
 }
 
 static char parse_state(const char *v, const char *verb) {
@@ -47,8 +48,8 @@ int feat_opts_parse(FeatOpts *o, int argc, char **argv, int *i, const char *verb
     if (k == 1) o->layer = (int)parse_long(what, v, 0, SW_MAX_LAYERS - 1);
     if (k == 2) o->batch = (int)parse_long(what, v, 1, 1 << 20);
     if (k == 3) o->max_docs = parse_long(what, v, 1, 1L << 40);
-    if (k == 4) o->device = v;
-    if (k == 5) o->precision = v;
+    if (k == 4) o->device = config_parse_choice("device", v, what);
+    if (k == 5) o->precision = config_parse_choice("precision", v, what);
     return 1;
 }
 
@@ -61,8 +62,7 @@ static void feat_opts_check(FeatOpts *o, const Model *m) {
 }
 
 Model *feat_model_load(const char *ckpt, FeatOpts *o) {
-    const char *prec = o->precision ? o->precision : !strcmp(o->device, "cpu") ? "fp32" : NULL;
-    Model *m = model_load_infer(ckpt, o->device, prec, o->raw_weights);
+    Model *m = model_load_infer(ckpt, o->device, o->precision, o->raw_weights);
     feat_opts_check(o, m);
     return m;
 }

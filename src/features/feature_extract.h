@@ -19,7 +19,7 @@ typedef struct {
     int preprocess;          // sentiment-neuron preprocessing of each line (docs.h)
     long max_docs;           // 0 = all
     int raw_weights;         // the trained weights even when the checkpoint holds their average
-    const char *device, *precision;
+    int device, precision;   // a Device and a Precision, or CKPT_CHOICE (model_io.h)
 } FeatOpts;
 
 extern const char feat_opts_usage[];   // help text of the options below

@@ -15,7 +15,7 @@ static void *seq_for(const Model *m, Acts *a, int l) {
     SeqArgs s = {a->B, a->T, m->H, &L->wh, P + L->off_wh, P + L->off_b, m->ln ? P + L->off_g : NULL,
                  G + L->off_wh, G + L->off_b, m->ln ? G + L->off_g : NULL,
                  NULL, NULL, a->lnstat[l], a->h[l], a->c[l], NULL, a->dh[l], a->dc[l],
-                 l ? NULL : a->xtab, a->tok, !strcmp(m->cfg.engine, "persistent")};
+                 l ? NULL : a->xtab, a->tok, 0};
     void *seq = m->be->seq_create(&s);
     a->z[l] = s.z;
     a->act[l] = s.act;
@@ -47,7 +47,7 @@ int input_table(const Model *m) {
 // auto takes the engine in both precisions: it is the faster path in every shape measured
 // (fp32 too since its dense path).
 int engine_wanted(const Config *cfg) {
-    return !strcmp(cfg->cell, "lstm") && strcmp(cfg->engine, "steps");
+    return cfg->cell == CELL_LSTM && cfg->engine != ENGINE_STEPS;
 }
 
 // Each layer's recurrent path; layer 0 of either cell takes its input projections from a

@@ -21,18 +21,27 @@ typedef struct {
     Range range;
     const char *def;      // default, as text: defaults go through the same parser as files
     const char *help;
-    const char *choices;  // T_CHOICE: "a, b, c"
+    const char *const *names;  // T_CHOICE: the enum's names in its order, NULL-terminated
 } Key;
 
-#define KEY(f, type, range, def, help, choices) \
-    {#f, type, offsetof(Config, f), sizeof(((Config *)0)->f), range, def, help, choices}
+#define KEY(f, type, range, def, help, names) \
+    {#f, type, offsetof(Config, f), sizeof(((Config *)0)->f), range, def, help, names}
+
+static const char *const DEVICES[] = {"cpu", "cuda", NULL};
+static const char *const PRECISIONS[] = {"fp32", "bf16", NULL};
+static const char *const ENGINES[] = {"auto", "steps", NULL};
+static const char *const CELLS[] = {"lstm", "mlstm", NULL};
+static const char *const INITS[] = {"uniform", "identity", NULL};
+static const char *const SCHEDULES[] = {"constant", "cosine", "linear", NULL};
+static const char *const NAN_POLICIES[] = {"stop", "skip", NULL};
+static const char *const MASK_UPDATES[] = {"none", "set", "rigl", NULL};
 
 static const Key keys[] = {
     KEY(data, T_STR, R_ANY, "../shared/data/tinyshakespeare.txt", "corpus: raw file, .gz or single-entry .zip", NULL),
     KEY(split, T_STR, R_ANY, "0.9,0.05,0.05", "train,valid,test as fractions or byte counts", NULL),
     KEY(out_dir, T_STR, R_ANY, "checkpoints/run", "run directory: checkpoints and log.jsonl", NULL),
-    KEY(device, T_CHOICE, R_ANY, "cpu", "where to train", "cpu, cuda"),
-    KEY(precision, T_CHOICE, R_ANY, "fp32", "matmul precision (bf16 needs cuda)", "fp32, bf16"),
+    KEY(device, T_CHOICE, R_ANY, "cpu", "where to train", DEVICES),
+    KEY(precision, T_CHOICE, R_ANY, "fp32", "matmul precision (bf16 needs cuda)", PRECISIONS),
     KEY(init_from, T_STR, R_ANY, "", "checkpoint to take the weights and masks from (\"\" = random init)", NULL),
     KEY(seed, T_LONG, R_NONNEG, "1337", "seed of the init and other randomness", NULL),
     KEY(threads, T_INT, R_NONNEG, "0", "CPU threads (0 = all cores)", NULL),
@@ -43,17 +52,17 @@ static const Key keys[] = {
     KEY(sparsity, T_STR, R_ANY, "dense", "mask of W_h: dense, random_<d>, ba_<m>, ws_<k>_<p>", NULL),
     KEY(input_sparsity, T_STR, R_ANY, "", "mask of W_x above layer 0 (\"\" = same as sparsity)", NULL),
     KEY(mask_seed, T_LONG, R_NONNEG, "1", "seed of the sparsity masks", NULL),
-    KEY(engine, T_CHOICE, R_ANY, "auto", "recurrent path: auto and on = the fused engine wherever it takes the layer (CUDA, block 32; the faster path in both precisions), persistent = the engine as one persistent launch per direction where the weights fit in shared memory (no layer norm; slower than on in every measured shape, docs/PERF.md), steps = per-step ops; the mlstm runs per-step ops, which CUDA replays as one launch per window and direction except with steps", "auto, on, persistent, steps"),
+    KEY(engine, T_CHOICE, R_ANY, "auto", "recurrent path: auto = the fused engine wherever it takes the layer (CUDA, block 32), steps = per-step ops; the mlstm runs per-step ops, which CUDA replays as one launch per window and direction except with steps", ENGINES),
     KEY(layer_norm, T_BOOL, R_ANY, "false", "layer-normalise the gate pre-activations (mlstm always does)", NULL),
-    KEY(cell, T_CHOICE, R_ANY, "lstm", "recurrent cell: lstm, or mlstm (multiplicative, depth internal steps, layer norm)", "lstm, mlstm"),
+    KEY(cell, T_CHOICE, R_ANY, "lstm", "recurrent cell: lstm, or mlstm (multiplicative, depth internal steps, layer norm)", CELLS),
     KEY(depth, T_INT, R_POS, "4", "mlstm internal steps per time step (>= 2), each with its own mask", NULL),
-    KEY(init, T_CHOICE, R_ANY, "uniform", "recurrent matrices (lstm W_h, mlstm W_hj): uniform +-1/sqrt(fan_in), or identity (I on diagonal blocks)", "uniform, identity"),
+    KEY(init, T_CHOICE, R_ANY, "uniform", "recurrent matrices (lstm W_h, mlstm W_hj): uniform +-1/sqrt(fan_in), or identity (I on diagonal blocks)", INITS),
     KEY(ema, T_DOUBLE, R_UNIT, "0", "moving-average decay of the weights, used by evals, eval, sample, features (0 = off)", NULL),
     KEY(batch_size, T_INT, R_POS, "32", "sequences per step (data stripes)", NULL),
     KEY(seq_length, T_INT, R_POS, "64", "truncated BPTT steps per update", NULL),
     KEY(learning_rate, T_DOUBLE, R_POS, "2e-3", "peak learning rate", NULL),
     KEY(min_lr, T_DOUBLE, R_NONNEG, "0", "floor of the cosine/linear decay", NULL),
-    KEY(lr_schedule, T_CHOICE, R_ANY, "cosine", "decay after warmup", "constant, cosine, linear"),
+    KEY(lr_schedule, T_CHOICE, R_ANY, "cosine", "decay after warmup", SCHEDULES),
     KEY(warmup_steps, T_LONG, R_NONNEG, "0", "linear warmup steps", NULL),
     KEY(max_steps, T_LONG, R_POS, "1000", "training steps", NULL),
     KEY(beta1, T_DOUBLE, R_UNIT, "0.9", "Adam first-moment decay", NULL),
@@ -61,12 +70,12 @@ static const Key keys[] = {
     KEY(adam_eps, T_DOUBLE, R_POS, "1e-8", "Adam epsilon", NULL),
     KEY(weight_decay, T_DOUBLE, R_NONNEG, "0", "decoupled weight decay (AdamW)", NULL),
     KEY(grad_clip, T_DOUBLE, R_NONNEG, "1.0", "global gradient-norm clip (0 = off)", NULL),
-    KEY(nan_policy, T_CHOICE, R_ANY, "stop", "on a non-finite loss: stop, or skip the step", "stop, skip"),
+    KEY(nan_policy, T_CHOICE, R_ANY, "stop", "on a non-finite loss: stop, or skip the step", NAN_POLICIES),
     KEY(prune_to, T_DOUBLE, R_DENSITY, "1", "gradual pruning: the fraction of each matrix's drawn blocks kept from prune_end on, by smallest block norm on a cubic schedule (1 = off)", NULL),
     KEY(prune_start, T_LONG, R_NONNEG, "0", "gradual pruning: the step it starts at", NULL),
     KEY(prune_end, T_LONG, R_NONNEG, "0", "gradual pruning: the step it reaches prune_to at (after prune_start)", NULL),
     KEY(prune_every, T_LONG, R_POS, "100", "gradual pruning: steps between prunings", NULL),
-    KEY(mask_update, T_CHOICE, R_ANY, "none", "learned masks at a fixed block count: every mask_update_every steps drop the smallest blocks and regrow as many at random (set) or where the gradient is largest (rigl)", "none, set, rigl"),
+    KEY(mask_update, T_CHOICE, R_ANY, "none", "learned masks at a fixed block count: every mask_update_every steps drop the smallest blocks and regrow as many at random (set) or where the gradient is largest (rigl)", MASK_UPDATES),
     KEY(mask_update_every, T_LONG, R_POS, "100", "steps between mask updates", NULL),
     KEY(mask_update_frac, T_DOUBLE, R_UNIT, "0.3", "fraction of each matrix's blocks a mask update moves, decaying as a cosine to 0 at mask_update_end", NULL),
     KEY(mask_update_end, T_LONG, R_NONNEG, "0", "the step after which masks stay (0 = 3/4 of max_steps)", NULL),
@@ -119,6 +128,13 @@ static const Key *find_key(const char *name, const char *where) {
     die("%s: unknown key '%s' (swlstm train --help lists the keys)", where, name);
 }
 
+// "one of a, b, c" for a choice key's names.
+static const char *names_list(const char *const *names, char *buf, size_t n) {
+    size_t len = (size_t)snprintf(buf, n, "one of");
+    for (int i = 0; names[i] && len < n; i++) len += (size_t)snprintf(buf + len, n - len, "%s %s", i ? "," : "", names[i]);
+    return buf;
+}
+
 // What a key accepts, for error messages: "a positive integer", "one of cpu, cuda", ...
 static const char *expected(const Key *k, char *buf, size_t n) {
     static const char *ints[] = {"an integer", "a positive integer", "a non-negative integer", "", ""};
@@ -128,7 +144,7 @@ static const char *expected(const Key *k, char *buf, size_t n) {
     case T_LONG: return ints[k->range];
     case T_DOUBLE: return reals[k->range];
     case T_BOOL: return "true or false (also 1/0, yes/no)";
-    case T_CHOICE: snprintf(buf, n, "one of %s", k->choices); return buf;
+    case T_CHOICE: return names_list(k->names, buf, n);
     case T_STR: snprintf(buf, n, "a string of at most %zu bytes without newlines", k->size - 1); return buf;
     }
     return "";
@@ -144,15 +160,22 @@ static int in_range(const Key *k, double v) {
     }
 }
 
-static int is_choice(const char *choices, const char *v) {
-    size_t n = strlen(v);
-    for (const char *p = choices; *p;) {
-        size_t len = strcspn(p, ",");
-        if (len == n && !strncmp(p, v, n)) return 1;
-        p += len;
-        p += strspn(p, ", ");
-    }
-    return 0;
+static int choice_index(const char *const *names, const char *v) {
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(names[i], v)) return i;
+    return -1;
+}
+
+// Values a checkpoint may hold that are no longer offered, and what they now read as.
+static int saved_text;  // set while config_from_saved_text parses
+static const char *legacy_value(const Key *k, const char *v) {
+    static const struct { const char *key, *old, *now; } legacy[] = {
+        {"engine", "on", "auto"},
+        {"engine", "persistent", "auto"},
+    };
+    for (size_t i = 0; saved_text && i < sizeof legacy / sizeof legacy[0]; i++)
+        if (!strcmp(k->name, legacy[i].key) && !strcmp(v, legacy[i].old)) return legacy[i].now;
+    return v;
 }
 
 static int parse_bool(const char *v, int *out) {
@@ -180,9 +203,12 @@ static int store(Config *c, const Key *k, const char *v) {
         *(double *)field = x;
     } else if (k->type == T_BOOL) {
         return parse_bool(v, (int *)field);
+    } else if (k->type == T_CHOICE) {
+        int i = choice_index(k->names, legacy_value(k, v));
+        if (i < 0) return 0;
+        *(int *)field = i;
     } else {
         if (strlen(v) >= k->size || strchr(v, '\n')) return 0;
-        if (k->type == T_CHOICE && !is_choice(k->choices, v)) return 0;
         memset(field, 0, k->size);  // zero tail: configs compare and round-trip bytewise
         memcpy(field, v, strlen(v));
     }
@@ -261,6 +287,28 @@ void config_from_text(Config *c, const char *text, const char *where) {
     free(buf);
 }
 
+void config_from_saved_text(Config *c, const char *text, const char *where) {
+    saved_text = 1;
+    config_from_text(c, text, where);
+    saved_text = 0;
+}
+
+static const Key *choice_key(const char *key) {
+    const Key *k = find_key(key, "config_choice");
+    if (k->type != T_CHOICE) die("internal: config key '%s' is not a choice", key);
+    return k;
+}
+
+int config_parse_choice(const char *key, const char *value, const char *where) {
+    const Key *k = choice_key(key);
+    char buf[128];
+    int i = choice_index(k->names, value);
+    if (i < 0) die("%s = '%s': expected %s", where, value, names_list(k->names, buf, sizeof buf));
+    return i;
+}
+
+const char *config_choice_name(const char *key, int value) { return choice_key(key)->names[value]; }
+
 void config_load_file(Config *c, const char *path) {
     char *text = read_text_file(path, NULL, "config file");
     config_from_text(c, text, path);
@@ -302,7 +350,7 @@ static void format_value(const Config *c, const Key *k, char out[VALUE_MAX]) {
     case T_LONG: snprintf(out, VALUE_MAX, "%ld", *(const long *)field); return;
     case T_DOUBLE: format_double(*(const double *)field, out); return;
     case T_BOOL: snprintf(out, VALUE_MAX, "%s", *(const int *)field ? "true" : "false"); return;
-    case T_CHOICE: snprintf(out, VALUE_MAX, "%s", field); return;
+    case T_CHOICE: snprintf(out, VALUE_MAX, "%s", k->names[*(const int *)field]); return;
     case T_STR: break;
     }
     *out++ = '"';
@@ -334,7 +382,7 @@ void config_print_help(void) {
         char value[VALUE_MAX];
         format_value(&d, &keys[i], value);
         printf("  %-15s %s (default %s", keys[i].name, keys[i].help, value);
-        if (keys[i].type == T_CHOICE) printf("; one of %s", keys[i].choices);
+        if (keys[i].type == T_CHOICE) printf("; %s", names_list(keys[i].names, value, sizeof value));
         printf(")\n");
     }
 }
@@ -356,10 +404,11 @@ static void check_learned_masks(const Config *c) {
     if (c->prune_to < 1 && c->prune_end <= c->prune_start)
         die("prune_end = %ld: expected a step after prune_start = %ld (prune_to = %g prunes between them)",
             c->prune_end, c->prune_start, c->prune_to);
-    if (!strcmp(c->mask_update, "none")) return;
+    if (c->mask_update == MASK_UPDATE_NONE) return;
     int dense_x = !c->input_sparsity[0] || !strcmp(c->input_sparsity, "dense");
-    if (!strcmp(c->sparsity, "dense") && (dense_x || c->num_layers == 1 || !strcmp(c->cell, "mlstm")))
-        die("mask_update = %s: sparsity = dense leaves no block to regrow (expected a sparse mask, or mask_update = none)", c->mask_update);
+    if (!strcmp(c->sparsity, "dense") && (dense_x || c->num_layers == 1 || c->cell == CELL_MLSTM))
+        die("mask_update = %s: sparsity = dense leaves no block to regrow (expected a sparse mask, or mask_update = none)",
+            MASK_UPDATES[c->mask_update]);
     if (c->mask_update_end && c->mask_update_end < c->mask_update_every)
         die("mask_update_end = %ld: expected at least mask_update_every = %ld (no update would run)", c->mask_update_end, c->mask_update_every);
 }
@@ -373,10 +422,10 @@ void config_validate(const Config *c) {
         die("num_layers = %d: expected 1 to %d", c->num_layers, SW_MAX_LAYERS);
     if (!c->data[0]) die("data: empty path (expected a corpus file)");
     if (!c->out_dir[0]) die("out_dir: empty path (expected a run directory)");
-    if (!strcmp(c->precision, "bf16") && strcmp(c->device, "cuda"))
-        die("precision = bf16 needs device = cuda (device = %s)", c->device);
-    if (c->gpus > 1 && strcmp(c->device, "cuda"))
-        die("gpus = %d needs device = cuda (device = %s)", c->gpus, c->device);
+    if (c->precision == PREC_BF16 && c->device != DEVICE_CUDA)
+        die("precision = bf16 needs device = cuda (device = cpu)");
+    if (c->gpus > 1 && c->device != DEVICE_CUDA)
+        die("gpus = %d needs device = cuda (device = cpu)", c->gpus);
     if (c->batch_size % c->gpus)
         die("batch_size = %d is not divisible by gpus = %d: each GPU reads batch_size/gpus stripes", c->batch_size, c->gpus);
     if (c->min_lr > c->learning_rate)

@@ -24,7 +24,7 @@ long mask_update_end(const Config *cfg) {
 
 double mask_update_frac_at(const Config *cfg, long t) {
     long end = mask_update_end(cfg);
-    if (!strcmp(cfg->mask_update, "none") || t <= 0 || t % cfg->mask_update_every || t >= end) return 0;
+    if (cfg->mask_update == MASK_UPDATE_NONE || t <= 0 || t % cfg->mask_update_every || t >= end) return 0;
     return cfg->mask_update_frac * 0.5 * (1 + cos(M_PI * (double)t / (double)end));
 }
 

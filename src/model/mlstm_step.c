@@ -123,7 +123,7 @@ static void cell_step(Model *m, const Layer *L, MlstmActs *ml, size_t r0, int B,
     be->lstm_fwd(h, c, act, lnstat, z, c_prev, P(L->off_b), P(L->off_g), B, (int)H);
 }
 
-int mlstm_replays(const Model *m) { return m->be->replay && strcmp(m->cfg.engine, "steps"); }
+int mlstm_replays(const Model *m) { return m->be->replay && m->cfg.engine != ENGINE_STEPS; }
 
 // A window's time steps in one direction, the body the backend may replay as one launch.
 typedef struct {

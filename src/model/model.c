@@ -14,7 +14,7 @@ uint64_t model_step_mask_seed(long mask_seed, int layer, int step) {
     return (uint64_t)mask_seed + 1000u * (uint64_t)layer + 1u + (uint64_t)step;
 }
 
-static int is_mlstm(const Config *cfg) { return strcmp(cfg->cell, "mlstm") == 0; }
+static int is_mlstm(const Config *cfg) { return cfg->cell == CELL_MLSTM; }
 
 int model_masks_per_layer(const Config *cfg) { return 2 + (is_mlstm(cfg) ? cfg->depth : 0); }
 
@@ -140,7 +140,7 @@ static void init_identity(real *vals, const BsMat *w) {
 
 // A recurrent matrix: uniform, or the identity when cfg init = identity.
 static void init_recurrent(const Model *m, real *vals, const BsMat *w, Rng *r) {
-    if (strcmp(m->cfg.init, "identity") == 0) init_identity(vals, w);
+    if (m->cfg.init == INIT_IDENTITY) init_identity(vals, w);
     else init_bsmat(vals, w, r);
 }
 

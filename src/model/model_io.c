@@ -173,7 +173,7 @@ void ckpt_config(const Ckpt *c, Config *cfg) {
     char where[600];
     snprintf(where, sizeof where, "checkpoint '%s' config", c->path);
     config_defaults(cfg);
-    config_from_text(cfg, text, where);
+    config_from_saved_text(cfg, text, where);
     free(text);
 }
 
@@ -196,7 +196,7 @@ int ckpt_masks(const Ckpt *c, Mask *masks, int max_masks) {
 static void check_masks(const Ckpt *c, const Config *cfg, const Mask *masks, int n) {
     int nb = cfg->hidden_size / cfg->block_size, per = model_masks_per_layer(cfg);
     if (n != per * cfg->num_layers)
-        die("checkpoint '%s': %d masks for %d layers of cell %s (expected %d each)", c->path, n, cfg->num_layers, cfg->cell, per);
+        die("checkpoint '%s': %d masks for %d layers of cell %s (expected %d each)", c->path, n, cfg->num_layers, CFG_NAME(cfg, cell), per);
     for (int i = 0; i < n; i++) {
         int sparse_x = per == 2 && i >= per;  // W_x is stored above layer 0 of LSTM stacks
         int want = i % per != 1 || sparse_x ? nb : 0;
@@ -213,8 +213,7 @@ int ckpt_masks_for(const Ckpt *c, const Config *cfg, Mask *masks) {
 
 // The model of c's config (cfg, as ckpt_config read it; the overrides go into it) and masks on
 // a device, its weights unset; the section `weights` must hold as many values as the model has.
-static Model *model_of_ckpt(const Ckpt *c, Config cfg, const char *weights, const char *device, const char *precision,
-                            int keep_ema) {
+static Model *model_of_ckpt(const Ckpt *c, Config cfg, const char *weights, int device, int precision, int keep_ema) {
     config_validate(&cfg);
     Mask masks[SW_MAX_MASKS];
     int n = ckpt_masks_for(c, &cfg, masks);
@@ -223,15 +222,16 @@ static Model *model_of_ckpt(const Ckpt *c, Config cfg, const char *weights, cons
     if (want != (double)have)
         die("checkpoint '%s': section '%s' holds %llu values, its config and masks need %.0f", c->path, weights,
             (unsigned long long)have, want);
-    if (device) snprintf(cfg.device, sizeof cfg.device, "%s", device);
-    if (precision) snprintf(cfg.precision, sizeof cfg.precision, "%s", precision);
+    if (device != CKPT_CHOICE) cfg.device = (Device)device;
+    if (precision != CKPT_CHOICE) cfg.precision = (Precision)precision;
+    else if (cfg.device == DEVICE_CPU) cfg.precision = PREC_FP32;
     if (!keep_ema) cfg.ema = 0;
     Model *m = model_create_blank(&cfg, backend_get(cfg.device, cfg.precision), masks);  // no initialisation to overwrite
     for (int i = 0; i < n; i++) mask_free(&masks[i]);
     return m;
 }
 
-Model *model_load(const char *path, const char *device, const char *precision) {
+Model *model_load(const char *path, int device, int precision) {
     static const char *const training_only[] = {"adam_m", "adam_v", "state", "hidden", NULL};
     Ckpt c;
     ckpt_read_except(&c, path, training_only);
@@ -265,14 +265,14 @@ static void warm_start(void) {
     warming = registered && pthread_create(&warm, NULL, warm_cuda, NULL) == 0;
 }
 
-Model *model_load_infer(const char *path, const char *device, const char *precision, int raw) {
+Model *model_load_infer(const char *path, int device, int precision, int raw) {
     static const char *const weights_and_training[] = {"params", "ema", "adam_m", "adam_v", "state", "hidden", NULL};
     Ckpt c;
     ckpt_read_except(&c, path, weights_and_training);
     Config cfg;
     ckpt_config(&c, &cfg);
     // The CUDA context is made while the weights are read (start-up of sample, eval, features).
-    if (!strcmp(device ? device : cfg.device, "cuda")) warm_start();
+    if ((device == CKPT_CHOICE ? (int)cfg.device : device) == DEVICE_CUDA) warm_start();
     const char *weights = !raw && ckpt_has(&c, "ema") ? "ema" : "params";
     ckpt_read_section(&c, weights);
     warm_join();

@@ -28,12 +28,15 @@ void model_save(const char *path, const Model *m, const TrainState *ts, const re
 // "hidden" as they are with adam_m and adam_v (m->nparams each, backend memory).
 void model_save_like(const char *path, const Model *m, const Ckpt *c, const real *adam_m, const real *adam_v);
 // Builds the model stored in a checkpoint (its config, masks, weights and moving average) on
-// a device; the training sections (optimizer, state) are not read.
-Model *model_load(const char *path, const char *device, const char *precision);
+// a device; the training sections (optimizer, state) are not read. device and precision are
+// a Device and a Precision, or CKPT_CHOICE for the checkpoint's own; on the CPU the checkpoint's
+// precision reads as fp32, the CPU's only one.
+#define CKPT_CHOICE (-1)
+Model *model_load(const char *path, int device, int precision);
 // The same for inference (sample, eval, features): the weights are the checkpoint's moving
 // average where it has one and raw is 0, else its weights; only that section is read, and the
 // model keeps no moving average of its own.
-Model *model_load_infer(const char *path, const char *device, const char *precision, int raw);
+Model *model_load_infer(const char *path, int device, int precision, int raw);
 // The config stored in a checkpoint.
 void ckpt_config(const Ckpt *c, Config *cfg);
 // Copies a checkpoint's weights into m (same shapes required; dies naming what differs).

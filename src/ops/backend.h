@@ -11,6 +11,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include "ops/device.h"
 #include "sparse/bsmat.h"
 #include "ops/route.h"
 #include "base/common.h"
@@ -188,9 +189,9 @@ typedef struct Backend {
 
 const Backend *backend_cpu(void);
 // Returns the CUDA backend, or dies with a clear message when built without CUDA or
-// when no GPU is usable. `precision` is "fp32" or "bf16".
-const Backend *backend_cuda(const char *precision);
-const Backend *backend_get(const char *device, const char *precision);
+// when no GPU is usable.
+const Backend *backend_cuda(Precision precision);
+const Backend *backend_get(Device device, Precision precision);
 // Creates the process's CUDA context and loads cuBLAS (a few tenths of a second), so that a
 // thread can do it while the caller reads a checkpoint; errors are left for backend_cuda to
 // report. Nothing without CUDA.

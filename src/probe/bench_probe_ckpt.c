@@ -34,7 +34,7 @@ int bench_probe_checkpoint(const char *ckpt, const char *data_dir, const char *d
                            const char *pen) {
     FeatOpts fo;
     feat_opts_default(&fo);
-    fo.device = device;
+    fo.device = o->device == PROBE_CUDA ? DEVICE_CUDA : DEVICE_CPU;
     fo.progress = 0;
     double t0 = now_sec();
     Model *m = feat_model_load(ckpt, &fo);

@@ -2,18 +2,14 @@
 #include "train/optim.h"
 #include "base/common.h"
 #include <math.h>
-#include <string.h>
 
-double lr_at(const char *kind, double base, double min_lr, long warmup, long total, long step) {
-    int cosine = strcmp(kind, "cosine") == 0, linear = strcmp(kind, "linear") == 0;
-    if (!cosine && !linear && strcmp(kind, "constant") != 0)
-        die("unknown lr schedule '%s' (expected constant, cosine or linear)", kind);
+double lr_at(LrSchedule kind, double base, double min_lr, long warmup, long total, long step) {
     if (warmup > 0 && step <= warmup) return base * (double)step / (double)warmup;
-    if (!cosine && !linear) return base;
+    if (kind == LR_CONSTANT) return base;
     long span = total - warmup > 1 ? total - warmup : 1;
     double progress = (double)(step - warmup) / (double)span;
     progress = progress < 0 ? 0 : progress > 1 ? 1 : progress;
-    if (cosine) return min_lr + (base - min_lr) * 0.5 * (1.0 + cos(M_PI * progress));
+    if (kind == LR_COSINE) return min_lr + (base - min_lr) * 0.5 * (1.0 + cos(M_PI * progress));
     return base + (min_lr - base) * progress;
 }
 

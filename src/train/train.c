@@ -45,7 +45,7 @@ static void check_resume_config(const Config *run, const Config *ck, const char 
     SAME_INT(hidden_size); SAME_INT(num_layers); SAME_INT(embed_size); SAME_INT(block_size);
     SAME_INT(mask_seed); SAME_INT(layer_norm); SAME_INT(batch_size); SAME_INT(seq_length);
     SAME_INT(depth);
-    SAME_STR(sparsity); SAME_STR(input_sparsity); SAME_STR(split); SAME_STR(cell);
+    SAME_STR(sparsity); SAME_STR(input_sparsity); SAME_STR(split); SAME_INT(cell);
 #undef SAME_INT
 #undef SAME_STR
 }
@@ -211,7 +211,7 @@ static int train_step(Trainer *tr, StepStats *s) {
     tr->ts.data_pos = tr->st.pos;
     tr->ts.bytes_seen += (uint64_t)cfg->batch_size * T;
     if (!isfinite(s->loss) || !isfinite(s->grad_norm)) {
-        if (strcmp(cfg->nan_policy, "skip"))
+        if (cfg->nan_policy != NAN_SKIP)
             die("step %ld: non-finite %s (loss %g, grad norm %g). Hint: lower learning_rate, keep grad_clip > 0, "
                 "or set nan_policy = skip; the last good checkpoint is in %s",
                 tr->ts.step + 1, isfinite(s->loss) ? "gradient" : "loss", s->loss, s->grad_norm, cfg->out_dir);

@@ -5,7 +5,7 @@
 
 static void print_model_summary(const Model *m, const Config *cfg) {
     printf("swlstm train: device %s (%s), %d %s layer(s) of %d units, block %d, sparsity %s, embed %d\n",
-           cfg->device, cfg->precision, m->L, cfg->cell, m->H, m->bs, cfg->sparsity, m->E);
+           CFG_NAME(cfg, device), CFG_NAME(cfg, precision), m->L, CFG_NAME(cfg, cell), m->H, m->bs, cfg->sparsity, m->E);
     for (int l = 0; l < m->L; l++) {
         const Layer *L = &m->layer[l];
         long nb = (long)L->mask_h.nr * L->mask_h.nc;
@@ -20,7 +20,7 @@ static void print_model_summary(const Model *m, const Config *cfg) {
     printf("  parameters: %zu stored and trained (%.3fM); a dense model of this shape has %.0f (%.3fM)\n",
            m->nparams, m->nparams / 1e6, m->dense_equiv, m->dense_equiv / 1e6);
     printf("  batch %d x %d chars, %ld steps, lr %g (%s, warmup %ld), grad_clip %g\n", cfg->batch_size,
-           cfg->seq_length, cfg->max_steps, cfg->learning_rate, cfg->lr_schedule, cfg->warmup_steps, cfg->grad_clip);
+           cfg->seq_length, cfg->max_steps, cfg->learning_rate, CFG_NAME(cfg, lr_schedule), cfg->warmup_steps, cfg->grad_clip);
 }
 
 void train_log_open(TrainLog *log, const Model *m, const Config *cfg, int append) {
@@ -32,7 +32,7 @@ void train_log_open(TrainLog *log, const Model *m, const Config *cfg, int append
     log->t_last = 0;
     print_model_summary(m, cfg);
     fprintf(log->jsonl, "{\"type\":\"start\",\"params\":%zu,\"dense_params\":%.0f,\"device\":\"%s\",\"resumed\":%s}\n",
-            m->nparams, m->dense_equiv, cfg->device, append ? "true" : "false");
+            m->nparams, m->dense_equiv, CFG_NAME(cfg, device), append ? "true" : "false");
     fflush(stdout);
 }
 

@@ -116,7 +116,7 @@ static void prune(Trainer *tr, long t) {
 // SET or RigL: drop the smallest blocks, regrow as many at random or where the gradient is largest.
 static void move(Trainer *tr, long t, double frac) {
     Model *m = tr->m;
-    int n = nmasks(m), rigl = !strcmp(tr->cfg.mask_update, "rigl");
+    int n = nmasks(m), rigl = tr->cfg.mask_update == MASK_UPDATE_RIGL;
     double *grow[SW_MAX_MASKS], t0 = now_sec();
     Mask out[SW_MAX_MASKS];
     if (rigl) grow_scores(tr, grow);
@@ -133,7 +133,7 @@ static void move(Trainer *tr, long t, double frac) {
     tr->m->be->sync();
     if (tr->rank == 0)
         printf("step %ld: mask update (%s) moved %ld of %ld blocks (%.2f%%) in %.2f s (scores %.2f s)\n", t,
-               tr->cfg.mask_update, moved, blocks_of(tr->m, NULL), 100.0 * moved / (double)blocks_of(tr->m, NULL),
+               CFG_NAME(&tr->cfg, mask_update), moved, blocks_of(tr->m, NULL), 100.0 * moved / (double)blocks_of(tr->m, NULL),
                now_sec() - t0, scored);
     for (int i = 0; i < n; i++) free(grow[i]);
     free_masks(out, n);

@@ -49,7 +49,7 @@ static void load_state(Model *m, const Ckpt *c) {
 
 static void read_ckpt(const char *path) {
     FUZZ_RUN {
-        Model *m = model_load(path, "cpu", NULL);
+        Model *m = model_load(path, DEVICE_CPU, CKPT_CHOICE);
         Ckpt c;
         ckpt_read(&c, path);
         load_state(m, &c);
@@ -61,7 +61,7 @@ static void read_ckpt(const char *path) {
         }
         ckpt_close(&c);
         model_free(m);
-        model_free(model_load_infer(path, "cpu", NULL, 0));  // the inference path reads other sections
+        model_free(model_load_infer(path, DEVICE_CPU, CKPT_CHOICE, 0));  // the inference path reads other sections
     }
 }
 

@@ -5,10 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/backend.h"
+#include "model/config.h"
 #include "../test.h"
 
 #define TOL_FP32 1e-5
 #define TOL_BF16 1e-2
+
+// The tests name precisions as text, for their messages.
+static inline const Backend *cuda_named(const char *prec) { return backend_cuda(config_parse_choice("precision", prec, "test")); }
+static inline int prec_named(const char *prec) { return config_parse_choice("precision", prec, "test"); }
 
 static inline double tol_for(const char *prec) { return strcmp(prec, "bf16") ? TOL_FP32 : TOL_BF16; }
 

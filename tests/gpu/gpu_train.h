@@ -32,8 +32,8 @@ static inline Model *make_model(const Shape *sh, const Backend *be) {
     cfg.ema = sh->ema;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", sh->sparsity);
     if (sh->cell) {
-        snprintf(cfg.cell, sizeof cfg.cell, "%s", sh->cell);
-        snprintf(cfg.init, sizeof cfg.init, "%s", sh->init);
+        cfg.cell = config_parse_choice("cell", sh->cell, "test");
+        cfg.init = config_parse_choice("init", sh->init, "test");
         cfg.depth = sh->depth;
     }
     return model_create(&cfg, be);
@@ -170,7 +170,7 @@ static inline double *grad_spread(Model *m, Acts *a, const Batch *b, double eps)
 // The GPU's loss and every parameter gradient against the CPU's on a 7 x 5 window. A tensor's
 // tolerance is grad_tol, or twice its gradient spread under weight noise of size spread_eps (> 0).
 static inline void check_grads(const Shape *shs, int nsh, const char *prec, double loss_tol, double grad_tol, double spread_eps) {
-    const Backend *cpu = backend_cpu(), *gpu = backend_cuda(prec);
+    const Backend *cpu = backend_cpu(), *gpu = cuda_named(prec);
     for (int si = 0; si < nsh; si++) {
         const Shape *sh = &shs[si];
         Model *mc = make_model(sh, cpu), *mg = make_model(sh, gpu);
@@ -210,7 +210,7 @@ static inline void check_curve(const Shape *sh, int steps, const char *prec, dou
     size_t len = 64 * 1024;
     unsigned char *text = toy_text(len, 9);
     Run rc = run_make(make_model(sh, backend_cpu()), B, T);
-    Run rg = run_make(make_model(sh, backend_cuda(prec)), B, T);
+    Run rg = run_make(make_model(sh, cuda_named(prec)), B, T);
     double *lc = xmalloc(sizeof(double) * steps), *lg = xmalloc(sizeof(double) * steps);
     run_steps(&rc, steps, text, len, lc);
     run_steps(&rg, steps, text, len, lg);

@@ -80,7 +80,7 @@ static double run_op(const Backend *gpu, Case *c, int op, int acc) {
 }
 
 static void check_precision(const char *prec) {
-    const Backend *gpu = backend_cuda(prec);
+    const Backend *gpu = cuda_named(prec);
     const char *opname[] = {"fwd", "bwd_data", "bwd_weight"};
     double tol = tol_for(prec), worst = 0;
     unsigned long long s = 2024;
@@ -116,7 +116,7 @@ TEST(gpu_bsmm_long_lists_match_cpu) {
     const int Ns_long[] = {5, 32, 45, 45, 100, 128}, gates[] = {4, 4, 4, 1, 1, 1};
     unsigned long long s = 99;
     for (int p = 0; p < 2; p++) {
-        const Backend *gpu = backend_cuda(precs[p]);
+        const Backend *gpu = cuda_named(precs[p]);
         for (int mi = 0; mi < 2; mi++)
             for (int ni = 0; ni < 6; ni++) {
                 Case c = case_make_nb(gpu, 32, masks_long[mi], 70, gates[ni], Ns_long[ni], &s);
@@ -136,7 +136,7 @@ TEST(gpu_bsmm_long_lists_match_cpu) {
 // bf16 weight gradients over a window's rows (from 4 stages of rows on: the bulk-copy kernel
 // and its waves), one gate and gate-stacked, on long lists and hubs, against the CPU.
 TEST(gpu_bsmm_bwd_weight_window_matches_cpu) {
-    const Backend *gpu = backend_cuda("bf16");
+    const Backend *gpu = backend_cuda(PREC_BF16);
     const char *descs[] = {"ba_8", "dense"};
     const int Ns_win[] = {256, 300, 384, 1000}, gates[] = {1, 1, 4, 4};
     unsigned long long s = 41;
@@ -167,7 +167,7 @@ TEST(gpu_bsmm_deterministic) {
     unsigned long long s = 77;
     for (int q = 0; q < 4; q++) {
         const int p = q % 2;
-        const Backend *gpu = backend_cuda(precs[p]);
+        const Backend *gpu = cuda_named(precs[p]);
         Case c = q < 2 ? case_make(gpu, 32, "ba_2", 384, &s) : case_make_nb(gpu, 32, "ba_8", 70, 1, 100, &s);
         for (int op = 0; op < 3; op++) {
             size_t n = op == FWD ? c.ny : op == BWD_DATA ? c.nx : c.nv;
@@ -196,7 +196,7 @@ TEST(gpu_bsmm_cp_ring_matches_cpu) {
 }
 
 TEST(gpu_bsmm_bulk_copies_same_bits) {
-    const Backend *gpu = backend_cuda("bf16");
+    const Backend *gpu = backend_cuda(PREC_BF16);
     const char *descs[] = {"ba_8", "ba_8", "dense"};
     const int nbs[] = {70, 70, 6}, gates[] = {4, 1, 4}, Ns_b[] = {33, 100, 128, 384};
     unsigned long long s = 57;
@@ -226,7 +226,7 @@ TEST(gpu_bsmm_bulk_copies_same_bits) {
 // The bf16 forward for few rows reads x's bf16 twin where one is registered (the mlstm keeps
 // them): the same bits as rounding fp32 x as it is read, on long lists and at 1, 5 and 32 rows.
 TEST(gpu_bsmm_stream_reads_x_twin) {
-    const Backend *gpu = backend_cuda("bf16");
+    const Backend *gpu = backend_cuda(PREC_BF16);
     const char *descs[] = {"ba_8", "dense"};
     const int Ns_few[] = {1, 5, 32};
     unsigned long long s = 31;
@@ -248,7 +248,7 @@ TEST(gpu_bsmm_stream_reads_x_twin) {
 // bf16 weights inside the registered params come from the shadow; it must equal a fresh
 // conversion after registration, after Adam and after to_device into the range.
 TEST(gpu_bf16_shadow_tracks_params) {
-    const Backend *gpu = backend_cuda("bf16");
+    const Backend *gpu = backend_cuda(PREC_BF16);
     unsigned long long s = 5;
     Case c = case_make(gpu, 16, "random_0.5", 33, &s);
     size_t off = 64, np = off + c.nv + 40;

@@ -6,7 +6,7 @@
 
 enum { B = 8, T = 16, BEFORE = 5, AFTER = 5 };
 
-static const Backend *dev(const char *name) { return strcmp(name, "cpu") ? backend_cuda("fp32") : backend_cpu(); }
+static const Backend *dev(const char *name) { return strcmp(name, "cpu") ? backend_cuda(PREC_FP32) : backend_cpu(); }
 
 // Downloads n reals from each backend and compares the bits.
 static int same_bits(const Backend *ba, const real *a, const Backend *bb, const real *b, size_t n) {
@@ -28,7 +28,7 @@ static void cross_device(const char *from, const char *to) {
     const char *path = tmp_path("xdev.ckpt");
     model_save(path, rf.m, &ts, rf.am, rf.av, rf.a);
 
-    Run rt = run_make(model_load(path, to, "fp32"), B, T);
+    Run rt = run_make(model_load(path, strcmp(to, "cpu") ? DEVICE_CUDA : DEVICE_CPU, PREC_FP32), B, T);
     Ckpt c;
     ckpt_read(&c, path);
     TrainState ts2;
@@ -64,7 +64,7 @@ TEST(gpu_train_deterministic) {
     size_t len = 32 * 1024;
     unsigned char *text = toy_text(len, 4);
     for (int p = 0; p < 2; p++) {
-        const Backend *gpu = backend_cuda(precs[p]);
+        const Backend *gpu = cuda_named(precs[p]);
         Run r1 = run_make(make_model(&shapes[1], gpu), B, T), r2 = run_make(make_model(&shapes[1], gpu), B, T);
         double l1[BEFORE], l2[BEFORE];
         run_steps(&r1, BEFORE, text, len, l1);

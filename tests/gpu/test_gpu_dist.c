@@ -99,7 +99,7 @@ static void ckpt_diff(const char *dir_a, const char *dir_b, double *dw, double *
     char pa[600], pb[600];
     snprintf(pa, sizeof pa, "%s/latest.ckpt", dir_a);
     snprintf(pb, sizeof pb, "%s/latest.ckpt", dir_b);
-    Model *ma = model_load(pa, "cpu", "fp32"), *mb = model_load(pb, "cpu", "fp32");
+    Model *ma = model_load(pa, DEVICE_CPU, PREC_FP32), *mb = model_load(pb, DEVICE_CPU, PREC_FP32);
     *dw = max_abs_diff(ma->params, mb->params, ma->nparams);
     Acts *aa = acts_create(ma, B, 1), *ab = acts_create(mb, B, 1);
     real *mom = xmalloc(2 * ma->nparams * sizeof(real));

@@ -30,7 +30,7 @@ static Model *eng_model(const EngShape *s, const Backend *be, const char *engine
     cfg.layer_norm = s->ln;
     cfg.seed = 5;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", s->sparsity);
-    snprintf(cfg.engine, sizeof cfg.engine, "%s", engine);
+    cfg.engine = config_parse_choice("engine", engine, "test");
     return model_create(&cfg, be);
 }
 
@@ -81,7 +81,7 @@ static double eng_worst(const EngRun *x, const EngRun *ref, int T, const char **
 
 // engine: "on" (a kernel per step) or "persistent" (one launch per direction where it applies).
 static void check_engine(const char *prec, const char *engine, double loss_tol, double tol) {
-    const Backend *cpu = backend_cpu(), *gpu = backend_cuda(prec);
+    const Backend *cpu = backend_cpu(), *gpu = cuda_named(prec);
     for (size_t i = 0; i < sizeof eshapes / sizeof eshapes[0]; i++) {
         const EngShape *s = &eshapes[i];
         Batch b = batch_make(s->B, s->T, s->H, 40 + i);
@@ -147,7 +147,7 @@ TEST(gpu_engine_cp_ring_matches_cpu) {
 }
 
 TEST(gpu_engine_bulk_copies_same_bits) {
-    const Backend *gpu = backend_cuda("bf16");
+    const Backend *gpu = backend_cuda(PREC_BF16);
     for (int k = 0; k < 3; k++) {
         const EngShape *s = &eshapes[k];
         Batch b = batch_make(s->B, s->T, s->H, 11);
@@ -175,7 +175,7 @@ TEST(gpu_engine_bulk_copies_same_bits) {
 // The reference is the CPU (a second GPU model would take over the bf16 weight shadow).
 static void check_lengths(const char *prec, const char *engine, double tol) {
     const EngShape *s = &eshapes[0];
-    Model *me = eng_model(s, backend_cuda(prec), engine), *ms = eng_model(s, backend_cpu(), "steps");
+    Model *me = eng_model(s, cuda_named(prec), engine), *ms = eng_model(s, backend_cpu(), "steps");
     Acts *ae = acts_create(me, s->B, s->T), *as = acts_create(ms, s->B, s->T);
     int lens[3] = {s->T, 3, s->T};
     for (int k = 0; k < 3; k++) {
@@ -206,7 +206,7 @@ TEST(gpu_engine_deterministic) {
     } runs[] = {{"fp32", "on", 0}, {"bf16", "on", 0}, {"fp32", "on", 1}, {"bf16", "on", 1}, {"bf16", "persistent", 0}};
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         const char *prec = runs[k].prec;
-        const Backend *gpu = backend_cuda(prec);
+        const Backend *gpu = cuda_named(prec);
         const EngShape *s = runs[k].dense ? dense : hubs;
         Batch b = batch_make(s->B, s->T, s->H, 9);
         EngRun r = eng_run(s, gpu, runs[k].engine, &b);
@@ -229,8 +229,8 @@ static Model *pruned_model(const Backend *be, const char *cell, const char *engi
     config_defaults(&cfg);
     cfg.hidden_size = 512, cfg.block_size = 32, cfg.num_layers = 2, cfg.embed_size = 32, cfg.seed = 5;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_4");
-    snprintf(cfg.engine, sizeof cfg.engine, "%s", engine);
-    snprintf(cfg.cell, sizeof cfg.cell, "%s", cell);
+    cfg.engine = config_parse_choice("engine", engine, "test");
+    cfg.cell = config_parse_choice("cell", cell, "test");
     cfg.depth = strcmp(cell, "mlstm") ? 0 : 2;
     Model *m = model_create(&cfg, backend_cpu());
     Mask masks[SW_MAX_MASKS];
@@ -247,7 +247,7 @@ TEST(gpu_pruned_masks_match_cpu) {
     for (int c = 0; c < 2; c++)
         for (int p = 0; p < 2; p++) {
             Batch b = batch_make(67, 5, 512, 90 + c);
-            EngRun rc = {pruned_model(backend_cpu(), cells[c], "on"), NULL, 0}, rg = {pruned_model(backend_cuda(precs[p]), cells[c], "on"), NULL, 0};
+            EngRun rc = {pruned_model(backend_cpu(), cells[c], "on"), NULL, 0}, rg = {pruned_model(cuda_named(precs[p]), cells[c], "on"), NULL, 0};
             rc.a = acts_create(rc.m, 67, 5), rg.a = acts_create(rg.m, 67, 5);
             rc.loss = fwd_bwd(rc.m, rc.a, &b), rg.loss = fwd_bwd(rg.m, rg.a, &b);
             const char *w = "";

@@ -29,8 +29,8 @@ static void fixture(const char **ckpt, const char **docs) {
 static float *extract(const char *ckpt, const Docs *d, const char *device, const char *prec, char state, int mean, int *dim) {
     FeatOpts o;
     feat_opts_default(&o);
-    o.device = device;
-    o.precision = prec;
+    o.device = config_parse_choice("device", device, "test");
+    o.precision = prec_named(prec);
     o.state = mean ? 0 : state;
     o.mean = mean;
     o.batch = 16;

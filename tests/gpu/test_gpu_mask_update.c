@@ -15,7 +15,7 @@ static const Shape moved_shapes[] = {{"ba_2", 32, 0, 2, NULL, NULL, 0, 0}, {"ran
 // plans exist), then both move onto the same masks: a third of each matrix's blocks dropped
 // and as many regrown at random.
 static void check_moved(const Shape *sh, const char *prec, double loss_tol, double grad_tol) {
-    const Backend *gpu = backend_cuda(prec);
+    const Backend *gpu = cuda_named(prec);
     Model *mc = make_model(sh, backend_cpu()), *mg = make_model(sh, gpu);
     Batch b = batch_make(7, 5, mc->H, 21);
     Acts *ag = acts_create(mg, b.B, b.T);
@@ -97,7 +97,7 @@ TEST(gpu_dense_grad_and_block_sumsq_match_cpu) {
     backend_cpu()->dense_grad(g, dy, ldy, c0, x, N, C, R);
     backend_cpu()->block_sumsq(sq, g, R, C, bs);
     for (int p = 0; p < 2; p++) {
-        const Backend *gpu = backend_cuda(precs[p]);
+        const Backend *gpu = cuda_named(precs[p]);
         real *dx = d_from(gpu, x, sizeof(real) * N * C), *ddy = d_from(gpu, dy, sizeof(real) * N * ldy);
         real *dg = gpu->alloc(sizeof(real) * R * C), *dsq = gpu->alloc(sizeof(real) * nsq);
         d_poison(gpu, dg, (size_t)R * C);
@@ -115,7 +115,7 @@ TEST(gpu_dense_grad_and_block_sumsq_match_cpu) {
 // RigL's grow scores of a window (model_grow_scores, the operands the backward kept: the
 // engine's dz and h in bf16 too, the mlstm's internal steps) agree with the CPU's.
 static void check_scores(const Shape *sh, const char *prec, double tol) {
-    const Backend *gpu = backend_cuda(prec);
+    const Backend *gpu = cuda_named(prec);
     Model *mc = make_model(sh, backend_cpu()), *mg = make_model(sh, gpu);
     Batch b = batch_make(7, 5, mc->H, 23);
     Acts *ac = acts_create(mc, b.B, b.T), *ag = acts_create(mg, b.B, b.T);

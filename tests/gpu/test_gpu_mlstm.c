@@ -10,7 +10,7 @@
 #define CMP(d, ref, n, tol, ...) CHECK_MSG(d_err(gpu, d, ref, n) < (tol), __VA_ARGS__)
 
 TEST(gpu_layernorm_matches_cpu) {
-    const Backend *cpu = backend_cpu(), *gpu = backend_cuda("fp32");
+    const Backend *cpu = backend_cpu(), *gpu = backend_cuda(PREC_FP32);
     const int Ns[] = {1, 7, 130}, Cs[] = {8, 100, 1024, 5000, 9000, 18432};  // 1, 8, 16 and 32 values a thread
     unsigned long long s = 50;
     for (int ni = 0; ni < 3; ni++)
@@ -54,7 +54,7 @@ TEST(gpu_layernorm_matches_cpu) {
 // norm_act_fwd (the norm, then * m_t, relu(. + a_t) or relu) at a row length below and above
 // one thread per element; the activations' backward (mul_bwd, relu_bwd in place); ema.
 TEST(gpu_norm_act_eltwise_and_ema_match_cpu) {
-    const Backend *cpu = backend_cpu(), *gpu = backend_cuda("fp32");
+    const Backend *cpu = backend_cpu(), *gpu = backend_cuda(PREC_FP32);
     unsigned long long s = 51;
     const int Ns[] = {7, 130}, Cs[] = {100, 2080};
     for (int k = 0; k < 2; k++)
@@ -130,8 +130,8 @@ TEST(gpu_mlstm_replay_gives_the_ops_bits) {
     for (int p = 0; p < 2; p++)
         for (int k = 0; k < 2; k++) {
             const Shape *sh = &mshapes[shs[k]];
-            Model *ms = make_model(sh, backend_cuda(precs[p])), *mr = make_model(sh, backend_cuda(precs[p]));
-            snprintf(ms->cfg.engine, sizeof ms->cfg.engine, "steps");
+            Model *ms = make_model(sh, cuda_named(precs[p])), *mr = make_model(sh, cuda_named(precs[p]));
+            ms->cfg.engine = ENGINE_STEPS;
             CHECK(!mlstm_replays(ms) && mlstm_replays(mr));
             Acts *as = acts_create(ms, 7, 5), *ar = acts_create(mr, 7, 5);
             for (int call = 0; call < 5; call++) {
@@ -157,7 +157,7 @@ TEST(gpu_mlstm_replay_gives_the_ops_bits) {
 TEST(gpu_mlstm_infer_matches_cpu) {
     const char *precs[] = {"fp32", "bf16"};
     for (int p = 0; p < 2; p++) {
-        Model *mc = make_model(&mshapes[0], backend_cpu()), *mg = make_model(&mshapes[0], backend_cuda(precs[p]));
+        Model *mc = make_model(&mshapes[0], backend_cpu()), *mg = make_model(&mshapes[0], cuda_named(precs[p]));
         Infer *sc = infer_create(mc, 3, 1), *sg = infer_create(mg, 3, 1);
         float lc[3 * 256], lg[3 * 256];
         unsigned long long s = 60;

@@ -9,7 +9,7 @@ TEST(gpu_model_bf16_matches_cpu) { check_grads(shapes, NSHAPES, "bf16", 1e-2, 1e
 TEST(gpu_model_deterministic) {
     const char *precs[] = {"fp32", "bf16"};
     for (int p = 0; p < 2; p++) {
-        const Backend *gpu = backend_cuda(precs[p]);
+        const Backend *gpu = cuda_named(precs[p]);
         Model *m = make_model(&shapes[1], gpu);
         Batch b = batch_make(7, 5, m->H, 5);
         Acts *a = acts_create(m, b.B, b.T);

@@ -30,7 +30,7 @@ static Model *sample_model(int H, const char *mask, int depth, const Backend *be
     config_defaults(&cfg);
     cfg.hidden_size = H; cfg.block_size = 32; cfg.embed_size = 16; cfg.num_layers = 1;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", mask);
-    if (depth) snprintf(cfg.cell, sizeof cfg.cell, "mlstm"), cfg.depth = depth;
+    if (depth) cfg.cell = CELL_MLSTM, cfg.depth = depth;
     Model *m = model_create(&cfg, be);  // weights drawn on the host: the same on every backend
     if (depth) uneven_norms(m);
     return m;
@@ -54,7 +54,7 @@ static void check_teacher_forced(int H, const char *mask, int depth, const char 
     for (int t = 0; t < N; t++) feed[t] = (unsigned char)text[t];
     real *ref = xmalloc(sizeof(real) * N * 256), *hr = xmalloc(sizeof(real) * H), *cr = xmalloc(sizeof(real) * H);
     cpu_trace(H, mask, depth, feed, N, ref, hr, cr);
-    Model *m = sample_model(H, mask, depth, backend_cuda(prec));
+    Model *m = sample_model(H, mask, depth, cuda_named(prec));
     SamplerOpts so = {1, 0, 1};
     const char *why = NULL;
     Gen *g = gen_open(m, &so, &why);
@@ -96,7 +96,7 @@ TEST(gpu_sample_mlstm_streamed_matches_cpu) { check_teacher_forced(2048, "dense"
 // drawn bytes gives the same logits (so each draw was fed back).
 static void check_draws(SamplerOpts so) {
     enum { H = 256, P = 3, N = 60, STEPS = P + N - 1 };
-    Model *m = sample_model(H, "ba_1", 0, backend_cuda("fp32"));
+    Model *m = sample_model(H, "ba_1", 0, backend_cuda(PREC_FP32));
     Gen *g = gen_open(m, &so, NULL);
     CHECK(g);
     if (!g) { model_free(m); return; }
@@ -130,7 +130,7 @@ TEST(gpu_sample_loop_draws_as_sample_byte) {
 
 // bf16: the CPU cannot give the GPU's text, but one device and seed repeat exactly.
 static void draw_bf16(int depth, long seed, unsigned char *out, int n) {
-    Model *m = sample_model(512, "ba_2", depth, backend_cuda("bf16"));
+    Model *m = sample_model(512, "ba_2", depth, backend_cuda(PREC_BF16));
     SamplerOpts so = {1, 40, 0.95};
     Gen *g = gen_open(m, &so, NULL);
     Rng rng;
