@@ -148,7 +148,7 @@ static void sparse_once(void *arg, int iter) {
          if (st_ != CUSPARSE_STATUS_SUCCESS) { snprintf(why, whylen, "%s: %s", #call, cusparseGetErrorString(st_)); \
                                                ok = 0; goto done; } } while (0)
 
-extern "C" double cb_sparse_ms(const BsMat *w, const float *vals, int nsets, int N, int bf, int reps, char *why,
+extern "C" double cb_sparse_ms(const BsMat *w, const real *vals, int nsets, int N, int bf, int reps, char *why,
                                size_t whylen) {
     const DevBsMat *d = (const DevBsMat *)w->dev;
     size_t nv = (size_t)bsmat_nvals(w);

@@ -1,6 +1,8 @@
-// bench_cuda.h: GPU timing helpers behind `swlstm bench` (src/cli/cmd_bench.c); cuda/bench/bench.cu.
+// bench_cuda.h: the device timing behind the GPU tables of `swlstm bench` (src/bench/);
+// cuda/bench/bench.cu, or no_cuda.c in a build without CUDA.
 #pragma once
 #include <stddef.h>
+#include "base/common.h"
 #include "sparse/bsmat.h"
 #ifdef __cplusplus
 extern "C" {
@@ -19,7 +21,7 @@ double cb_l2_gbps(size_t l2_bytes);
 double cb_dense_ms(int N, int R, int C, int bf16, int reps);
 // cuSPARSE BSR SpMM of the same product with w's blocks (vals: `nsets` rotated fp32 weight
 // sets on the device). Returns < 0 and says why in `why` when cuSPARSE refuses the problem.
-double cb_sparse_ms(const BsMat *w, const float *vals, int nsets, int N, int bf16, int reps, char *why, size_t whylen);
+double cb_sparse_ms(const BsMat *w, const real *vals, int nsets, int N, int bf16, int reps, char *why, size_t whylen);
 // "NVIDIA H100 80GB HBM3, 132 SMs, 50 MB L2"
 void cb_device(char *buf, size_t n, size_t *l2_bytes);
 // GPU memory in use on the device (all allocations of this process and others), GiB.
