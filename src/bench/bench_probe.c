@@ -66,11 +66,12 @@ static void row(const char *name, Owned *tr, Owned *dev, const ProbeOpts *o, dou
     ProbeResult r;
     probe_run(&a, dev->n ? &b : NULL, NULL, o, &r);
     double s = now_sec() - t0;
-    char tgt[32] = "-", conv[32];
+    char tgt[32] = "-", conv[32], folds[16];
+    snprintf(folds, sizeof folds, "%d-fold", o->folds);
     if (target > 0) snprintf(tgt, sizeof tgt, "%.0f s", target);
     snprintf(conv, sizeof conv, "%d/%d", r.fits - r.unconverged, r.fits);
     printf("| %-10s | %5d x %4d | %-8s | %-4s | %8.1f s | %6s | %.4f | %s C=%g | %ld | %s |\n", name, a.n, a.d,
-           dev->n ? "dev" : "10-fold", o->penalties == 3 ? "both" : o->penalties == 1 ? "l2" : "l1", s, tgt,
+           dev->n ? "dev" : folds, o->penalties == 3 ? "both" : o->penalties == 1 ? "l2" : "l1", s, tgt,
            r.dev_accuracy, penalty_name(r.penalty), r.C, r.nonzero, conv);
     fflush(stdout);
     owned_free(tr);
