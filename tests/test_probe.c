@@ -199,7 +199,7 @@ static void check_path_kkt(void (*rows)(float *, int *, int, int, unsigned long 
     for (int p = 0; p < 2; p++) {
         LogReg m;
         logreg_init(&m, s);
-        for (int k = 0; k < PROBE_NC && pens >> p & 1; k++) {
+        for (int k = PROBE_K0; k < PROBE_K0 + PROBE_NC && pens >> p & 1; k++) {
             double C = probe_C(k), tol = logreg_tol(s, (Penalty)p, C), fit = logreg_fit(s, (Penalty)p, C, &m);
             double v = kkt_violation(Z, y, n, d, &m, (Penalty)p, C);
             CHECK_MSG(fit <= tol && v <= 1.01 * tol, "%s C=%g: KKT violation %g (solver: %g) > tolerance %g",
@@ -427,5 +427,89 @@ TEST(probe_verb_saved_features_and_errors) {
     snprintf(cmd, sizeof cmd, "probe --features-file %s --labels %s --device cuda", tmp_path("pf.npy"), tmp_path("pl.npy"));
     CHECK(run_swlstm(cmd, out, sizeof out) != 0 && strstr(out, "probe --device cuda: this swlstm was built without CUDA"));
 #endif
+}
+
+// ---- the C path past the grid's edges ----
+
+// n rows of d features uniform in [-1, 1); y = [sum_j x_j / sqrt(d) + noise * u + offset > 0]:
+// every feature carries a little of the signal, so strong regularisation (their mean
+// difference) wins when the labels are noisy; offset unbalances the classes, so that a C
+// small enough leaves only the intercept (the majority class).
+static void spread_rows(float *X, int *y, int n, int d, double noise, double offset, unsigned long long seed) {
+    for (int i = 0; i < n; i++) {
+        double t = 0;
+        for (int j = 0; j < d; j++) t += X[(size_t)i * d + j] = (float)(2 * test_rand(&seed) - 1);
+        y[i] = t / sqrt(d) + noise * (2 * test_rand(&seed) - 1) + offset > 0;
+    }
+}
+
+// An L2 probe on spread_rows, C chosen on ndev dev rows; returns the index of the chosen C.
+// With save, the rows are also written to tmp_path: train.npy, train_y.npy, dev.npy, dev_y.npy.
+static int spread_probe(int ntr, int ndev, int d, double noise, double offset, unsigned long long seed, ProbeResult *r,
+                        int save) {
+    float *X = malloc(sizeof(float) * (ntr + ndev) * d);
+    int *y = malloc(sizeof(int) * (ntr + ndev)), k = 0;
+    spread_rows(X, y, ntr + ndev, d, noise, offset, seed);
+    ProbeSet a = {X, y, ntr, d}, b = {X + (size_t)ntr * d, y + ntr, ndev, d};
+    if (save) {
+        npy_write(tmp_path("train.npy"), "<f4", a.X, 2, (size_t[]){ntr, d});
+        npy_write(tmp_path("train_y.npy"), "<i4", a.y, 1, (size_t[]){ntr});
+        npy_write(tmp_path("dev.npy"), "<f4", b.X, 2, (size_t[]){ndev, d});
+        npy_write(tmp_path("dev_y.npy"), "<i4", b.y, 1, (size_t[]){ndev});
+    }
+    ProbeOpts o = {.penalties = 1 << PEN_L2, .folds = 5, .seed = 1};
+    probe_run(&a, &b, NULL, &o, r);
+    while (probe_C(k) < r->C) k++;
+    free(X);
+    free(y);
+    return k;
+}
+
+// Every C from k_lo to k_hi - 1 was fitted, and the chosen one is the best (ties: the smaller C).
+static void check_sweep_range(const ProbeResult *r, int k) {
+    for (int c = 0; c < PROBE_NK; c++) {
+        int fitted = c >= r->k_lo[PEN_L2] && c < r->k_hi[PEN_L2];
+        CHECK_MSG(fitted == (r->sweep[PEN_L2][c] >= 0), "C index %d: fitted %d, accuracy %g", c, fitted, r->sweep[PEN_L2][c]);
+        if (fitted) CHECK_MSG(c < k ? r->sweep[PEN_L2][c] < r->dev_accuracy : r->sweep[PEN_L2][c] <= r->dev_accuracy,
+                              "C index %d: accuracy %g against the chosen %g (index %d)", c, r->sweep[PEN_L2][c], r->dev_accuracy, k);
+    }
+}
+
+// Noisy labels spread over 200 features: the best C lies below the grid's 2^-8. The path goes
+// down a factor at a time until the accuracy has peaked inside (seed 4: at 2^-10), or to its
+// limit 2^-12 where the choice is still the edge and says so (seed 6).
+TEST(probe_path_goes_below_the_grid) {
+    ProbeResult r;
+    int k = spread_probe(1000, 400, 200, 3, 0.1, 4, &r, 0);
+    CHECK_MSG(r.C < probe_C(PROBE_K0) && r.k_lo[PEN_L2] < PROBE_K0 && r.c_interior,
+              "C = %g, fitted from index %d, interior %d", r.C, r.k_lo[PEN_L2], r.c_interior);
+    CHECK_EQ(r.k_lo[PEN_L2], k - 1);   // one C past the peak, no more
+    check_sweep_range(&r, k);
+    k = spread_probe(1000, 400, 200, 3, 0.1, 6, &r, 1);
+    CHECK_MSG(k == 0 && r.k_lo[PEN_L2] == 0 && !r.c_interior, "C = %g, fitted from index %d, interior %d", r.C,
+              r.k_lo[PEN_L2], r.c_interior);
+    CHECK_NEAR(r.C, ldexp(1, -8 - PROBE_EXTRA), 0);
+    check_sweep_range(&r, k);
+    char cmd[2048], out[8192];   // the verb on the same rows says so, in JSON and in one line of text
+    int n = snprintf(cmd, sizeof cmd, "probe --features-file %s --labels %s", tmp_path("train.npy"), tmp_path("train_y.npy"));
+    snprintf(cmd + n, sizeof cmd - n, " --dev-features %s --dev-labels %s --penalty l2 --json", tmp_path("dev.npy"), tmp_path("dev_y.npy"));
+    CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
+    CHECK_MSG(strstr(out, "\"c_interior\":false,\"c_tried\":[0.000244141,0.03125],") && strstr(out, "\"l2\":[{\"C\":0.000244141,\"accuracy\":"),
+              "output: %.600s", out);
+    cmd[strlen(cmd) - strlen(" --json")] = 0;
+    CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
+    CHECK_MSG(strstr(out, "NOTE: the chosen C = 2^-12 is the edge of the Cs fitted (l2: 2^-12 .. 2^-5, up to 4 past the grid 2^-8 .. 2^3)"),
+              "output: %s", out);
+}
+
+// Noise-free labels: the accuracy still grows at the grid's 2^3; the path goes up until it
+// has peaked (at 2^4; 2^5 ties it, and ties go to the smaller C).
+TEST(probe_path_goes_above_the_grid) {
+    ProbeResult r;
+    int k = spread_probe(500, 400, 20, 0, 0, 2, &r, 0);
+    CHECK_MSG(r.C > probe_C(PROBE_K0 + PROBE_NC - 1) && r.k_hi[PEN_L2] == k + 2 && r.c_interior,
+              "C = %g, fitted to index %d, interior %d", r.C, r.k_hi[PEN_L2] - 1, r.c_interior);
+    CHECK_EQ(r.k_lo[PEN_L2], PROBE_K0);
+    check_sweep_range(&r, k);
 }
 #endif

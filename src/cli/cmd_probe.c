@@ -30,6 +30,8 @@ static void probe_usage(void) {
            "Fits logistic regression for C = 2^-8 .. 2^3, picks C (and penalty) by dev accuracy, or by\n"
            "k-fold cross-validation on the training set when there is no dev set, refits on the\n"
            "training set and reports test accuracy (or the CV/dev accuracy without a test set).\n"
+           "A penalty whose best C is an edge of that grid goes on past it (up to %d Cs: 2^%d .. 2^%d);\n"
+           "a choice still at the edge is reported (--json: \"c_interior\":false).\n"
            "Text files hold 'LABEL TEXT' lines with labels 0/1; labels files are .npy or .txt.\n"
            "options:\n"
            "  --penalty l2|l1|both  (default both)      --folds K   (default 10)\n"
@@ -39,7 +41,8 @@ static void probe_usage(void) {
            "                (default 1e-8 for L2, 1e-6 for L1); a fit that misses it is reported\n"
            "  --device cpu|cuda  (default cpu) extracts features and runs the fits' products and\n"
            "                Hessian blocks on the GPU\n"
-           "feature options (CKPT form; --no-preprocess and --max-docs also for bigram):\n%s", feat_opts_usage);
+           "feature options (CKPT form; --no-preprocess and --max-docs also for bigram):\n%s",
+           PROBE_EXTRA, probe_log2C(0), probe_log2C(PROBE_NK - 1), feat_opts_usage);
 }
 
 // Options naming one file of a set: which array and which set.
@@ -146,22 +149,41 @@ static void print_convergence(const ProbeResult *r) {
     warnf("probe: %d of %d fits did not converge (see the report)", r->unconverged, r->fits);
 }
 
+// The C indices shown for penalty p: the grid, and every C its paths fitted past it.
+static void shown(const ProbeResult *r, int p, int *k0, int *k1) {
+    *k0 = r->k_lo[p] < PROBE_K0 ? r->k_lo[p] : PROBE_K0;
+    *k1 = r->k_hi[p] > PROBE_K0 + PROBE_NC ? r->k_hi[p] : PROBE_K0 + PROBE_NC;
+}
+
+// One line when the chosen C is the edge of the Cs fitted (the paths went PROBE_EXTRA Cs past the grid).
+static void print_edge(const ProbeResult *r) {
+    if (r->c_interior) return;
+    int p = r->penalty;
+    printf("NOTE: the chosen C = 2^%d is the edge of the Cs fitted (%s: 2^%d .. 2^%d, up to %d past the grid "
+           "2^%d .. 2^%d): the best C may lie beyond it\n", (int)lround(log2(r->C)), penalty_name(r->penalty),
+           probe_log2C(r->k_lo[p]), probe_log2C(r->k_hi[p] - 1), PROBE_EXTRA, probe_log2C(PROBE_K0),
+           probe_log2C(PROBE_K0 + PROBE_NC - 1));
+}
+
 static void print_human(const ProbeResult *r, int d) {
     printf("probe: %d features (%s), %d training documents, C chosen by %s\n", d, scaling, r->n_train,
            r->folds ? "cross-validation" : "dev accuracy");
+    int k0, k1;
     for (int p = 0; p < 2; p++) {
-        if (r->sweep[p][0] < 0) continue;
+        if (!r->k_hi[p]) continue;
+        shown(r, p, &k0, &k1);
         printf("  %s:", penalty_name((Penalty)p));
-        for (int k = 0; k < PROBE_NC; k++) r->sweep[p][k] < 0 ? printf("   -   ") : printf(" %.4f", r->sweep[p][k]);
-        printf("   (C = 2^-8 .. 2^3; - : after the early stop)\n");
+        for (int k = k0; k < k1; k++) r->sweep[p][k] < 0 ? printf("   -   ") : printf(" %.4f", r->sweep[p][k]);
+        printf("   (C = 2^%d .. 2^%d; - : after the early stop)\n", probe_log2C(k0), probe_log2C(k1 - 1));
     }
-    if (r->sweep[PEN_L1][0] >= 0) {
+    if (r->k_hi[PEN_L1]) {
         printf("  l1 non-zero weights:");
-        for (int k = 0; k < PROBE_NC && r->sweep_nonzero[PEN_L1][k] >= 0; k++) printf(" %ld", r->sweep_nonzero[PEN_L1][k]);
+        for (int k = r->k_lo[PEN_L1]; k < r->k_hi[PEN_L1]; k++) printf(" %ld", r->sweep_nonzero[PEN_L1][k]);
         printf("\n");
     }
     printf("chosen: penalty %s, C = %g, %s accuracy %.4f, nonzero weights %ld\n", penalty_name(r->penalty), r->C,
            r->folds ? "CV" : "dev", r->dev_accuracy, r->nonzero);
+    print_edge(r);
     if (r->n_test) printf("test accuracy %.4f (%d documents)\n", r->accuracy, r->n_test);
     if (r->n_top) {
         printf("largest L1 weights (C = %g):", r->top_C);
@@ -173,15 +195,17 @@ static void print_human(const ProbeResult *r, int d) {
     print_convergence(r);
 }
 
-// "sweep":{"l2":[{"C":..,"accuracy":..,"nonzero":..,"kkt_ratio":..},..],..}: null where not run.
+// "sweep":{"l2":[{"C":..,"accuracy":..,"nonzero":..,"kkt_ratio":..},..],..}: the grid and every
+// C fitted past it, null where not run.
 static void print_json_sweep(const ProbeResult *r) {
     printf("\"sweep\":{");
-    for (int p = 0, first = 1; p < 2; p++) {
-        if (r->sweep[p][0] < 0) continue;
+    for (int p = 0, first = 1, k0, k1; p < 2; p++) {
+        if (!r->k_hi[p]) continue;
         printf("%s\"%s\":[", first ? "" : ",", penalty_name((Penalty)p));
         first = 0;
-        for (int k = 0; k < PROBE_NC; k++) {
-            printf("%s{\"C\":%g,", k ? "," : "", probe_C(k));
+        shown(r, p, &k0, &k1);
+        for (int k = k0; k < k1; k++) {
+            printf("%s{\"C\":%g,", k > k0 ? "," : "", probe_C(k));
             if (r->sweep[p][k] < 0) printf("\"accuracy\":null,\"nonzero\":null,\"kkt_ratio\":null}");
             else printf("\"accuracy\":%.6f,\"nonzero\":%ld,\"kkt_ratio\":%.3g}", r->sweep[p][k], r->sweep_nonzero[p][k], r->sweep_kkt[p][k]);
         }
@@ -190,12 +214,17 @@ static void print_json_sweep(const ProbeResult *r) {
     printf("},");
 }
 
+// "c_interior": whether the chosen C has a fitted C on each side; "c_tried": the smallest and
+// largest C the chosen penalty's paths fitted.
 static void print_json(const ProbeResult *r) {
+    int p = r->penalty;
     printf("{\"accuracy\":%.6f,\"C\":%g,\"penalty\":\"%s\",\"nonzero\":%ld,\"folds\":%d,"
            "\"dev_accuracy\":%.6f,\"n_train\":%d,\"n_test\":%d,\"scaling\":\"%s\","
+           "\"c_interior\":%s,\"c_tried\":[%g,%g],"
            "\"converged\":%s,\"fits\":%d,\"unconverged_fits\":%d,\"max_kkt_ratio\":%.3g,",
            r->accuracy, r->C, penalty_name(r->penalty), r->nonzero, r->folds, r->dev_accuracy, r->n_train, r->n_test,
-           scaling, r->unconverged ? "false" : "true", r->fits, r->unconverged, r->worst_kkt);
+           scaling, r->c_interior ? "true" : "false", probe_C(r->k_lo[p]), probe_C(r->k_hi[p] - 1),
+           r->unconverged ? "false" : "true", r->fits, r->unconverged, r->worst_kkt);
     print_json_sweep(r);
     printf("\"top_units\":[");
     for (int t = 0; t < r->n_top; t++) printf("%s{\"unit\":%d,\"weight\":%.6g}", t ? "," : "", r->top_unit[t], r->top_weight[t]);

@@ -45,13 +45,6 @@ void col_axpy(const LrSolver *s, int j, double alpha, double *z) {  // z += alph
     FOR_COL(c, s->n, z[i] += alpha * x;)
 }
 
-// z += alpha e_j, keeping u = D * z up to date
-void col_axpy_wt(const LrSolver *s, int j, double alpha, double *z, double *u, const double *D) {
-    const Col *c = &s->col[j];
-    alpha *= c->isd;
-    FOR_COL(c, s->n, z[i] += alpha * x; u[i] = D[i] * z[i];)
-}
-
 // dz = E dw + dw[d] (the intercept): the margins' change along a step, from the columns
 // in double, so that the margins the line search keeps stay those of the weights.
 void margins_change(const LrSolver *s, const double *dw, double *dz) {

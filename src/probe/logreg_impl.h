@@ -70,7 +70,6 @@ typedef struct {
 double col_dot(const LrSolver *s, int j, const double *a);
 void col_grad_hess(const LrSolver *s, int j, const double *r, const double *D, double *g, double *h);
 void col_axpy(const LrSolver *s, int j, double alpha, double *z);
-void col_axpy_wt(const LrSolver *s, int j, double alpha, double *z, double *u, const double *D);
 void margins_change(const LrSolver *s, const double *dw, double *dz);
 double dot(const double *a, const double *b, int n);
 double pseudo_grad(Penalty p, double g, double w);

@@ -98,40 +98,46 @@ static PathJob *make_jobs(const ProbeSet *train, const ProbeSet *dev, const Prob
 }
 
 // r->sweep: dev or pooled CV accuracy for every penalty and C; the final path's non-zero
-// weights; how well the fits converged.
+// weights; how well the fits converged; the Cs each penalty's paths fitted.
 static void tally(const PathJob *jobs, int njobs, int n_eval, ProbeResult *r) {
-    for (int p = 0; p < 2; p++)
-        for (int k = 0; k < PROBE_NC; k++) r->sweep[p][k] = r->sweep_kkt[p][k] = -1, r->sweep_nonzero[p][k] = -1;
-    for (int i = 0; i < njobs; i++)
-        for (int k = 0; k < jobs[i].ran; k++) {
-            const PathJob *j = &jobs[i];
-            double *acc = &r->sweep[j->pen][k], *kkt = &r->sweep_kkt[j->pen][k];
-            if (j->ev.n) *acc = (*acc < 0 ? 0 : *acc) + (double)j->correct[k] / n_eval;
+    for (int p = 0; p < 2; p++) {
+        sweep_accuracy(jobs, njobs, (Penalty)p, n_eval, r->sweep[p]);
+        for (int k = 0; k < PROBE_NK; k++) r->sweep_kkt[p][k] = -1, r->sweep_nonzero[p][k] = -1;
+    }
+    for (int i = 0; i < njobs; i++) {
+        const PathJob *j = &jobs[i];
+        r->k_lo[j->pen] = j->lo;
+        r->k_hi[j->pen] = j->hi;
+        for (int k = j->lo; k < j->hi; k++) {
+            double *kkt = &r->sweep_kkt[j->pen][k];
             if (j->keep) r->sweep_nonzero[j->pen][k] = j->nonzero[k];
             *kkt = fmax(*kkt, j->kkt[k]);
             r->worst_kkt = fmax(r->worst_kkt, j->kkt[k]);
             r->fits++;
             r->unconverged += !(j->kkt[k] <= 1);
         }
+    }
 }
 
 // Best selection accuracy among penalties p0..p1; ties go to the smaller C, then to L2.
 static int best_of(const ProbeResult *r, int p0, int p1, int *pen) {
     int bp = -1, bk = 0;
-    for (int p = p0; p <= p1; p++)
-        for (int k = 0; k < PROBE_NC; k++) {
-            double a = r->sweep[p][k];
-            if (a >= 0 && (bp < 0 || a > r->sweep[bp][bk] || (a == r->sweep[bp][bk] && k < bk))) bp = p, bk = k;
-        }
+    for (int p = p0; p <= p1; p++) {
+        int k = sweep_best(r->sweep[p]);
+        double a = k < 0 ? -1 : r->sweep[p][k];
+        if (k >= 0 && (bp < 0 || a > r->sweep[bp][bk] || (a == r->sweep[bp][bk] && k < bk))) bp = p, bk = k;
+    }
     *pen = bp;
     return bk;
 }
 
-static void choose(ProbeResult *r) {
+static int choose(ProbeResult *r) {
     int bp, bk = best_of(r, 0, 1, &bp);
     r->penalty = (Penalty)bp;
     r->C = probe_C(bk);
     r->dev_accuracy = r->sweep[bp][bk];
+    r->c_interior = bk > r->k_lo[bp] && bk < r->k_hi[bp] - 1;
+    return bk;
 }
 
 // train followed by dev, as one set (for --refit-all).
@@ -167,14 +173,13 @@ static void unit_view(ProbeResult *r, const PathJob *jobs, int njobs, const Prob
 void probe_run(const ProbeSet *train, const ProbeSet *dev, const ProbeSet *test, const ProbeOpts *o, ProbeResult *r) {
     memset(r, 0, sizeof *r);
     float *X = NULL;
-    int *y = NULL, njobs, k = 0;
+    int *y = NULL, njobs;
     ProbeSet fit = dev && o->refit_all ? concat(train, dev, &X, &y) : *train;
     PathJob *jobs = make_jobs(train, dev, dev && o->refit_all ? &fit : train, o, &njobs);
     int n_eval = dev ? dev->n : train->n;
     sweep_run(jobs, njobs, o, n_eval);
     tally(jobs, njobs, n_eval, r);
-    choose(r);
-    while (probe_C(k) < r->C) k++;
+    int k = choose(r);
     const LogReg *m = kept_model(jobs, njobs, r->penalty, k);
     LrSet te = test ? all_rows(test) : (LrSet){0};
     r->accuracy = test ? (double)logreg_correct(m, &te) / test->n : r->dev_accuracy;

@@ -1,6 +1,7 @@
 // probe.h: a linear probe: logistic regression over a sweep of C = 2^-8 .. 2^3 with L2
 // and/or L1 penalties, chosen on a dev set or by k-fold cross-validation, refitted on the
-// training set and scored on a test set.
+// training set and scored on a test set. When a penalty's best C lies at an edge of that
+// grid, its paths go on past the edge, a factor of 2 at a time, up to PROBE_EXTRA Cs.
 #pragma once
 #include <math.h>
 #include "probe/logreg.h"
@@ -8,7 +9,10 @@
 extern "C" {
 #endif
 
-#define PROBE_NC 12   // C = 2^(k-8), k = 0..11
+#define PROBE_NC 12      // the grid: C = 2^-8 .. 2^3
+#define PROBE_EXTRA 4    // Cs a path may add past each edge of the grid: C = 2^-12 .. 2^7 at most
+#define PROBE_NK (PROBE_NC + 2 * PROBE_EXTRA)   // C index k: C = 2^(k - 8 - PROBE_EXTRA)
+#define PROBE_K0 PROBE_EXTRA                    // the grid: k = PROBE_K0 .. PROBE_K0 + PROBE_NC - 1
 
 typedef struct {
     const float *X;   // [n, d] row-major
@@ -45,10 +49,12 @@ typedef struct {
     long nonzero;
     int folds;             // 0 when a dev set chose
     int n_train, n_test;
-    double sweep[2][PROBE_NC];   // selection accuracy per penalty and C (-1: not run, or cut
-                                 // by the early stop once the accuracy had peaked)
-    long sweep_nonzero[2][PROBE_NC];  // non-zero weights of the final path's model
-    double sweep_kkt[2][PROBE_NC];    // largest KKT violation / tolerance of the C's fits
+    double sweep[2][PROBE_NK];   // selection accuracy per penalty and C index (-1: not run, or
+                                 // cut by the early stop once the accuracy had peaked)
+    long sweep_nonzero[2][PROBE_NK];  // non-zero weights of the final path's model
+    double sweep_kkt[2][PROBE_NK];    // largest KKT violation / tolerance of the C's fits
+    int k_lo[2], k_hi[2];  // the C indices penalty p's paths fitted: k_lo .. k_hi - 1 (0, 0: none)
+    int c_interior;        // the chosen C has a C tried on each side (else the path reached PROBE_EXTRA)
     // Every fit must meet its KKT tolerance; one that does not is counted here (and the
     // verb says so): its accuracy is not that of the optimum.
     int fits, unconverged;
@@ -60,7 +66,8 @@ typedef struct {
     double single_accuracy;  // on test; else dev; else training rows
 } ProbeResult;
 
-static inline double probe_C(int k) { return ldexp(1.0, k - 8); }   // the sweep's k-th C
+static inline int probe_log2C(int k) { return k - 8 - PROBE_EXTRA; }
+static inline double probe_C(int k) { return ldexp(1.0, probe_log2C(k)); }   // the C of index k
 int probe_parse_penalty(const char *v);        // "l2" | "l1" | "both" -> bit mask; dies otherwise
 ProbeDevice probe_parse_device(const char *v); // "cpu" | "cuda"; cuda dies on a CPU-only build
 // dev and test may be NULL. Deterministic for a seed (parallel tasks never share sums).

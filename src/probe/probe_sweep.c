@@ -1,5 +1,5 @@
 // probe_sweep.c: the jobs of a sweep on the cores, one C at a time (largest jobs first), with
-// the early stop and progress on stderr.
+// the early stop, the steps past the grid's edges and progress on stderr.
 #include "probe/probe_sweep.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@ static void progress_tick(Progress *p, const PathJob *j, int k) {
             char where[32] = "full set";
             if (j->fold) snprintf(where, sizeof where, "fold %d", j->fold);
             fprintf(stderr, "%sprobe: %d/%d fits (last: %s, %s, C=2^%d), %.0f s elapsed, ETA %.0f s%s", p->tty ? "\r" : "",
-                    p->done, p->total, penalty_name(j->pen), where, k - 8, el,
+                    p->done, p->total, penalty_name(j->pen), where, probe_log2C(k), el,
                     el / p->done * (p->total - p->done), p->tty && p->done < p->total ? "  " : "\n");
             fflush(stderr);
         }
@@ -55,50 +55,104 @@ static void path_close(PathState *st) {
     lr_solver_free(st->s);
 }
 
+// Fits job j at C index k: the C after its last (from the path's model) or the C below its
+// first (from w = 0).
 static void path_step(PathJob *j, PathState *st, int k) {
     double C = probe_C(k);
-    j->kkt[k] = logreg_fit_on(st->s, st->gpu, j->pen, C, &st->m) / logreg_tol(st->s, j->pen, C);
-    if (j->ev.n) j->correct[k] = logreg_correct(&st->m, &j->ev);
-    j->nonzero[k] = logreg_nonzero(&st->m, j->pen);
-    if (j->keep) logreg_copy(&j->model[k], &st->m);
-    j->ran = k + 1;
+    int down = k < j->lo;
+    LogReg below, *m = down ? &below : &st->m;
+    if (down) logreg_init(&below, st->s);
+    j->kkt[k] = logreg_fit_on(st->s, st->gpu, j->pen, C, m) / logreg_tol(st->s, j->pen, C);
+    if (j->ev.n) j->correct[k] = logreg_correct(m, &j->ev);
+    j->nonzero[k] = logreg_nonzero(m, j->pen);
+    if (j->keep) logreg_copy(&j->model[k], m);
+    if (down) logreg_free(&below), j->lo = k;
+    else j->hi = k + 1;
 }
 
-// Whether penalty p's paths stop after C index k: its pooled accuracy at the last
-// PROBE_STOP_RUN Cs each PROBE_STOP_DROP or more below its best so far.
-static int peaked(const PathJob *jobs, int njobs, Penalty p, int k, int n_eval) {
-    double acc[PROBE_NC] = {0}, best = 0;
+void sweep_accuracy(const PathJob *jobs, int njobs, Penalty p, int n_eval, double acc[PROBE_NK]) {
+    for (int k = 0; k < PROBE_NK; k++) acc[k] = -1;
     for (int i = 0; i < njobs; i++)
-        for (int c = 0; c <= k && jobs[i].pen == p && jobs[i].ev.n; c++) acc[c] += (double)jobs[i].correct[c] / n_eval;
-    for (int c = 0; c <= k; c++) best = acc[c] > best ? acc[c] : best;
-    if (k + 1 < PROBE_STOP_RUN) return 0;
-    for (int c = k + 1 - PROBE_STOP_RUN; c <= k; c++)
-        if (acc[c] > best - PROBE_STOP_DROP) return 0;
-    return 1;
+        for (int k = jobs[i].lo; k < jobs[i].hi && jobs[i].pen == p && jobs[i].ev.n; k++)
+            acc[k] = (acc[k] < 0 ? 0 : acc[k]) + (double)jobs[i].correct[k] / n_eval;
 }
 
-// A job alone (or the last one not stopped) gets both cores inside its products; several
+int sweep_best(const double acc[PROBE_NK]) {
+    int best = -1;
+    for (int k = 0; k < PROBE_NK; k++)
+        if (acc[k] >= 0 && (best < 0 || acc[k] > acc[best])) best = k;
+    return best;
+}
+
+// Whether penalty p's paths go on to the C after k, their largest so far: inside the grid
+// until the early stop (the last PROBE_STOP_RUN Cs each PROBE_STOP_DROP or more below the
+// best); past it while k is the best.
+static int go_up(const PathJob *jobs, int njobs, Penalty p, int k, int n_eval) {
+    double acc[PROBE_NK];
+    sweep_accuracy(jobs, njobs, p, n_eval, acc);
+    int best = sweep_best(acc);
+    if (k + 1 >= PROBE_K0 + PROBE_NC) return k + 1 < PROBE_NK && best == k;
+    if (k + 1 - PROBE_K0 < PROBE_STOP_RUN) return 1;
+    for (int c = k + 1 - PROBE_STOP_RUN; c <= k; c++)
+        if (acc[c] > acc[best] - PROBE_STOP_DROP) return 1;
+    return 0;
+}
+
+// Whether penalty p's paths go on to the C below k, their smallest so far: while k is the best.
+static int go_down(const PathJob *jobs, int njobs, Penalty p, int k, int n_eval) {
+    double acc[PROBE_NK];
+    sweep_accuracy(jobs, njobs, p, n_eval, acc);
+    return k > 0 && sweep_best(acc) == k;
+}
+
+// One C for the paths of each penalty that goes on: penalty p's at C index next[p] (-1: p is
+// done). A job alone (or the last one not done) gets both cores inside its products; several
 // share them one job per core.
+static void sweep_round(PathJob *jobs, int njobs, PathState *st, const int next[2], Progress *pr) {
+    int active = 0;
+    for (int i = 0; i < njobs; i++) {
+        int k = next[jobs[i].pen];
+        active += k >= 0;
+        pr->total += k >= 0 && (k < PROBE_K0 || k >= PROBE_K0 + PROBE_NC);   // past the grid: not planned
+    }
+    #pragma omp parallel for schedule(dynamic, 1) if (active > 1)
+    for (int i = 0; i < njobs; i++) {
+        int k = next[jobs[i].pen];
+        if (k < 0) continue;
+        path_step(&jobs[i], &st[i], k);
+        progress_tick(pr, &jobs[i], k);
+    }
+}
+
 void sweep_run(PathJob *jobs, int njobs, const ProbeOpts *o, int n_eval) {
-    Progress p = {0, njobs * PROBE_NC, now_sec(), now_sec(), isatty(2)};
+    Progress pr = {0, njobs * PROBE_NC, now_sec(), now_sec(), isatty(2)};
     PathState *st = xcalloc(njobs, sizeof *st);
-    int stopped[2] = {0, 0};
+    int next[2] = {-1, -1}, count[2] = {0, 0};
+    for (int i = 0; i < njobs; i++) {
+        jobs[i].lo = jobs[i].hi = PROBE_K0;
+        next[jobs[i].pen] = PROBE_K0;
+        count[jobs[i].pen]++;
+    }
     #pragma omp parallel for schedule(dynamic, 1) if (njobs > 1)
     for (int i = 0; i < njobs; i++) path_open(&st[i], &jobs[i], o);
-    for (int k = 0; k < PROBE_NC; k++) {
-        int active = 0;
-        for (int i = 0; i < njobs; i++) active += !stopped[jobs[i].pen];
-        #pragma omp parallel for schedule(dynamic, 1) if (active > 1)
-        for (int i = 0; i < njobs; i++) {
-            if (stopped[jobs[i].pen]) continue;
-            path_step(&jobs[i], &st[i], k);
-            progress_tick(&p, &jobs[i], k);
-        }
-        for (int pen = 0; pen < 2; pen++)
-            if (!stopped[pen] && peaked(jobs, njobs, (Penalty)pen, k, n_eval)) {
-                stopped[pen] = 1;
-                for (int i = 0; i < njobs; i++) p.total -= (int)jobs[i].pen == pen ? PROBE_NC - 1 - k : 0;
+    while (next[0] >= 0 || next[1] >= 0) {   // up from the grid's smallest C
+        sweep_round(jobs, njobs, st, next, &pr);
+        for (int p = 0; p < 2; p++) {
+            if (next[p] < 0) continue;
+            if (go_up(jobs, njobs, (Penalty)p, next[p], n_eval)) next[p]++;
+            else {
+                int unplanned = PROBE_K0 + PROBE_NC - 1 - next[p];   // the grid's Cs the early stop cut
+                pr.total -= count[p] * (unplanned > 0 ? unplanned : 0);
+                next[p] = -1;
             }
+        }
+    }
+    for (int p = 0; p < 2; p++)
+        next[p] = count[p] && go_down(jobs, njobs, (Penalty)p, PROBE_K0, n_eval) ? PROBE_K0 - 1 : -1;
+    while (next[0] >= 0 || next[1] >= 0) {   // down from it while it is the best
+        sweep_round(jobs, njobs, st, next, &pr);
+        for (int p = 0; p < 2; p++)
+            if (next[p] >= 0) next[p] = go_down(jobs, njobs, (Penalty)p, next[p], n_eval) ? next[p] - 1 : -1;
     }
     for (int i = 0; i < njobs; i++) path_close(&st[i]);
     free(st);
@@ -107,6 +161,6 @@ void sweep_run(PathJob *jobs, int njobs, const ProbeOpts *o, int n_eval) {
 void path_job_free(PathJob *j) {
     free((void *)j->tr.idx);
     free((void *)j->ev.idx);
-    for (int k = 0; k < j->ran; k++)
+    for (int k = j->lo; k < j->hi; k++)
         if (j->keep) logreg_free(&j->model[k]);
 }

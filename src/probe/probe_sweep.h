@@ -3,7 +3,11 @@
 // parallel on the cores; each path is sequential: warm starts), so that the pooled held-out
 // accuracy of every C is known before the next: a penalty's paths stop once it has clearly
 // peaked (PROBE_STOP_RUN Cs in a row each PROBE_STOP_DROP or more below the best so far).
-// Progress on stderr. A path may keep its models for the final answer.
+// A penalty whose best C is an edge of the grid goes on past that edge, one C at a time,
+// until its best is inside the Cs fitted or PROBE_EXTRA Cs were added (probe.h): above the
+// grid the paths go on from their models; below it each C starts at w = 0 (strong
+// regularisation: the optimum lies near it). Progress on stderr. A path may keep its models
+// for the final answer.
 #pragma once
 #include "probe/probe.h"
 
@@ -15,13 +19,17 @@ typedef struct {
     LrSet tr, ev;              // fit on tr; count correct rows of ev (ev.n may be 0)
     int keep;                  // keep the model of every C
     int fold;                  // 1..K for a CV fold, else 0 (for progress)
-    int ran;                   // the C values fitted: 0 .. ran-1
-    int correct[PROBE_NC];
-    double kkt[PROBE_NC];      // final KKT violation / tolerance (converged: <= 1)
-    long nonzero[PROBE_NC];
-    LogReg model[PROBE_NC];    // when keep
+    int lo, hi;                // the C indices fitted: lo .. hi - 1
+    int correct[PROBE_NK];
+    double kkt[PROBE_NK];      // final KKT violation / tolerance (converged: <= 1)
+    long nonzero[PROBE_NK];
+    LogReg model[PROBE_NK];    // when keep
 } PathJob;
 
 // n_eval: the held-out rows that one C's accuracy pools (dev rows, or all rows over the folds).
 void sweep_run(PathJob *jobs, int njobs, const ProbeOpts *o, int n_eval);
 void path_job_free(PathJob *j);
+// acc[k]: penalty p's held-out accuracy at C index k, pooled over its jobs (-1: not fitted).
+void sweep_accuracy(const PathJob *jobs, int njobs, Penalty p, int n_eval, double acc[PROBE_NK]);
+// The C index of the best accuracy, ties to the smaller C; -1 when none was fitted.
+int sweep_best(const double acc[PROBE_NK]);

@@ -106,7 +106,7 @@ TEST(gpu_logreg_l1_path_matches_cpu) {
     LogReg a, b;
     logreg_init(&a, w.cpu);
     logreg_init(&b, w.gs);
-    for (int k = 0; k < PROBE_NC; k++) {
+    for (int k = PROBE_K0; k < PROBE_K0 + PROBE_NC; k++) {
         double va = logreg_fit(w.cpu, PEN_L1, probe_C(k), &a), vb = logreg_fit_on(w.gs, w.g, PEN_L1, probe_C(k), &b);
         double tol = logreg_tol(w.cpu, PEN_L1, probe_C(k));
         CHECK_MSG(va <= tol && vb <= tol, "C=2^%d: KKT violations %g, %g (tol %g)", k - 8, va, vb, tol);
@@ -129,7 +129,7 @@ TEST(gpu_logreg_l2_path_matches_cpu) {
     LogReg a, b;
     logreg_init(&a, w.cpu);
     logreg_init(&b, w.gs);
-    for (int k = 0; k < PROBE_NC; k++) {
+    for (int k = PROBE_K0; k < PROBE_K0 + PROBE_NC; k++) {
         double va = logreg_fit(w.cpu, PEN_L2, probe_C(k), &a), vb = logreg_fit_on(w.gs, w.g, PEN_L2, probe_C(k), &b);
         double dw = fmax(max_diff(a.w, b.w, D), fabs(a.b - b.b));
         CHECK_MSG(dw < 1e-6, "C=2^%d: weights differ by %g (KKT violations %g, %g)", k - 8, dw, va, vb);
@@ -151,6 +151,7 @@ TEST(gpu_probe_sweep_same_answers) {
     o.device = PROBE_CUDA;
     probe_run(&s, NULL, NULL, &o, &rg);
     CHECK(rc.C == rg.C && rc.penalty == rg.penalty && rc.dev_accuracy == rg.dev_accuracy);
-    for (int k = 0; k < PROBE_NC; k++) CHECK_NEAR(rc.sweep[PEN_L2][k], rg.sweep[PEN_L2][k], 0);
+    CHECK(rc.c_interior == rg.c_interior && rc.k_lo[PEN_L2] == rg.k_lo[PEN_L2] && rc.k_hi[PEN_L2] == rg.k_hi[PEN_L2]);
+    for (int k = 0; k < PROBE_NK; k++) CHECK_NEAR(rc.sweep[PEN_L2][k], rg.sweep[PEN_L2][k], 0);
     free(X);
 }
