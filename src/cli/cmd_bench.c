@@ -429,7 +429,7 @@ static void bench_sample(void) {
 }
 
 static void bench_usage(void) {
-    printf("usage: swlstm bench [--train | --sample] [--bs 8|16|32] [--density D] [--dtype fp32|bf16]\n"
+    printf("usage: swlstm bench [--train | --sample | --sync] [--bs 8|16|32] [--density D] [--dtype fp32|bf16]\n"
            "  (default) block-sparse kernel table vs cuBLAS and cuSPARSE; --bs, --density and --dtype\n"
            "            keep only the matching rows (block 32 runs densities 1 0.5 0.25 0.1 0.05 0.02;\n"
            "            blocks 8 and 16 run 0.1)\n"
@@ -442,6 +442,8 @@ static void bench_usage(void) {
            "            blocks and ba_4 (bf16; ba_4 also fp32 and op by op), H=8192 ba_7, H=512 (the floor);\n"
            "            the mlstm (depth 4) at H=8192 ba_7 (bf16 op by op and looped, fp32) and H=2048 ba_4;\n"
            "            batches of 8 and 64 op by op (H=4096 ba_4 and dense, the mlstm at H=8192 ba_7)\n"
+           "  --sync    us per dependent step of a chain of small ops: graph, PDL, grid barrier,\n"
+           "            readiness flags, clusters (mlstm_3min's W_h layout; needs the CUDA build)\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n");
 }
 
@@ -452,7 +454,8 @@ int cmd_bench(int argc, char **argv) {
     KFilter f = {0, 0, NULL};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(o, "--train")) train = 1;
+        if (!strcmp(o, "--sync")) return cb_sync();
+        else if (!strcmp(o, "--train")) train = 1;
         else if (!strcmp(o, "--sample")) sample = 1;
         else if (!strcmp(o, "--hidden") && v) only = (int)parse_long("bench --hidden", argv[++i], 32, 1 << 20);
         else if (!strcmp(o, "--cell") && v) {
