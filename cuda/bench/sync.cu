@@ -298,6 +298,7 @@ static int sync_rows(const char *desc, const Mask &m, int nsm) {
         }
         if (r.kind <= GRAPH_PDL) r.graph = make_graph(r);
         CUDA_CHECK(cudaMemset(k.salt, 0, sizeof(unsigned)));  // every mechanism ends on the same salt
+        CUDA_CHECK(cudaMemset(k.x + (size_t)nb * BW, 0xff, sizeof(unsigned) * STEPS * nb * BW));  // nothing left from the last one
         double ms = cb_time_ms(run_once, &r, WARMUP, REPS);
         CUDA_CHECK(cudaDeviceSynchronize());
         unsigned salt;
