@@ -16,7 +16,7 @@
 
 namespace cg = cooperative_groups;
 
-enum { BW = 32, MAX_WARPS = 32, STEPS = 1000, WARMUP = 3, REPS = 50 };
+enum { BW = 32, MAX_WARPS = 32, STEPS = 1000, WARMUP = 3, REPS = 50, FLAG_STRIDE = 32 };
 // Polls before a wait gives up and reports a broken sync instead of hanging the device.
 #define SPIN_LIMIT (1u << 22)
 
@@ -24,7 +24,7 @@ struct Chain {
     const int *row_ptr, *col;   // the mask's block rows (CSR)
     const int *dep_ptr, *dep;   // per CTA, the block rows it waits on (mask_owner_columns)
     unsigned *x;                // [STEPS + 1][nb][BW]: the state before and after each step
-    unsigned *flag;             // [nb]: per block row, the epoch of its last written step
+    unsigned *flag;             // [nb][FLAG_STRIDE]: per block row (a line each), the epoch of its last step
     unsigned *bar;              // the grid barrier's arrivals (never reset)
     unsigned *salt;             // bumped once a run, so that a stale read gives a wrong answer
     int *err;                   // set when a wait timed out
@@ -37,18 +37,19 @@ __host__ __device__ inline unsigned mix(unsigned acc, unsigned v, int r, int c) 
 __host__ __device__ inline unsigned finish(unsigned acc, unsigned salt) { return (acc ^ (acc >> 7)) + salt; }
 __host__ __device__ inline int lane_of(int c, int i) { return (i + c) & (BW - 1); }
 
-// Rows r0..r1-1 of one step, by this CTA: wpr warps a row each take every wpr-th of its
-// blocks, then the row's first warp sums their parts. load(c, i) reads lane i of block c of
-// the step's input; store(r, i, v) writes lane i of row r of its output.
+// Rows r0..r1-1 of one step, by this CTA; row r0 + q holds blocks rp[q] .. rp[q+1]-1 of cols.
+// wpr warps a row each take every wpr-th of its blocks, then the row's first warp sums their
+// parts. load(c, i) reads lane i of block c of the step's input; store(r, i, v) writes lane i
+// of row r of its output.
 template <class Load, class Store>
-__device__ inline void rows_step(const Chain &k, int r0, int r1, unsigned salt, Load load, Store store) {
+__device__ inline void rows_step(const int *rp, const int *cols, int r0, int r1, int wpr, unsigned salt, Load load, Store store) {
     __shared__ unsigned part[MAX_WARPS][BW];
-    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, rr = w / k.wpr, sub = w % k.wpr, r = r0 + rr;
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, rr = w / wpr, sub = w % wpr, r = r0 + rr;
     unsigned acc = 0;
     if (r < r1) {
-#pragma unroll 4
-        for (int j = k.row_ptr[r] + sub; j < k.row_ptr[r + 1]; j += k.wpr) {
-            const int c = k.col[j];
+#pragma unroll 8
+        for (int j = rp[rr] + sub; j < rp[rr + 1]; j += wpr) {
+            const int c = cols[j];
             acc = mix(acc, load(c, lane_of(c, lane)), r, c);
         }
     }
@@ -56,17 +57,26 @@ __device__ inline void rows_step(const Chain &k, int r0, int r1, unsigned salt, 
     __syncthreads();
     if (r < r1 && sub == 0) {
         unsigned s = 0;
-        for (int q = 0; q < k.wpr; q++) s += part[w + q][lane];
+        for (int q = 0; q < wpr; q++) s += part[w + q][lane];
         store(r, lane, finish(s, salt));
     }
 }
 
 // A step through global memory: lane loads from L2 (never a stale L1 line).
-__device__ inline void global_step(const Chain &k, int r0, int r1, unsigned salt, int s) {
+__device__ inline void global_step(const Chain &k, const int *rp, const int *cols, int r0, int r1, unsigned salt, int s) {
     const unsigned *in = k.x + (size_t)s * k.nb * BW;
     unsigned *out = k.x + (size_t)(s + 1) * k.nb * BW;
-    rows_step(k, r0, r1, salt, [&](int c, int i) { return __ldcg(in + c * BW + i); },
+    rows_step(rp, cols, r0, r1, k.wpr, salt, [&](int c, int i) { return __ldcg(in + c * BW + i); },
               [&](int r, int i, unsigned v) { __stcg(out + r * BW + i, v); });
+}
+
+// A CTA's rows r0..r1-1 of the mask copied into shared memory (rp relative to cols), once
+// a launch: what a persistent kernel keeps resident.
+__device__ inline void stage_rows(const Chain &k, int r0, int r1, int *rp, int *cols) {
+    const int j0 = k.row_ptr[r0];
+    for (int q = threadIdx.x; q <= r1 - r0; q += blockDim.x) rp[q] = k.row_ptr[r0 + q] - j0;
+    for (int j = threadIdx.x; j < k.row_ptr[r1] - j0; j += blockDim.x) cols[j] = k.col[j0 + j];
+    __syncthreads();
 }
 
 __device__ inline unsigned ld_acquire(const unsigned *p) {
@@ -92,39 +102,45 @@ __device__ inline int cta_row(const Chain &k, int o) { return (int)((long)o * k.
 __global__ void salt_kernel(unsigned *salt) { *salt += 1; }
 
 // (a), (b): one kernel a step; with PDL it waits on its predecessor before reading anything
-// and lets the next one launch at once.
-template <bool PDL>
+// and lets the next one launch at once. WORK = false: the ordering alone.
+template <bool PDL, bool WORK>
 __global__ void step_kernel(Chain k, int s) {
     if (PDL) pdl_enter();
-    global_step(k, cta_row(k, blockIdx.x), cta_row(k, blockIdx.x + 1), __ldcg(k.salt), s);
+    const int r0 = cta_row(k, blockIdx.x);
+    if (WORK) global_step(k, k.row_ptr + r0, k.col, r0, cta_row(k, blockIdx.x + 1), __ldcg(k.salt), s);
 }
 
 // (c), (d): all steps in one cooperative launch. FLAGS: before step s a CTA waits until each
 // row it reads carries epoch base + s, and after it stamps its own rows base + s + 1 (epochs
-// only grow, so nothing is reset between runs). Else every CTA meets the others at a grid
-// barrier after each step: arrivals count up from `base`, never reset either.
-template <bool FLAGS>
+// only grow, so nothing is reset between runs). BARRIER: every CTA meets the others after
+// each step; arrivals count up from `base`, never reset either. NONE: no ordering at all (the
+// work's own time; its reads race). Dynamic shared memory: the CTA's rows (stage_rows).
+enum { NONE, BARRIER, FLAGS };
+template <int MODE, bool WORK>
 __global__ void persistent_kernel(Chain k, unsigned base) {
+    extern __shared__ int rows_smem[];
     const int r0 = cta_row(k, blockIdx.x), r1 = cta_row(k, blockIdx.x + 1);
+    int *rp = rows_smem, *cols = rows_smem + (r1 - r0 + 1);
+    stage_rows(k, r0, r1, rp, cols);
     const unsigned salt = __ldcg(k.salt);
     for (int s = 0; s < STEPS; s++) {
-        if (FLAGS && s > 0) {
+        if (MODE == FLAGS && s > 0) {
             for (int i = k.dep_ptr[blockIdx.x] + threadIdx.x; i < k.dep_ptr[blockIdx.x + 1]; i += blockDim.x)
-                wait_reach(k.flag + k.dep[i], base + s, k.err);
+                wait_reach(k.flag + k.dep[i] * FLAG_STRIDE, base + s, k.err);
             __syncthreads();  // this CTA's other threads read after the acquires
         }
-        global_step(k, r0, r1, salt, s);
+        if (WORK) global_step(k, rp, cols, r0, r1, salt, s);
         __syncthreads();  // every thread's writes before thread 0's release
-        if (threadIdx.x == 0) {
+        if (threadIdx.x == 0 && MODE != NONE) {
             __threadfence();
-            if (FLAGS)
-                for (int r = r0; r < r1; r++) st_release(k.flag + r, base + s + 1);
+            if (MODE == FLAGS)
+                for (int r = r0; r < r1; r++) st_release(k.flag + r * FLAG_STRIDE, base + s + 1);
             else if (s + 1 < STEPS) {
                 red_release(k.bar, 1);
                 wait_reach(k.bar, base + (s + 1) * gridDim.x, k.err);
             }
         }
-        if (!FLAGS) __syncthreads();
+        if (MODE == BARRIER) __syncthreads();
     }
 }
 
@@ -132,18 +148,22 @@ __global__ void persistent_kernel(Chain k, unsigned base) {
 // (two copies: a step reads one and writes the other), reads the rows it needs from the
 // other CTAs' shared memory, and the cluster barrier (arrive release, wait acquire) ends the
 // step. The state meets global memory only before the first step and after the last.
+template <bool WORK>
 __global__ void __launch_bounds__(1024) cluster_kernel(Chain k, int rows_per) {
-    extern __shared__ unsigned st[];  // [2][rows_per][BW]
+    extern __shared__ unsigned st[];  // [2][rows_per][BW], then the CTA's rows (stage_rows)
     cg::cluster_group cl = cg::this_cluster();
-    const int rank = (int)cl.block_rank(), r0 = rank * rows_per, r1 = min(k.nb, r0 + rows_per);
+    const int rank = (int)cl.block_rank(), r0 = min(k.nb, rank * rows_per), r1 = min(k.nb, r0 + rows_per);
+    int *rp = (int *)(st + 2 * rows_per * BW), *cols = rp + rows_per + 1;
+    stage_rows(k, r0, r1, rp, cols);
     const unsigned salt = __ldcg(k.salt);
     for (int i = threadIdx.x; i < (r1 - r0) * BW; i += blockDim.x) st[i] = k.x[(size_t)r0 * BW + i];
     cl.sync();
     for (int s = 0; s < STEPS; s++) {
         unsigned *in = st + (s & 1) * rows_per * BW, *out = st + ((s + 1) & 1) * rows_per * BW;
-        rows_step(k, r0, r1, salt,
-                  [&](int c, int i) { return cl.map_shared_rank(in, c / rows_per)[(c % rows_per) * BW + i]; },
-                  [&](int r, int i, unsigned v) { out[(r - r0) * BW + i] = v; });
+        if (WORK)
+            rows_step(rp, cols, r0, r1, k.wpr, salt,
+                      [&](int c, int i) { return cl.map_shared_rank(in, c / rows_per)[(c % rows_per) * BW + i]; },
+                      [&](int r, int i, unsigned v) { out[(r - r0) * BW + i] = v; });
         cl.sync();
     }
     const unsigned *last = st + (STEPS & 1) * rows_per * BW;
@@ -168,16 +188,34 @@ static std::vector<unsigned> host_chain(const std::vector<int> &rp, const std::v
     return x;
 }
 
+enum { GRAPH, GRAPH_PDL, GRID_BARRIER, READY_FLAGS, CLUSTER8, CLUSTER16, NO_SYNC, NKINDS };
+static const char *kind_name[] = {"kernels in a CUDA graph", "the same, programmatic dependent launch", "persistent, grid barrier",
+                                  "persistent, readiness flags", "cluster of 8, DSMEM + cluster barrier",
+                                  "cluster of 16, DSMEM + cluster barrier", "none: the work alone (its reads race)"};
+
 struct Run {
     Chain k;
-    int kind, ctas, threads, cluster;
-    unsigned launches;       // cooperative runs so far (their epochs follow from it)
+    int kind, work, ctas, threads;
+    unsigned launches;  // cooperative runs so far (their epochs follow from it)
     cudaGraphExec_t graph;
     size_t smem;
 };
-enum { GRAPH, GRAPH_PDL, BARRIER, FLAGS, CLUSTER };
-static const char *kind_name[] = {"kernels in a CUDA graph", "the same, programmatic dependent launch",
-                                  "persistent, grid barrier", "persistent, readiness flags", "cluster, DSMEM + cluster barrier"};
+
+static int cluster_of(int kind) { return kind == CLUSTER8 ? 8 : 16; }
+
+static cudaLaunchConfig_t cluster_cfg(const Run &r, cudaLaunchAttribute *a) {
+    cudaLaunchConfig_t cfg = {};
+    a->id = cudaLaunchAttributeClusterDimension;
+    a->val.clusterDim.x = cluster_of(r.kind), a->val.clusterDim.y = 1, a->val.clusterDim.z = 1;
+    cfg.gridDim = dim3(r.ctas), cfg.blockDim = dim3(r.threads), cfg.dynamicSmemBytes = r.smem;
+    cfg.attrs = a, cfg.numAttrs = 1;
+    return cfg;
+}
+
+template <int MODE, bool WORK>
+static void launch_persistent(const Run &r, unsigned base) {
+    launch_attr(attr_cooperative(), persistent_kernel<MODE, WORK>, dim3(r.ctas), dim3(r.threads), r.smem, 0, r.k, base);
+}
 
 static void run_once(void *p, int iter) {
     Run *r = (Run *)p;
@@ -187,22 +225,25 @@ static void run_once(void *p, int iter) {
     }
     salt_kernel<<<1, 1>>>(r->k.salt);
     LAUNCH_CHECK();
-    if (r->kind == CLUSTER) {
-        cudaLaunchConfig_t cfg = {};
-        cudaLaunchAttribute a = {};
-        a.id = cudaLaunchAttributeClusterDimension;
-        a.val.clusterDim.x = r->cluster, a.val.clusterDim.y = 1, a.val.clusterDim.z = 1;
-        cfg.gridDim = dim3(r->ctas), cfg.blockDim = dim3(r->threads), cfg.dynamicSmemBytes = r->smem;
-        cfg.attrs = &a, cfg.numAttrs = 1;
-        CUDA_CHECK(cudaLaunchKernelEx(&cfg, cluster_kernel, r->k, (r->k.nb + r->cluster - 1) / r->cluster));
-        return;
-    }
     const unsigned n = r->launches++;
-    if (r->kind == FLAGS)
-        launch_attr(attr_cooperative(), persistent_kernel<true>, dim3(r->ctas), dim3(r->threads), 0, 0, r->k, n * STEPS);
-    else
-        launch_attr(attr_cooperative(), persistent_kernel<false>, dim3(r->ctas), dim3(r->threads), 0, 0, r->k,
-                    n * (unsigned)(STEPS - 1) * r->ctas);
+    if (r->kind == CLUSTER8 || r->kind == CLUSTER16) {
+        cudaLaunchAttribute a;
+        cudaLaunchConfig_t cfg = cluster_cfg(*r, &a);
+        const int rows_per = (r->k.nb + cluster_of(r->kind) - 1) / cluster_of(r->kind);
+        CUDA_CHECK(cudaLaunchKernelEx(&cfg, r->work ? cluster_kernel<true> : cluster_kernel<false>, r->k, rows_per));
+    } else if (r->kind == READY_FLAGS) {
+        if (r->work) launch_persistent<FLAGS, true>(*r, n * STEPS);
+        else launch_persistent<FLAGS, false>(*r, n * STEPS);
+    } else if (r->kind == GRID_BARRIER) {
+        if (r->work) launch_persistent<BARRIER, true>(*r, n * (unsigned)(STEPS - 1) * r->ctas);
+        else launch_persistent<BARRIER, false>(*r, n * (unsigned)(STEPS - 1) * r->ctas);
+    } else launch_persistent<NONE, true>(*r, 0);
+}
+
+template <bool PDL, bool WORK>
+static void capture_steps(const Run &r, cudaStream_t s) {
+    for (int i = 0; i < STEPS; i++)
+        launch_attr(attr_pdl(PDL), step_kernel<PDL, WORK>, dim3(r.ctas), dim3(r.threads), 0, s, r.k, i);
 }
 
 // The graph of (a) or (b): the salt's bump, then STEPS step kernels.
@@ -214,11 +255,11 @@ static cudaGraphExec_t make_graph(const Run &r) {
     CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     salt_kernel<<<1, 1, 0, s>>>(r.k.salt);
     LAUNCH_CHECK();
-    for (int i = 0; i < STEPS; i++) {
-        if (r.kind == GRAPH_PDL) launch_attr(attr_pdl(true), step_kernel<true>, dim3(r.ctas), dim3(r.threads), 0, s, r.k, i);
-        else step_kernel<false><<<r.ctas, r.threads, 0, s>>>(r.k, i);
-        LAUNCH_CHECK();
-    }
+    const bool pdl = r.kind == GRAPH_PDL;
+    if (pdl && r.work) capture_steps<true, true>(r, s);
+    else if (pdl) capture_steps<true, false>(r, s);
+    else if (r.work) capture_steps<false, true>(r, s);
+    else capture_steps<false, false>(r, s);
     CUDA_CHECK(cudaStreamEndCapture(s, &g));
     CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
     CUDA_CHECK(cudaGraphDestroy(g));
@@ -236,6 +277,70 @@ static T *to_dev(const std::vector<T> &v) {
 
 // Warps per row so that rows_per rows fit a CTA of at most MAX_WARPS warps, at most 4.
 static int warps_per_row(int rows_per) { return std::max(1, std::min(4, MAX_WARPS / rows_per)); }
+
+// The most rows and the most blocks any of `owners` owners of contiguous rows holds.
+static void owner_sizes(const std::vector<int> &rp, int owners, int *rows, int *blocks) {
+    const int nb = (int)rp.size() - 1;
+    *rows = *blocks = 0;
+    for (int o = 0; o < owners; o++) {
+        const int r0 = std::min(nb, mask_owner_row(nb, owners, o)), r1 = std::min(nb, mask_owner_row(nb, owners, o + 1));
+        *rows = std::max(*rows, r1 - r0), *blocks = std::max(*blocks, rp[r1] - rp[r0]);
+    }
+}
+
+// One timed run of a mechanism, with the work (checked against want) or without (the
+// ordering alone). Returns us per step; *ok: 1 passed, 0 failed, -1 not checked or not run.
+static double time_run(Run r, const std::vector<unsigned> &want, int *ok) {
+    const int nb = r.k.nb;
+    int rows_per, blocks;
+    *ok = -1;
+    if (r.kind == CLUSTER8 || r.kind == CLUSTER16) {
+        const int c = cluster_of(r.kind);
+        r.ctas = c;
+        rows_per = (nb + c - 1) / c;
+        std::vector<int> rp(nb + 1);
+        CUDA_CHECK(cudaMemcpy(rp.data(), r.k.row_ptr, sizeof(int) * (nb + 1), cudaMemcpyDeviceToHost));
+        blocks = 0;
+        for (int o = 0; o < c; o++) blocks = std::max(blocks, rp[std::min(nb, (o + 1) * rows_per)] - rp[std::min(nb, o * rows_per)]);
+        r.smem = sizeof(unsigned) * 2 * rows_per * BW + sizeof(int) * (rows_per + 1 + blocks);
+    } else {
+        std::vector<int> rp(nb + 1);
+        CUDA_CHECK(cudaMemcpy(rp.data(), r.k.row_ptr, sizeof(int) * (nb + 1), cudaMemcpyDeviceToHost));
+        owner_sizes(rp, r.ctas, &rows_per, &blocks);
+        r.smem = sizeof(int) * (rows_per + 1 + blocks);
+    }
+    if (rows_per > MAX_WARPS) return -1;
+    r.k.wpr = warps_per_row(rows_per);
+    r.threads = 32 * r.k.wpr * rows_per;
+    if (r.kind == CLUSTER8 || r.kind == CLUSTER16) {
+        auto kern = r.work ? cluster_kernel<true> : cluster_kernel<false>;
+        CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)r.smem));
+        cudaLaunchAttribute a;
+        cudaLaunchConfig_t cfg = cluster_cfg(r, &a);
+        int nclusters = 0;
+        if (cudaOccupancyMaxActiveClusters(&nclusters, kern, &cfg) != cudaSuccess || nclusters < 1) {
+            (void)cudaGetLastError();
+            return -1;
+        }
+    }
+    CUDA_CHECK(cudaMemset(r.k.salt, 0, sizeof(unsigned)));  // every mechanism ends on the same salt
+    CUDA_CHECK(cudaMemset(r.k.flag, 0, sizeof(unsigned) * nb * FLAG_STRIDE));
+    CUDA_CHECK(cudaMemset(r.k.bar, 0, sizeof(unsigned)));
+    CUDA_CHECK(cudaMemset(r.k.x + (size_t)nb * BW, 0xff, sizeof(unsigned) * STEPS * nb * BW));  // nothing left from the last one
+    if (r.kind <= GRAPH_PDL) r.graph = make_graph(r);
+    const double ms = cb_time_ms(run_once, &r, WARMUP, REPS);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    if (r.graph) CUDA_CHECK(cudaGraphExecDestroy(r.graph));
+    int err;
+    std::vector<unsigned> got(want.size());
+    CUDA_CHECK(cudaMemcpy(&err, r.k.err, sizeof err, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(got.data(), r.k.x + (size_t)STEPS * nb * BW, sizeof(unsigned) * got.size(), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemset(r.k.err, 0, sizeof(int)));
+    if (err) *ok = 0;
+    else if (r.work && r.kind != NO_SYNC) *ok = got == want;
+    return ms * 1e3 / STEPS;
+}
 
 // One table row per mechanism for layout m; returns how many failed their check.
 static int sync_rows(const char *desc, const Mask &m, int nsm) {
@@ -257,70 +362,33 @@ static int sync_rows(const char *desc, const Mask &m, int nsm) {
     k.row_ptr = to_dev(rp), k.col = to_dev(col), k.dep_ptr = to_dev(vptr), k.dep = to_dev(vlist), k.nb = nb;
     CUDA_CHECK(cudaMalloc(&k.x, sizeof(unsigned) * (STEPS + 1) * nb * BW));
     CUDA_CHECK(cudaMemcpy(k.x, x0.data(), sizeof(unsigned) * x0.size(), cudaMemcpyHostToDevice));
-    k.flag = to_dev(std::vector<unsigned>(nb, 0)), k.bar = to_dev(std::vector<unsigned>(1, 0));
-    k.salt = to_dev(std::vector<unsigned>(1, 0));
+    CUDA_CHECK(cudaMalloc(&k.flag, sizeof(unsigned) * nb * FLAG_STRIDE));
+    k.bar = to_dev(std::vector<unsigned>(1, 0)), k.salt = to_dev(std::vector<unsigned>(1, 0));
     k.err = to_dev(std::vector<int>(1, 0));
-    int maxrows = 0;
-    for (int o = 0; o < ctas; o++) maxrows = std::max(maxrows, mask_owner_row(nb, ctas, o + 1) - mask_owner_row(nb, ctas, o));
-    const double mean_deps = (double)vlist.size() / ctas;
-    std::vector<unsigned> want;
-    unsigned want_salt = ~0u;
+    const int runs = WARMUP + (REPS + 9) / 10 * 10;  // cb_time_ms's calls: the salt every run ends on
+    const std::vector<unsigned> want = host_chain(rp, col, x0, (unsigned)runs);
     int failed = 0;
-    for (int kind = GRAPH; kind <= CLUSTER + 1; kind++) {
+    for (int kind = 0; kind < NKINDS; kind++) {
         Run r = {};
-        r.k = k, r.kind = std::min(kind, (int)CLUSTER), r.ctas = ctas;
-        int rows_per = maxrows;
-        if (r.kind == CLUSTER) {
-            r.cluster = r.ctas = kind == CLUSTER ? 8 : 16;
-            rows_per = (nb + r.cluster - 1) / r.cluster;
-            r.smem = sizeof(unsigned) * 2 * rows_per * BW;
-            if (rows_per > MAX_WARPS) continue;  // a CTA would need more than one warp per row
+        r.k = k, r.kind = kind, r.ctas = ctas, r.work = 1;
+        int ok, ok0;
+        const double us = time_run(r, want, &ok);
+        r.work = 0;
+        const double us0 = kind == NO_SYNC ? -1 : time_run(r, want, &ok0);
+        char deps[32] = "-", alone[32] = "-";
+        if (kind == READY_FLAGS) snprintf(deps, sizeof deps, "%.1f of %d", (double)vlist.size() / ctas, nb);
+        if (us0 >= 0) snprintf(alone, sizeof alone, "%.2f", us0);
+        if (us < 0) {
+            printf("| %s | %s | - | - | - | - | n/a (cannot be placed) | | |\n", kind_name[kind], desc);
+            continue;
         }
-        r.k.wpr = warps_per_row(rows_per);
-        r.threads = 32 * r.k.wpr * rows_per;
-        char note[96] = "";
-        if (r.kind == CLUSTER) {
-            CUDA_CHECK(cudaFuncSetAttribute(cluster_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-            cudaLaunchConfig_t cfg = {};
-            cudaLaunchAttribute a = {};
-            a.id = cudaLaunchAttributeClusterDimension;
-            a.val.clusterDim.x = r.cluster, a.val.clusterDim.y = 1, a.val.clusterDim.z = 1;
-            cfg.gridDim = dim3(r.ctas), cfg.blockDim = dim3(r.threads), cfg.dynamicSmemBytes = r.smem;
-            cfg.attrs = &a, cfg.numAttrs = 1;
-            int nclusters = 0;
-            if (cudaOccupancyMaxActiveClusters(&nclusters, cluster_kernel, &cfg) != cudaSuccess || nclusters < 1) {
-                (void)cudaGetLastError();
-                printf("| %s, cluster of %d | %s | %d | - | - | - | n/a (cannot be placed) |\n", kind_name[CLUSTER], r.cluster, desc,
-                       r.ctas);
-                continue;
-            }
-            snprintf(note, sizeof note, ", cluster of %d", r.cluster);
-        }
-        if (r.kind <= GRAPH_PDL) r.graph = make_graph(r);
-        CUDA_CHECK(cudaMemset(k.salt, 0, sizeof(unsigned)));  // every mechanism ends on the same salt
-        CUDA_CHECK(cudaMemset(k.x + (size_t)nb * BW, 0xff, sizeof(unsigned) * STEPS * nb * BW));  // nothing left from the last one
-        double ms = cb_time_ms(run_once, &r, WARMUP, REPS);
-        CUDA_CHECK(cudaDeviceSynchronize());
-        unsigned salt;
-        int err;
-        std::vector<unsigned> got(x0.size());
-        CUDA_CHECK(cudaMemcpy(&salt, k.salt, sizeof salt, cudaMemcpyDeviceToHost));
-        CUDA_CHECK(cudaMemcpy(&err, k.err, sizeof err, cudaMemcpyDeviceToHost));
-        CUDA_CHECK(cudaMemcpy(got.data(), k.x + (size_t)STEPS * nb * BW, sizeof(unsigned) * got.size(), cudaMemcpyDeviceToHost));
-        if (salt != want_salt) want = host_chain(rp, col, x0, salt), want_salt = salt;
-        const bool ok = !err && got == want;
-        failed += !ok;
-        char deps[48] = "-";
-        if (r.kind == FLAGS) snprintf(deps, sizeof deps, "%.1f of %d", mean_deps, nb);
-        printf("| %s%s | %s | %d | %d | %s | %d | %.2f | %s |\n", kind_name[r.kind], note, desc, r.ctas, r.threads, deps, STEPS,
-               ms * 1e3 / STEPS, ok ? "ok" : err ? "FAILED (a wait timed out)" : "FAILED (wrong state)");
+        const int cl = kind == CLUSTER8 || kind == CLUSTER16;
+        const int rows_per = cl ? (nb + cluster_of(kind) - 1) / cluster_of(kind) : (nb + ctas - 1) / ctas;
+        printf("| %s | %s | %d | %d | %s | %d | %.2f | %s | %s |\n", kind_name[kind], desc, cl ? cluster_of(kind) : ctas,
+               32 * warps_per_row(rows_per) * rows_per, deps, STEPS, us,
+               ok == 1 ? "ok" : ok < 0 ? "-" : "FAILED", alone);
         fflush(stdout);
-        if (err) CUDA_CHECK(cudaMemset(k.err, 0, sizeof(int)));
-        if (r.graph) CUDA_CHECK(cudaGraphExecDestroy(r.graph));
-        if (r.kind == BARRIER || r.kind == FLAGS) {  // the next mechanism starts from zero epochs
-            CUDA_CHECK(cudaMemset(k.flag, 0, sizeof(unsigned) * nb));
-            CUDA_CHECK(cudaMemset(k.bar, 0, sizeof(unsigned)));
-        }
+        failed += ok == 0 || (us0 >= 0 && ok0 == 0);
     }
     void *bufs[] = {(void *)k.row_ptr, (void *)k.col, (void *)k.dep_ptr, (void *)k.dep, k.x, k.flag, k.bar, k.salt, k.err};
     for (void *b : bufs) CUDA_CHECK(cudaFree(b));
@@ -336,10 +404,10 @@ extern "C" int cb_sync(void) {
     printf("device: %s\na chain of %d dependent steps over H = 5120 in 32 x 32 blocks (160 block rows): each step, every "
            "block row becomes an integer mix of the blocks its W_h row stores (mlstm_3min's ba_14, seed 1; dense: every "
            "row reads the whole row before it, as a layer norm's statistics do); us/step = a run's time / %d, median of "
-           "runs; checked = the last state equals the host's, bit for bit\n\n",
+           "runs; checked = the last state equals the host's, bit for bit; sync alone = the same ordering with no work\n\n",
            dev, STEPS, STEPS);
-    printf("| mechanism | mask | CTAs | threads | producers a CTA waits on | steps | us/step | checked |\n"
-           "|---|---|---|---|---|---|---|---|\n");
+    printf("| mechanism | mask | CTAs | threads | producers a CTA waits on | steps | us/step | checked | sync alone us/step |\n"
+           "|---|---|---|---|---|---|---|---|---|\n");
     int failed = 0;
     const char *descs[] = {"ba_14", "dense"};
     for (const char *d : descs) {
