@@ -275,8 +275,9 @@ static T *to_dev(const std::vector<T> &v) {
     return d;
 }
 
-// Warps per row so that rows_per rows fit a CTA of at most MAX_WARPS warps, at most 4.
-static int warps_per_row(int rows_per) { return std::max(1, std::min(4, MAX_WARPS / rows_per)); }
+// Warps per row: as many as a CTA of MAX_WARPS warps holds for rows_per rows, so that a hub
+// row's blocks (over 100 in ba_14) are spread as the engine would spread them.
+static int warps_per_row(int rows_per) { return std::max(1, MAX_WARPS / rows_per); }
 
 // The most rows and the most blocks any of `owners` owners of contiguous rows holds.
 static void owner_sizes(const std::vector<int> &rp, int owners, int *rows, int *blocks) {
