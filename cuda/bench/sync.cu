@@ -276,7 +276,7 @@ static T *to_dev(const std::vector<T> &v) {
 }
 
 // Warps per row: as many as a CTA of MAX_WARPS warps holds for rows_per rows, so that a hub
-// row's blocks (over 100 in ba_14) are spread as the engine would spread them.
+// row's blocks (several times the mean in a Barabasi-Albert layout) are spread over many warps.
 static int warps_per_row(int rows_per) { return std::max(1, MAX_WARPS / rows_per); }
 
 // The most rows and the most blocks any of `owners` owners of contiguous rows holds.
