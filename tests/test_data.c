@@ -308,4 +308,64 @@ TEST(data_get_enwik8_refuses_other_bytes) {
     snprintf(path, sizeof path, "%s/enwik8", dir);
     CHECK(access(path, F_OK) != 0);  // no config may train on the wrong bytes
 }
+// ---- data/make_standin.sh on a tree of its own (STANDIN_ROOT): a 5.9 MB dictionary of lines
+// "D<n> ..." (over the 4 MB cap; cut in pieces) and 40 manual pages of 400 lines "M<n> ...",
+// 20,000 bytes each: 4,800,000 bytes in all once the dictionary is capped.
+
+static int standin(const char *order, long size, const char *out, char *err, size_t n) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "STANDIN_ROOT='%s' STANDIN_SIZE=%ld bash data/make_standin.sh --order %s '%s' 2>&1 >/dev/null",
+             tmp_path("standin"), size, order, out);
+    return run_shell(cmd, err, n);
+}
+
+// The file's bytes (caller frees) and length.
+static char *slurp(const char *path, long *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *len = ftell(f);
+    rewind(f);
+    char *b = malloc((size_t)*len + 1);
+    *len = (long)fread(b, 1, (size_t)*len, f);
+    fclose(f);
+    return b;
+}
+
+static long count_char(const char *b, long n, char c) {
+    long k = 0;
+    for (long i = 0; i < n; i++) k += b[i] == c;
+    return k;
+}
+
+TEST(data_standin_mixed_is_fixed_capped_and_spread) {
+    char cmd[4096], err[2048];
+    snprintf(cmd, sizeof cmd, "set -e; cd '%s' && mkdir standin && cd standin && mkdir -p dictd man/man1 && "
+             "awk 'BEGIN { for (i = 0; i < 100000; i++) printf \"D%%06d %%050d\\n\", i, i * 7919 }' | gzip -1 > dictd/big.dict.dz && "
+             "awk 'BEGIN { for (f = 0; f < 40; f++) { p = sprintf(\"man/man1/p%%02d.1\", f); "
+             "for (l = 0; l < 400; l++) printf \"M%%02d %%045d\\n\", f, l > p; close(p) } }'", test_tmpdir());
+    CHECK_EQ(run_shell(cmd, err, sizeof err), 0);
+    const char *a = tmp_path("standin_a.txt"), *b = tmp_path("standin_b.txt");
+    CHECK_EQ(standin("mixed", 4800000, a, err, sizeof err), 0);
+    long na, nb;
+    char *x = slurp(a, &na);
+    CHECK(x && na == 4800000);
+    CHECK_EQ(count_char(x, na, 'M'), 16000);  // every page whole, so the dictionary gave exactly 4,000,000
+    for (int t = 0; t < 10; t++) {  // every tenth holds both sources, about in their shares (1/6 pages)
+        long m = count_char(x + t * 480000, 480000, 'M') * 50;
+        CHECK_MSG(m >= 480000 / 20 && m <= 480000 * 3 / 10, "tenth %d: %ld bytes of pages", t, m);
+    }
+    CHECK_EQ(standin("mixed", 4800000, b, err, sizeof err), 0);  // the same bytes again
+    char *y = slurp(b, &nb);
+    CHECK(y && nb == na && !memcmp(x, y, (size_t)na));
+    free(y);
+    CHECK_EQ(standin("sorted", 2000000, b, err, sizeof err), 0);  // the old order: the dictionary first
+    y = slurp(b, &nb);
+    CHECK(y && nb == 2000000 && count_char(y, nb, 'M') == 0);
+    free(x);
+    free(y);
+    CHECK_EQ(standin("mixed", 4800001, b, err, sizeof err), 1);
+    CHECK_MSG(strstr(err, "make_standin.sh: error: only 4800000 bytes of text found in ") == err, "%s", err);
+    CHECK(access(b, F_OK) == 0);  // the failed run left the last good file alone
+}
 #endif

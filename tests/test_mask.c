@@ -393,4 +393,34 @@ TEST(mask_depth_prints_reach_of_internal_steps) {
     CHECK(sscanf(r, "\"reach\":[%lf,%lf,%lf]", &s1, &s2, &s3) == 3);
     CHECK_MSG(fabs(s1 - 0.0293) < 0.001 && s2 > 0.40 && s2 < 0.50 && s3 > 0.99, "%g %g %g", s1, s2, s3);
 }
+
+TEST(mask_owner_columns_lists_what_each_owner_reads) {
+    uint8_t bits[] = {1, 0, 0, 1,  0, 1, 0, 0,  1, 0, 1, 0,  0, 0, 1, 1};
+    Mask m = {4, 4, bits};
+    int *ptr, *list;
+    mask_owner_columns(&m, 3, &ptr, &list);  // owners hold rows {0}, {1}, {2, 3}
+    int want_ptr[] = {0, 2, 3, 6}, want[] = {0, 3, 1, 0, 2, 3};
+    CHECK(!memcmp(ptr, want_ptr, sizeof want_ptr) && !memcmp(list, want, sizeof want));
+    free(ptr);
+    free(list);
+    // mlstm_3min's W_h layout (H = 5120, 32 x 32 blocks) over one owner per H100/H200 SM: each owner
+    // lists exactly the columns its rows store, ascending.
+    Mask ba = mask_make("ba_14", 160, 160, 1);
+    mask_owner_columns(&ba, 132, &ptr, &list);
+    for (int o = 0; o < 132; o++) {
+        int r0 = mask_owner_row(160, 132, o), r1 = mask_owner_row(160, 132, o + 1);
+        CHECK(r1 > r0 && r1 - r0 <= 2);
+        for (int k = ptr[o] + 1; k < ptr[o + 1]; k++) CHECK(list[k - 1] < list[k]);
+        for (int c = 0, k = ptr[o]; c < 160; c++) {
+            int reads = 0;
+            for (int r = r0; r < r1; r++) reads |= ba.m[r * 160 + c];
+            CHECK_EQ(k < ptr[o + 1] && list[k] == c, reads);
+            k += reads;
+        }
+    }
+    CHECK_EQ(mask_owner_row(160, 132, 132), 160);
+    free(ptr);
+    free(list);
+    mask_free(&ba);
+}
 #endif

@@ -24,6 +24,9 @@ double cb_dense_ms(int N, int R, int C, int bf16, int reps);
 double cb_sparse_ms(const BsMat *w, const real *vals, int nsets, int N, int bf16, int reps, char *why, size_t whylen);
 // "NVIDIA H100 80GB HBM3, 132 SMs, 50 MB L2"
 void cb_device(char *buf, size_t n, size_t *l2_bytes);
+// `swlstm bench --sync` (sync.cu): the table of microseconds per dependent step under each
+// way of ordering a chain of small dependent ops. Returns 1 if a mechanism failed its check.
+int cb_sync(void);
 // GPU memory in use on the device (all allocations of this process and others), GiB.
 double cb_mem_used_gib(void);
 

@@ -18,4 +18,5 @@ double cb_sparse_ms(const BsMat *w, const real *vals, int nsets, int N, int bf16
 }
 void cb_device(char *buf, size_t n, size_t *l2_bytes) { no_cuda(); }
 double cb_mem_used_gib(void) { no_cuda(); }
+int cb_sync(void) { no_cuda(); }
 #endif

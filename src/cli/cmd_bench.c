@@ -19,6 +19,8 @@ static void usage(void) {
            "            blocks and ba_4 (bf16; ba_4 also fp32 and op by op), H=8192 ba_7, H=512 (the floor);\n"
            "            the mlstm (depth 4) at H=8192 ba_7 (bf16 op by op and looped, fp32) and H=2048 ba_4;\n"
            "            batches of 8 and 64 op by op (H=4096 ba_4 and dense, the mlstm at H=8192 ba_7)\n"
+           "  --sync    us per dependent step of a chain of small ops: graph, PDL, grid barrier,\n"
+           "            readiness flags, clusters (mlstm_3min's W_h layout)\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n"
            "the tables other than --probe need a GPU build\n");
 }
@@ -68,7 +70,8 @@ int cmd_bench(int argc, char **argv) {
     BenchFilter f = {.prec = -1, .cell = -1};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(o, "--train")) train = 1;
+        if (!strcmp(o, "--sync")) return cb_sync();
+        else if (!strcmp(o, "--train")) train = 1;
         else if (!strcmp(o, "--sample")) sample = 1;
         else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             usage();

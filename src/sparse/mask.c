@@ -180,6 +180,29 @@ long mask_count(const Mask *m) {
     return n;
 }
 
+int mask_owner_row(int nr, int nowners, int o) { return (int)((long)o * nr / nowners); }
+
+void mask_owner_columns(const Mask *m, int nowners, int **ptr, int **list) {
+    int *p = xmalloc(sizeof(int) * (size_t)(nowners + 1)), n = 0, cap = m->nc;
+    int *l = xmalloc(sizeof(int) * (size_t)cap);
+    uint8_t *seen = xmalloc((size_t)m->nc);
+    for (int o = 0; o < nowners; o++) {
+        p[o] = n;
+        memset(seen, 0, (size_t)m->nc);
+        for (int r = mask_owner_row(m->nr, nowners, o); r < mask_owner_row(m->nr, nowners, o + 1); r++)
+            for (int c = 0; c < m->nc; c++) seen[c] |= m->m[(size_t)r * m->nc + c];
+        for (int c = 0; c < m->nc; c++) {
+            if (!seen[c]) continue;
+            if (n == cap) l = xrealloc(l, sizeof(int) * (size_t)(cap *= 2));
+            l[n++] = c;
+        }
+    }
+    p[nowners] = n;
+    free(seen);
+    *ptr = p;
+    *list = l;
+}
+
 // ---- graph statistics on a bitset adjacency (off-diagonal, undirected) ----
 
 typedef struct {

@@ -38,6 +38,13 @@ int mask_path_sources(int n);  // how many BFS sources mask_stats uses for n nod
 // each): share[k] = the fraction of (source, target) pairs of blocks, hence of units, where the
 // target is reachable from the source through steps[0..k].
 void mask_reach(const Mask *steps, int D, double *share);
+// Block rows dealt to `nowners` consumers in contiguous runs (owner o holds rows
+// mask_owner_row(nr, nowners, o) .. mask_owner_row(nr, nowners, o + 1) - 1) and, for each owner,
+// the block columns its rows read, ascending and each once: *ptr [nowners + 1] and *list (the
+// caller frees both). In a square layout column c is row c's output: an owner that waits on
+// those rows' producers alone has all its inputs.
+int mask_owner_row(int nr, int nowners, int o);
+void mask_owner_columns(const Mask *m, int nowners, int **ptr, int **list);
 // Writes a greyscale PNG, one pixel per block (scaled up for small layouts).
 void mask_write_png(const Mask *m, const char *path);
 
