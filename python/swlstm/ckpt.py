@@ -1,6 +1,7 @@
 """Checkpoint reading: a `swlstm train` checkpoint's tensors (named as `swlstm export` names
 them), their moving average, block layouts and config."""
 import ctypes
+import json
 
 import numpy as np
 
@@ -13,8 +14,8 @@ def _config(text):
     for line in text.splitlines():
         line = line.split("#", 1)[0].strip()
         if "=" in line:
-            k, v = line.split("=", 1)
-            cfg[k.strip()] = v.strip()
+            k, v = (x.strip() for x in line.split("=", 1))
+            cfg[k] = json.loads(v) if v.startswith('"') else v  # strings are quoted, C escapes
     return cfg
 
 
