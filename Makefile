@@ -44,8 +44,8 @@ LIBOBJ  := $(LIBSRC:%.c=$(BUILD)/%.o)
 DBL     := $(BUILD)-f64
 DBLOBJ  := $(LIBSRC:%.c=$(DBL)/%.o)
 # make python: the library and its C ABI (src/api, cuda/api) from the same sources, compiled
-# position-independent in their own build dir.
-PIC     := build/pic
+# position-independent in their own build dir (one per CUDA setting: the objects differ).
+PIC     := build/pic$(if $(filter 1,$(CUDA)),,-cpu)
 PICOBJ  := $(LIBSRC:%.c=$(PIC)/%.o) $(APISRC:%.c=$(PIC)/%.o)
 PYTHON  ?= $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3)
 ifeq ($(CUDA),1)

@@ -19,7 +19,8 @@ def _candidates():
     if os.environ.get("SWLSTM_LIB"):
         yield os.environ["SWLSTM_LIB"]
     yield os.path.join(here, "libswlstm.so")                                   # make python copies it here
-    yield os.path.join(here, "..", "..", "build", "pic", "libswlstm.so")       # or the build dir
+    for build in ("pic", "pic-cpu"):                                         # or a build dir
+        yield os.path.join(here, "..", "..", "build", build, "libswlstm.so")
 
 
 def _load():
