@@ -47,7 +47,8 @@ DBLOBJ  := $(LIBSRC:%.c=$(DBL)/%.o)
 # position-independent in their own build dir (one per CUDA setting: the objects differ).
 PIC     := build/pic$(if $(filter 1,$(CUDA)),,-cpu)
 PICOBJ  := $(LIBSRC:%.c=$(PIC)/%.o) $(APISRC:%.c=$(PIC)/%.o)
-PYTHON  ?= $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3)
+# The binding's tests: the first python3 that has torch (else the system's, numpy-only tests).
+PYTHON  ?= $(or $(shell for p in python3 /usr/bin/python3; do $$p -c 'import torch' 2>/dev/null && { echo $$p; break; }; done),$(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3))
 ifeq ($(CUDA),1)
   CFLAGS += -DSW_CUDA
   CUOBJ  := $(CUSRC:%.cu=$(BUILD)/%.o)
