@@ -202,6 +202,8 @@ static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals,
     mm_launch<BF, FWD>(a, w);
 }
 
+// The binding's products (cuda/api): operands as the caller holds them, fp32 or bf16 (bf);
+// out is the caller's memory, which has no twin.
 template <bool FWD>
 static void mm_typed(real *out, const void *in, const BsMat *w, const void *vals, int N, int acc, int bf) {
     if (N <= 0) return;
