@@ -81,7 +81,10 @@ class Layout:
         a[self.block_row, self.col_idx] = True
         return a
 
-    def __del__(self):
+    def __reduce__(self):  # copies and pickles hold their own C layout
+        return (Layout, (self.array(), self.block))
+
+    def __del__(self, _free=_lib.lib.swlstm_layout_free):  # bound now: module globals may be gone at exit
         if getattr(self, "_owned", False) and self._h:
-            _lib.lib.swlstm_layout_free(self._h)
+            _free(self._h)
             self._h = None

@@ -1,6 +1,8 @@
 """BlockSparseLinear and swlstm.product on the device under test (cpu, or cuda with --cuda):
 forward and both gradients against the dense masked product in float64, gradcheck, dtypes,
 and every bad input raising."""
+import copy
+import pickle
 import unittest
 import warnings
 
@@ -91,6 +93,8 @@ class ProductTest(unittest.TestCase):
         x = torch.randn(4, 64, device=self.dev)
         self.assertTrue(torch.equal(a(x), b(x)))
         np.testing.assert_array_equal(a.layout.cpu().numpy(), m)
+        for c in (copy.deepcopy(a), pickle.loads(pickle.dumps(a))):
+            self.assertTrue(torch.equal(c.to(self.dev)(x), a(x)))
 
     def test_bad_input_raises(self):
         m = swlstm.mask("ws_2_0.2", 64, 64, 16, 1)

@@ -78,6 +78,7 @@ int swlstm_mask_stats_of(const uint8_t *m, int nr, int nc, swlstm_mask_stats *ou
 
 // ---- layouts ----
 int swlstm_layout_new(const uint8_t *m, int nr, int nc, int bs, swlstm_layout **out) {
+    if (!m || !out) return fail(SWLSTM_ERR_ARG, "layout: a NULL mask or result pointer");
     *out = NULL;
     if (bs != 8 && bs != 16 && bs != 32) return fail(SWLSTM_ERR_ARG, "layout: block %d: expected 8, 16 or 32", bs);
     if (nr <= 0 || nc <= 0 || (long)nr * bs > (1L << 30) / bs || (long)nc * bs > (1L << 30) / bs)
@@ -180,8 +181,8 @@ static void ckpt_fill(swlstm_ckpt *c, const char *path) {
 }
 
 int swlstm_ckpt_open(const char *path, swlstm_ckpt **out) {
+    if (!path || !out) return fail(SWLSTM_ERR_ARG, "ckpt_open: a NULL path or result pointer");
     *out = NULL;
-    if (!path) return fail(SWLSTM_ERR_ARG, "ckpt_open: NULL path");
     swlstm_ckpt *c = calloc(1, sizeof *c);
     if (!c) return fail(SWLSTM_ERR_FAILED, "ckpt_open: out of host memory");
     GUARDED(ckpt_fill(c, path));
