@@ -1,5 +1,5 @@
 # swlstm: block-sparse small-world char-LSTMs.  `make`, `make test`, `make test SANITIZE=1`,
-# `make test-gpu` (on a GPU machine), `make bench`.
+# `make test-gpu` (on a GPU machine), `make bench`, `make python` (libswlstm.so for python/swlstm).
 CC       ?= gcc
 NVCC     ?= nvcc
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
@@ -32,23 +32,32 @@ endif
 
 # Sources are found by folder (a folder per concern, docs/ARCHITECTURE.md): a new file in one
 # needs no edit here.
-LIBSRC  := $(filter-out src/cli/main.c,$(wildcard src/*/*.c))
+APISRC  := $(wildcard src/api/*.c)
+LIBSRC  := $(filter-out src/cli/main.c $(APISRC),$(wildcard src/*/*.c))
 TESTSRC := $(wildcard tests/test_*.c)
 FUZZSRC := tests/fuzz/harness.c $(wildcard tests/fuzz/fuzz_*.c)
 GPUTEST := $(wildcard tests/gpu/*.c)
-CUSRC   := $(wildcard cuda/*/*.cu)
+CUAPI   := $(wildcard cuda/api/*.cu)
+CUSRC   := $(filter-out $(CUAPI),$(wildcard cuda/*/*.cu))
 
 LIBOBJ  := $(LIBSRC:%.c=$(BUILD)/%.o)
 DBL     := $(BUILD)-f64
 DBLOBJ  := $(LIBSRC:%.c=$(DBL)/%.o)
+# make python: the library and its C ABI (src/api, cuda/api) from the same sources, compiled
+# position-independent in their own build dir (one per CUDA setting: the objects differ).
+PIC     := build/pic$(if $(filter 1,$(CUDA)),,-cpu)
+PICOBJ  := $(LIBSRC:%.c=$(PIC)/%.o) $(APISRC:%.c=$(PIC)/%.o)
+# The binding's tests: the first python3 that has torch (else the system's, numpy-only tests).
+PYTHON  ?= $(or $(shell for p in python3 /usr/bin/python3; do $$p -c 'import torch' 2>/dev/null && { echo $$p; break; }; done),$(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3))
 ifeq ($(CUDA),1)
   CFLAGS += -DSW_CUDA
   CUOBJ  := $(CUSRC:%.cu=$(BUILD)/%.o)
+  PICOBJ += $(CUSRC:%.cu=$(PIC)/%.o) $(CUAPI:%.cu=$(PIC)/%.o)
   # cuBLAS and cuSPARSE are not linked: cuda/ops/lazy_libs.cu opens them at first use.
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lnccl -ldl -lstdc++
 endif
 
-.PHONY: all test test-gpu test-kill fuzz fuzz-build bench bench-probe bench-dist clean
+.PHONY: all python test test-python test-gpu test-kill fuzz fuzz-build bench bench-probe bench-dist clean
 all: swlstm
 
 swlstm: $(BUILD)/swlstm
@@ -77,6 +86,25 @@ $(BUILD)/cuda/%.o: cuda/%.cu $(wildcard cuda/*/*.cuh cuda/*/*.h src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c -o $@ $<
 
+$(PIC)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -c -o $@ $<
+
+$(PIC)/cuda/%.o: cuda/%.cu $(wildcard cuda/*/*.cuh cuda/*/*.h src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -Xcompiler -fPIC -c -o $@ $<
+
+# Only the swlstm_* functions are exported (src/api/exports.map).
+$(PIC)/libswlstm.so: $(PICOBJ) src/api/exports.map
+	$(CC) $(CFLAGS) -shared -Wl,--version-script=src/api/exports.map -o $@ $(PICOBJ) $(LDLIBS)
+
+python: $(PIC)/libswlstm.so
+	cp $< python/swlstm/libswlstm.so.tmp && mv -f python/swlstm/libswlstm.so.tmp python/swlstm/libswlstm.so
+
+# The binding's tests (python/tests; numpy, and torch where installed), on CPU tensors.
+test-python: python $(BUILD)/swlstm
+	SWLSTM_BIN=$(BUILD)/swlstm $(PYTHON) python/tests/run.py
+
 test: $(BUILD)/swlstm $(BUILD)/run_tests $(DBL)/run_tests
 	SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/run_tests $(DBL)/run_tests
 
@@ -89,6 +117,8 @@ ifeq ($(BUILD),build/csan)
 	SWLSTM_BIN=$(BUILD)/swlstm bash tests/gpu/sanitize.sh $(BUILD)/run_tests_gpu $(SANITIZE_TOOLS)
 else
 	SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/run_tests_gpu
+	$(MAKE) python
+	SWLSTM_BIN=$(BUILD)/swlstm $(PYTHON) python/tests/run.py --cuda
 endif
 
 # Kills training at random moments and checks that latest.ckpt loads and resumes (KILL_RUNS).
@@ -134,6 +164,6 @@ bench-dist: swlstm
 	bash tools/bench_dist.sh
 
 clean:
-	rm -rf build swlstm
+	rm -rf build swlstm python/swlstm/libswlstm.so
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -159,14 +159,12 @@ static void launch_mm_bs(const MmArgs &a, int npieces, int nob) {
     }
 }
 
-template <bool BF, bool FWD>
-static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals, int N, int acc) {
-    if (N <= 0) return;
-    twin_none(out, (size_t)N * (FWD ? w->rows : w->cols), FWD ? "bsmm_fwd" : "bsmm_bwd_data");
+// The product's arguments but for its operands (in, w).
+template <bool FWD>
+static MmArgs mm_args(real *out, const BsMat *w, int N, int acc) {
     const DevBsMat *d = dev_of(w);
     MmArgs a = {};
     a.out = out;
-    a.in = in;
     a.pieces = (const MmPiece *)(FWD ? d->fwd_pieces : d->bwd_pieces);
     a.idx = FWD ? d->col_idx : d->csc_row;
     a.blk = FWD ? NULL : d->csc_blk;
@@ -174,11 +172,13 @@ static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals,
     a.ld_in = FWD ? w->cols : w->rows;
     a.ld_out = FWD ? w->rows : w->cols;
     a.acc = acc;
-    a.w = weight_operand<BF>(vals, (size_t)bsmat_nvals(w));
-    check_aligned(in, "input");
-    check_aligned(a.w, "weight");
-    if (BF && FWD && bsmm_stream_takes(w, N)) return bsmm_stream_fwd(out, in, w, (const bf16 *)a.w, N, acc);
-    a.in = act_operand<BF>(in, (size_t)N * a.ld_in, SCRATCH_XBF16);
+    return a;
+}
+
+// The cp.async or bulk kernels on operands already in the kernel's type (bf16 when BF).
+template <bool BF, bool FWD>
+static void mm_launch(const MmArgs &a, const BsMat *w) {
+    const DevBsMat *d = dev_of(w);
     int np = FWD ? d->fwd_npieces : d->bwd_npieces, nob = FWD ? w->nbr : w->nbc;
     typedef typename std::conditional<BF, bf16, float>::type T;
     if (BF && w->bs == 32 && bsmm_bulk_copies()) return bsmm_bulk_launch(a, np, nob, w->nnzb, pick_tm(a.N, np), FWD);
@@ -187,6 +187,41 @@ static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals,
     case 16: launch_mm_bs<T, 16, FWD>(a, np, nob); break;
     default: launch_mm_bs<T, 32, FWD>(a, np, nob); break;
     }
+}
+
+template <bool BF, bool FWD>
+static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals, int N, int acc) {
+    if (N <= 0) return;
+    twin_none(out, (size_t)N * (FWD ? w->rows : w->cols), FWD ? "bsmm_fwd" : "bsmm_bwd_data");
+    MmArgs a = mm_args<FWD>(out, w, N, acc);
+    a.w = weight_operand<BF>(vals, (size_t)bsmat_nvals(w));
+    check_aligned(in, "input");
+    check_aligned(a.w, "weight");
+    if (BF && FWD && bsmm_stream_takes(w, N)) return bsmm_stream_fwd(out, in, w, (const bf16 *)a.w, N, acc);
+    a.in = act_operand<BF>(in, (size_t)N * a.ld_in, SCRATCH_XBF16);
+    mm_launch<BF, FWD>(a, w);
+}
+
+// The binding's products (cuda/api): operands as the caller holds them, fp32 or bf16 (bf);
+// out is the caller's memory, which has no twin.
+template <bool FWD>
+static void mm_typed(real *out, const void *in, const BsMat *w, const void *vals, int N, int acc, int bf) {
+    if (N <= 0) return;
+    MmArgs a = mm_args<FWD>(out, w, N, acc);
+    a.in = in;
+    a.w = vals;
+    check_aligned(in, "input");
+    check_aligned(vals, "weight");
+    if (!bf) return mm_launch<false, FWD>(a, w);
+    if (FWD && bsmm_stream_takes(w, N)) return bsmm_stream_fwd_bf16(out, (const bf16 *)in, w, (const bf16 *)vals, N, acc);
+    mm_launch<true, FWD>(a, w);
+}
+
+void bsmm_fwd_typed(real *y, const void *x, const BsMat *w, const void *vals, int N, int acc, int bf) {
+    mm_typed<true>(y, x, w, vals, N, acc, bf);
+}
+void bsmm_bwd_data_typed(real *dx, const void *dy, const BsMat *w, const void *vals, int N, int acc, int bf) {
+    mm_typed<false>(dx, dy, w, vals, N, acc, bf);
 }
 
 template <bool BF>

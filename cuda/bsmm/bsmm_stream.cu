@@ -171,3 +171,6 @@ void bsmm_stream_fwd(real *y, const real *x, const BsMat *w, const bf16 *wb, int
     if (const bf16 *xb = twin_in(x, (size_t)N * w->cols)) stream_launch<true>(y, xb, w, wb, N, acc);
     else stream_launch<false>(y, x, w, wb, N, acc);
 }
+void bsmm_stream_fwd_bf16(real *y, const bf16 *xb, const BsMat *w, const bf16 *wb, int N, int acc) {
+    stream_launch<true>(y, xb, w, wb, N, acc);
+}

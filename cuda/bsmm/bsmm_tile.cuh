@@ -287,6 +287,11 @@ typedef struct {
 // bf16 block 32 on the bulk copy engine (bsmm_bulk.cu) unless SWLSTM_BSMM_COPY=cp (the tests run both).
 bool bsmm_bulk_copies(void);
 void bsmm_bulk_launch(const MmArgs &a, int npieces, int nob, long nnzb, int tm, bool fwd);
+// The products on operands already in the kernel's type (bf16 when bf; the binding, src/api).
+void bsmm_fwd_typed(real *y, const void *x, const BsMat *w, const void *vals, int N, int acc, int bf);
+void bsmm_bwd_data_typed(real *dx, const void *dy, const BsMat *w, const void *vals, int N, int acc, int bf);
+// bsmm_stream_fwd with x already in bf16.
+void bsmm_stream_fwd_bf16(real *y, const bf16 *xb, const BsMat *w, const bf16 *wb, int N, int acc);
 
 // ---- host: the launchers' checks ----
 static inline const DevBsMat *dev_of(const BsMat *w) {

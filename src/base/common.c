@@ -8,8 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static _Thread_local char context[64];
+static _Thread_local char context[64], last_error[2048 + 64];
 void (*die_hook)(void);
+
+const char *die_message(void) { return last_error; }
 
 void die_context(const char *ctx) { snprintf(context, sizeof context, "%s%s", ctx, *ctx ? ": " : ""); }
 
@@ -19,6 +21,7 @@ static void report(const char *kind, const char *fmt, va_list ap) {
     fflush(stdout);
     fprintf(stderr, "swlstm: %s: %s%s\n", kind, context, msg);  // one write: ranks do not interleave
     fflush(stderr);
+    if (!strcmp(kind, "error")) snprintf(last_error, sizeof last_error, "%s%s", context, msg);
 }
 
 void die(const char *fmt, ...) {

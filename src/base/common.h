@@ -36,6 +36,8 @@ __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
 // (tests/fuzz/) set one that longjmps back, so a clean error on bad input is not a crash.
 // The hook must not return.
 extern void (*die_hook)(void);
+// The message of this thread's last die() (a die_hook's caller reports it).
+const char *die_message(void);
 // Names the calling thread in its later errors and warnings, e.g. "rank 1 of 2" ("" = none).
 void die_context(const char *ctx);
 // Prints "swlstm: warning: <message>".

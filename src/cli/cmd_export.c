@@ -24,30 +24,6 @@ static void export_usage(void) {
            "the config text and the format version. tools/swlstm_torch.py loads the file in PyTorch.\n");
 }
 
-// The block-sparse matrix a parameter tensor holds, or NULL (a dense one).
-static const BsMat *tensor_bsmat(const Model *m, const ParamTensor *t) {
-    for (int l = 0; l < m->L; l++) {
-        const Layer *L = &m->layer[l];
-        if (t->off == L->off_wh) return &L->wh;
-        if (L->sparse_x && t->off == L->off_wx) return &L->wx;
-        for (int j = 0; j < m->D; j++)
-            if (t->off == L->off_ws[j]) return &L->ws[j];  // the mlstm's internal steps
-    }
-    return NULL;
-}
-
-// Matrices as [rows, cols]; everything else as a vector.
-static int dense_shape(const Model *m, const ParamTensor *t, int64_t *shape) {
-    shape[0] = (int64_t)t->n;
-    shape[1] = 0;
-    if (t->off == m->off_emb || t->off == m->off_wo) shape[1] = t->off == m->off_emb ? m->E : m->H;
-    for (int l = 0; l < m->L; l++)
-        if (t->off == m->layer[l].off_wx) shape[1] = m->layer[l].in;
-    if (!shape[1]) return 1;
-    shape[0] = (int64_t)t->n / shape[1];
-    return 2;
-}
-
 static void add_index(SafeTensors *st, const char *name, const char *what, const int *v, int n) {
     char full[128];
     snprintf(full, sizeof full, "%s.%s", name, what);
@@ -59,11 +35,11 @@ static void add_index(SafeTensors *st, const char *name, const char *what, const
 static void add_copy(SafeTensors *st, const Model *m, const char *prefix, const uint8_t *vals) {
     for (int i = 0; i < m->ntensor; i++) {
         const ParamTensor *t = &m->tensor[i];
-        const BsMat *w = tensor_bsmat(m, t);
+        const BsMat *w = model_tensor_bsmat(m, t);
         char name[128];
         snprintf(name, sizeof name, "%s%s", prefix, t->name);
         int64_t shape[3];
-        int ndim = w ? 3 : dense_shape(m, t, shape);
+        int ndim = w ? 3 : model_tensor_shape(m, t, shape);
         if (w) memcpy(shape, (int64_t[]){w->nnzb, w->bs, w->bs}, sizeof shape);
         st_add(st, name, "F32", ndim, shape, vals + 4 * t->off);
         if (w && !*prefix) {

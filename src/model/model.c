@@ -278,3 +278,25 @@ const ParamTensor *model_tensor(const Model *m, const char *name) {
         if (strcmp(m->tensor[i].name, name) == 0) return &m->tensor[i];
     return NULL;
 }
+
+const BsMat *model_tensor_bsmat(const Model *m, const ParamTensor *t) {
+    for (int l = 0; l < m->L; l++) {
+        const Layer *L = &m->layer[l];
+        if (t->off == L->off_wh) return &L->wh;
+        if (L->sparse_x && t->off == L->off_wx) return &L->wx;
+        for (int j = 0; j < m->D; j++)
+            if (t->off == L->off_ws[j]) return &L->ws[j];  // the mlstm's internal steps
+    }
+    return NULL;
+}
+
+int model_tensor_shape(const Model *m, const ParamTensor *t, int64_t *shape) {
+    shape[0] = (int64_t)t->n;
+    shape[1] = 0;
+    if (t->off == m->off_emb || t->off == m->off_wo) shape[1] = t->off == m->off_emb ? m->E : m->H;
+    for (int l = 0; l < m->L; l++)
+        if (t->off == m->layer[l].off_wx) shape[1] = m->layer[l].in;
+    if (!shape[1]) return 1;
+    shape[0] = (int64_t)t->n / shape[1];
+    return 2;
+}

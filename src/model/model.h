@@ -79,6 +79,10 @@ uint64_t model_mask_seed(long mask_seed, int layer, int is_input);
 uint64_t model_step_mask_seed(long mask_seed, int layer, int step);
 void model_free(Model *m);
 const ParamTensor *model_tensor(const Model *m, const char *name);  // NULL if absent
+// The block-sparse matrix a parameter tensor holds, or NULL (a dense one).
+const BsMat *model_tensor_bsmat(const Model *m, const ParamTensor *t);
+// A dense tensor's shape: matrices [rows, cols] (returns 2), everything else a vector (1).
+int model_tensor_shape(const Model *m, const ParamTensor *t, int64_t *shape);
 
 // ---- training window (T steps of B streams) ----
 typedef struct {
