@@ -15,11 +15,11 @@ extern "C" void api_cuda_init(int device) {
         die("cuda:%d: this process already runs swlstm's kernels on cuda:%d (one device per process)", device,
             expected);
     CUDA_CHECK(cudaSetDevice(device));
-    backend_cuda("fp32");
+    backend_cuda(PREC_FP32);
 }
 
-extern "C" void api_cuda_upload(BsMat *w) { backend_cuda("fp32")->bsmat_upload(w); }
-extern "C" void api_cuda_release(BsMat *w) { backend_cuda("fp32")->bsmat_release(w); }
+extern "C" void api_cuda_upload(BsMat *w) { backend_cuda(PREC_FP32)->bsmat_upload(w); }
+extern "C" void api_cuda_release(BsMat *w) { backend_cuda(PREC_FP32)->bsmat_release(w); }
 
 extern "C" void api_cuda_product(int op, int bf, float *out, const void *a, const void *b, const BsMat *w, int N,
                                  int acc, void *stream) {

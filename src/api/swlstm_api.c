@@ -177,7 +177,7 @@ static void ckpt_fill(swlstm_ckpt *c, const char *path) {
     TrainState ts;
     c->step = ckpt_train_state(&k, &ts) ? ts.step : -1;
     ckpt_close(&k);
-    c->m = model_load(path, "cpu", "fp32");
+    c->m = model_load(path, DEVICE_CPU, PREC_FP32);
 }
 
 int swlstm_ckpt_open(const char *path, swlstm_ckpt **out) {
