@@ -2,6 +2,7 @@
 #include <string.h>
 #include "base/common.h"
 #include "bench/bench.h"
+#include "bench/bench_cuda.h"
 #include "cli/verbs.h"
 #include "model/config.h"
 
