@@ -4,15 +4,15 @@
 //
 // What counts in ARCHITECTURE.md (each miss is printed with its doc line):
 // - a path: any run of [A-Za-z0-9_./*<>+-] that starts with src/, cuda/, tests/, tools/,
-//   configs/ or docs/ (backticked or not; a trailing '.' or ',' ends it). It must exist; one
+//   python/, dev/, configs/ or docs/ (backticked or not; a trailing '.' or ',' ends it). It must exist; one
 //   with '*' must match a file (glob); one with '<' (a template such as src/ops/<op>_cpu.c)
 //   needs only its folder.
 // - a backticked file name without such a prefix (ending .c .h .cu .cuh .py .sh .md .cfg,
 //   e.g. `logreg.c`, `ops/backend.h`, `bsmm*.cu`): a file under src/ cuda/ tests/ tools/
-//   whose path ends so (a glob for '*').
+//   python/ dev/ whose path ends so (a glob for '*').
 // - a backticked identifier: the whole span is [A-Za-z_][A-Za-z0-9_]*, optionally after `x->`
 //   and before `()`, `[]` or `*`. It must occur as a whole word in a source file under src/
-//   cuda/ tests/ tools/ (this file aside), or name one of their files' stems; with `()` it
+//   cuda/ tests/ tools/ python/ dev/ (this file aside), or name one of their files' stems; with `()` it
 //   must occur followed by '(' (a function); with `*` some word or stem must start with it.
 //   Spans holding spaces, '=', ':' or quotes, or starting with '-' or '#', are commands or
 //   settings, not names, and are not checked (their paths are, by the first rule).
@@ -169,7 +169,7 @@ static int glob_matches(const char *pattern) {
     return ok;
 }
 
-static const char *tops[] = {"src/", "cuda/", "tests/", "tools/", "configs/", "docs/"};
+static const char *tops[] = {"src/", "cuda/", "tests/", "tools/", "python/", "dev/", "configs/", "docs/"};
 
 static int top_path(const char *p) {
     for (size_t i = 0; i < sizeof tops / sizeof tops[0]; i++)
@@ -253,8 +253,8 @@ static void check_span(const Corpus *c, const char *span, int line, const char *
 TEST(doc_architecture_names_exist) {
     CHECK_MSG(find_root(), "the repository root (docs/ARCHITECTURE.md beside src/) is not the working directory or above it");
     Corpus c = {0};
-    const char *roots[] = {"src", "cuda", "tests", "tools"};
-    for (int i = 0; i < 4; i++) add_tree(&c, roots[i]);
+    const char *roots[] = {"src", "cuda", "tests", "tools", "python", "dev"};
+    for (int i = 0; i < 6; i++) add_tree(&c, roots[i]);
     char *doc = slurp("docs/ARCHITECTURE.md");
     CHECK_MSG(doc && c.words.n > 1000, "docs/ARCHITECTURE.md or the sources were not read");
     int bad = 0, line = 1;
