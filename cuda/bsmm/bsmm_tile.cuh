@@ -194,9 +194,8 @@ __device__ inline void acc_coord(int e, int lt, int &row, int &col) {
     col = nt * 8 + 2 * (lane & 3) + (c & 1);
 }
 
-// Where a CTA's tile lies: piece `piece` of the work list, row tile `ty` of `ntiles`. A
-// kernel with one tile per CTA takes it from its grid (tile_here); the engine's persistent
-// kernel walks several per CTA.
+// Where a CTA's tile lies: piece `piece` of the work list, row tile `ty` of `ntiles`, taken
+// from its grid (tile_here).
 struct TileAt {
     int piece, ty, ntiles;
 };

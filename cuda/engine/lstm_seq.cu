@@ -3,28 +3,17 @@
 // graph (lstm_seq_host.cu).
 #include "engine/lstm_seq_bulk.cuh"
 
-// The step kernels' order: a kernel boundary, programmatic (PDL). Nothing the previous step
-// writes is read before pdl_wait; only then may the next step's CTAs start (a trigger before
-// the wait lets every later step's CTAs fill the SMs and wait there).
-struct PdlSync {
-    __device__ void wait(int, const int *, int, int) const {
-        pdl_wait();
-        pdl_trigger();
-    }
-    __device__ void done(int, int) const {}
-};
-
 template <typename T, int TM, bool FWD, int RING>
 __global__ void __launch_bounds__(Sq<T, TM, FWD, RING>::NT, Sq<T, TM, FWD, RING>::MINB) seq_step_kernel(SeqStep a) {
     extern __shared__ __align__(16) unsigned char smem[];
-    seq_tile<T, TM, FWD, RING>(a, tile_here(), smem, PdlSync());
+    seq_tile<T, TM, FWD, RING>(a, tile_here(), smem);
 }
 
 template <int TM>
 __global__ void __launch_bounds__(Sb<TM>::NT, Sb<TM>::MINB)
     seq_step_bulk_kernel(const __grid_constant__ CUtensorMap dzmap, const __grid_constant__ CUtensorMap wmap, SeqStep a) {
     extern __shared__ unsigned char smem_raw[];
-    seq_tile_bulk_bwd<TM>(a, tile_here(), smem_raw, &dzmap, &wmap, PdlSync());
+    seq_tile_bulk_bwd<TM>(a, tile_here(), smem_raw, &dzmap, &wmap);
 }
 
 SeqMaps seq_maps(const bf16 *dz, int T, int B, int H, const bf16 *w, long nnzb) {

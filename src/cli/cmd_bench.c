@@ -209,7 +209,7 @@ typedef struct {
 } TrainRow;
 
 // The recurrent path a row ran, in a word (route.h recur_name): steps, replay (the mlstm's
-// steps as one launch), graph, dense, persistent or mixed.
+// steps as one launch), graph or dense.
 static const char *path_label(const Model *m, const Acts *a) {
     return recur_name(acts_route(m, a).layer[0]);
 }

@@ -36,7 +36,6 @@ typedef struct {
     // tok[t*B + b] of xtab [256, 4H] into z_t's row b themselves; xtab NULL: z holds it already.
     const real *xtab;
     const int *tok;
-    int persistent;  // 1: one persistent launch per direction where it applies, not a kernel per time step
 } SeqArgs;
 
 // A one-layer plain LSTM's or mLSTM's sampling loop (batch 1), for the backend's gen_* ops:
