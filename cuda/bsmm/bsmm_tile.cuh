@@ -283,8 +283,7 @@ typedef struct {
     int *count;                   // [ob][gridDim.y] pieces finished (back to 0 when done)
     int N, ld_in, ld_out, acc;
 } MmArgs;
-// bf16 block 32 on the bulk copy engine (bsmm_bulk.cu) unless SWLSTM_BSMM_COPY=cp (the tests run both).
-bool bsmm_bulk_copies(void);
+// bf16 block 32 on the bulk copy engine (bsmm_bulk.cu).
 void bsmm_bulk_launch(const MmArgs &a, int npieces, int nob, long nnzb, int tm, bool fwd);
 
 // ---- host: the launchers' checks ----

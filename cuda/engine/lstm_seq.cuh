@@ -75,12 +75,12 @@ typedef struct {
 } SeqMaps;
 SeqMaps seq_maps(const bf16 *dz, int T, int B, int H, const bf16 *w, long nnzb);
 
-// Launches one step on `stream`: BF selects bf16 tensor cores, FWD the direction; maps (bf16
-// backward only, else NULL) selects the bulk-copy form of the tile.
+// Launches one step on `stream`: BF selects bf16 tensor cores, FWD the direction; the bf16
+// backward's tile copies through the bulk copy engine, over maps (else NULL). ring (forward
+// only; SeqArgs.ring): 0 where the grid picks, else RING_SHALLOW + 1 or RING_DEEP + 1.
 template <bool BF, bool FWD>
-void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream, const SeqMaps *maps);
-// CTAs per SM of the step kernel that a direction runs for B rows (the forward's shallow
-// ring; bulk: the bf16 backward's bulk-copy form).
-int seq_step_ctas_per_sm(bool bf, bool fwd, bool bulk, int B);
+void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream, const SeqMaps *maps, int ring);
+// CTAs per SM of the step kernel that a direction runs for B rows (the forward's shallow ring).
+int seq_step_ctas_per_sm(bool bf, bool fwd, int B);
 // Rows per CTA for a batch of B rows (32, 64 or 128), both directions.
 int seq_tm(int B);

@@ -12,23 +12,19 @@
 // Row tiles of B rows (both directions).
 static int tiles(int B) { return cdiv(B, seq_tm(B)); }
 
-// bf16: the backward step kernels copy through the bulk copy engine (lstm_seq_bulk.cuh)
-// unless SWLSTM_SEQ_COPY=cp (the cp.async ring, which the forward always runs; the tests run both).
-static bool bulk_copies(void) { return env_choice("SWLSTM_SEQ_COPY", "cp", "bulk") != 0; }
-
 // List entries per CTA in direction fwd: 8 where the forward's pieces of 8 still fill at
 // most one wave (two CTAs per SM), so the short lists of a narrow mask run as shorter chains
 // side by side; SQ_PIECE where pieces of 16 would take more than two waves of the direction's
 // step kernel (18432 ba_8; the 8192 ba_8 backward at 128 rows, one CTA an SM), as fewer lists
 // are then cut and summed across CTAs; else 16 (8192's forward, two CTAs an SM, is slower
 // with longer pieces). The counts are the mask's rows', which its columns match in number.
-// SWLSTM_SEQ_PIECE=n (1..SQ_PIECE) overrides it (the tests run long pieces on small masks).
+// SeqArgs.piece (the tests: long pieces on small masks) overrides it.
 static int piece_len(const Seq *s, int fwd) {
-    if (const char *e = getenv("SWLSTM_SEQ_PIECE"); e && *e) return (int)parse_long("SWLSTM_SEQ_PIECE", e, 1, SQ_PIECE);
+    if (s->a.piece) return s->a.piece < SQ_PIECE ? s->a.piece : SQ_PIECE;
     const BsMat *w = s->a.wh;
     const long nt = tiles(s->a.B), nsm = g_cuda.nsm;
     if (count_pieces(w->row_ptr, w->nbc, 8) * nt <= 2 * nsm) return 8;
-    const long slots = nsm * seq_step_ctas_per_sm(s->bf, fwd, s->bf && bulk_copies(), s->a.B);
+    const long slots = nsm * seq_step_ctas_per_sm(s->bf, fwd, s->a.B);
     return count_pieces(w->row_ptr, w->nbc, 16) * nt > 2 * slots ? SQ_PIECE : 16;
 }
 
@@ -201,7 +197,7 @@ static void record_fwd(const Seq *s, const void *w, int T) {
     const SeqStep base = window_base(s, w, 1);
     for (int t = 0; t < T; t++) {
         SeqStep st = step_at(s, base, t, 1, T);
-        seq_step_launch<BF, true>(st, s->npieces[1], s->stream, NULL);
+        seq_step_launch<BF, true>(st, s->npieces[1], s->stream, NULL, a.ring);
         if (!a.ln_gain) continue;
         lstm_fwd_on(s->stream, st.h1, st.c1, st.act, a.lnstat + t * (size_t)a.B * 8, st.z, st.c0, a.bias, a.ln_gain, a.B,
                     a.H, st.hb1);
@@ -218,12 +214,11 @@ static void record_bwd(const Seq *s, const void *w, int T) {
     CUDA_CHECK(cudaMemsetAsync(a.dc, 0, BH * sizeof(real), s->stream));
     const SeqStep base = window_base(s, w, 0);
     SeqMaps maps = {};
-    const bool bulk = BF && bulk_copies();
-    if (bulk) maps = seq_maps(s->dzb, T, a.B, a.H, (const bf16 *)w, a.wh->nnzb);
+    if (BF) maps = seq_maps(s->dzb, T, a.B, a.H, (const bf16 *)w, a.wh->nnzb);
     for (int t = T - 1; t >= -1; t--) {
         SeqStep st = step_at(s, base, t, 0, T);
         if (t < 0 || !a.ln_gain || st.in)
-            seq_step_launch<BF, false>(st, s->npieces[0], s->stream, bulk ? &maps : NULL);
+            seq_step_launch<BF, false>(st, s->npieces[0], s->stream, BF ? &maps : NULL, 0);
         if (t < 0 || !a.ln_gain) continue;
         lstm_bwd_on(s->stream, st.dz, a.dc, a.dbias, a.dln_gain, st.dh, a.dc, st.act, st.c1, st.c0,
                     a.z + t * BG, a.lnstat + t * (size_t)a.B * 8, a.ln_gain, a.B, a.H, st.dzb);

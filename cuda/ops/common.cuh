@@ -94,15 +94,6 @@ void launch_pdl(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A &&..
     launch_attr(attr_pdl(true), kernel, grid, block, smem, g_cuda.stream, std::forward<A>(args)...);
 }
 
-// Which of two values the environment variable `name` holds: 0 for a, 1 for b, -1 where it is
-// unset or empty; any other value is a fatal error naming both.
-static inline int env_choice(const char *name, const char *a, const char *b) {
-    const char *e = getenv(name);
-    if (!e || !*e) return -1;
-    if (strcmp(e, a) && strcmp(e, b)) die("%s=%s: expected %s or %s", name, e, a, b);
-    return strcmp(e, a) ? 1 : 0;
-}
-
 void *cuda_scratch(int slot, size_t bytes);
 void *cu_alloc(size_t bytes);  // zero-filled device memory (the backend's alloc)
 

@@ -1,9 +1,9 @@
 // test_gpu_engine.c: the CUDA recurrent engine (Backend seq_*: a layer's window in one graph of
-// fused step kernels) against the CPU reference
-// and against the GPU's own per-step ops, on shapes that reach every path of its kernels: hub lists cut into pieces, 1-2 row tiles of
-// 32/64/128 rows with odd B, layer norm on and off, 1-2 layers, the input projection fused
-// (E a multiple of 32) or not, windows of another length, the dense masks' cuBLAS path,
-// both rings of the forward step kernel and both copy forms of the bf16 backward's.
+// fused step kernels) against the CPU reference and against the GPU's own per-step ops, on
+// shapes that reach every path of its kernels: hub lists cut into pieces (of up to 32 entries:
+// SeqArgs.piece), 1-2 row tiles of 32/64/128 rows with odd B, layer norm on and off, 1-2
+// layers, the input projection fused (E a multiple of 32) or not, windows of another length,
+// the dense masks' cuBLAS path, both rings of the forward step kernel (SeqArgs.ring).
 #include "gpu_train.h"
 #include "model/prune.h"
 
@@ -20,6 +20,10 @@ static const EngShape eshapes[] = {
     {"dense", 512, 0, 2, 67, 5, 64},      // dense without layer norm: the engine projects layer 0's input
 };
 
+// What the engines of the models eng_model makes take for SeqArgs piece and ring (0: the
+// shape picks, as the binary always does).
+static int force_piece, force_ring;
+
 static Model *eng_model(const EngShape *s, const Backend *be, const char *engine) {
     Config cfg;
     config_defaults(&cfg);
@@ -31,7 +35,9 @@ static Model *eng_model(const EngShape *s, const Backend *be, const char *engine
     cfg.seed = 5;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", s->sparsity);
     cfg.engine = config_parse_choice("engine", engine, "test");
-    return model_create(&cfg, be);
+    Model *m = model_create(&cfg, be);
+    m->seq_piece = force_piece, m->seq_ring = force_ring;
+    return m;
 }
 
 typedef struct {
@@ -112,57 +118,23 @@ TEST(gpu_engine_bf16_matches_cpu) { check_engine("bf16", 1e-2, 1e-2); }
 
 // Each of the forward step kernel's rings (lstm_seq.cu deep_ring) on every shape, whichever
 // these shapes' grids would pick.
-static void check_ring(const char *ring) {
-    setenv("SWLSTM_SEQ_RING", ring, 1);
+static void check_ring(int ring) {
+    force_ring = ring;
     check_engine("fp32", 1e-5, 1e-4);
     check_engine("bf16", 1e-2, 1e-2);
-    unsetenv("SWLSTM_SEQ_RING");
+    force_ring = 0;
 }
-TEST(gpu_engine_shallow_ring_matches_cpu) { check_ring("shallow"); }
-TEST(gpu_engine_deep_ring_matches_cpu) { check_ring("deep"); }
+TEST(gpu_engine_shallow_ring_matches_cpu) { check_ring(1); }
+TEST(gpu_engine_deep_ring_matches_cpu) { check_ring(2); }
 
 // Pieces of the longest length the step kernels take (SQ_PIECE, 32: what 18432 ba_8 and the
 // 8192 ba_8 backward at 128 rows run), against the CPU: ba_4's hubs cut into pieces of 32
 // and shorter ones.
 TEST(gpu_engine_long_pieces_match_cpu) {
-    setenv("SWLSTM_SEQ_PIECE", "32", 1);
+    force_piece = 32;
     check_engine("fp32", 1e-5, 1e-4);
     check_engine("bf16", 1e-2, 1e-2);
-    unsetenv("SWLSTM_SEQ_PIECE");
-}
-
-// The bf16 backward step kernel's two copy forms (lstm_seq_host.cu bulk_copies): the cp.async
-// ring against the CPU (the other tests run the bulk copy engine's), and the two giving the
-// same bits (the same products in the same order) on the sparse shapes: hub lists cut into
-// pieces, a second row tile of 2 rows (whose boxes' rows past B arrive as zeros), tiles of 64.
-TEST(gpu_engine_cp_ring_matches_cpu) {
-    setenv("SWLSTM_SEQ_COPY", "cp", 1);
-    check_engine("bf16", 1e-2, 1e-2);
-    unsetenv("SWLSTM_SEQ_COPY");
-}
-
-TEST(gpu_engine_bulk_copies_same_bits) {
-    const Backend *gpu = backend_cuda(PREC_BF16);
-    for (int k = 0; k < 3; k++) {
-        const EngShape *s = &eshapes[k];
-        Batch b = batch_make(s->B, s->T, s->H, 11);
-        real *g[2];
-        double loss[2];
-        size_t n = 0;
-        for (int v = 0; v < 2; v++) {
-            setenv("SWLSTM_SEQ_COPY", v ? "bulk" : "cp", 1);
-            EngRun r = eng_run(s, gpu, "auto", &b);
-            n = r.m->nparams;
-            g[v] = h_from(gpu, r.m->grads, n);
-            loss[v] = r.loss;
-            eng_free(&r);
-        }
-        unsetenv("SWLSTM_SEQ_COPY");
-        int same = loss[0] == loss[1] && memcmp(g[0], g[1], sizeof(real) * n) == 0;
-        free(g[0]); free(g[1]);
-        batch_free(&b);
-        CHECK_MSG(same, "%s H=%d B=%d: the bulk-copy backward gave other bits than the cp.async one", s->sparsity, s->H, s->B);
-    }
+    force_piece = 0;
 }
 
 // A window of another length recaptures the graph; going back to the first length too.
