@@ -8,7 +8,7 @@
 // Shared layouts: "k-major" means stored [k][m] (or [k][n]), else [m][k] (or [n][k]).
 #pragma once
 #include <stdint.h>
-#include "ops/common.cuh"
+#include "bsmm/bsmat_dev.cuh"
 
 constexpr int cdiv_c(int a, int b) { return (a + b - 1) / b; }
 

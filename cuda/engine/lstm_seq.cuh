@@ -5,7 +5,7 @@
 // cell in its epilogue: z, c and h never round-trip through a separate kernel.
 #pragma once
 #include "bsmm/bulk.cuh"
-#include "ops/common.cuh"
+#include "bsmm/bsmat_dev.cuh"
 
 #define SQ_BS 32        // the engine's block size (8 and 16 run step by step)
 #define SQ_PIECE 32     // most list entries per CTA; longer lists (hubs) are cut into pieces
