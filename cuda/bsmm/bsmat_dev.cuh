@@ -2,21 +2,17 @@
 // its products walk, and the block-sparse entry points other cuda folders call.
 #pragma once
 #include "ops/common.cuh"
+#include "sparse/list_pieces.h"
 
-// A piece of one output block column's list: entries [beg, end) of its CSR (fwd) or CSC
-// (bwd_data) list, piece `rank` of `nparts`; pieces of one column are consecutive.
-typedef struct { int ob, beg, end, rank, nparts; } MmPiece;
 // Most entries in a piece: long lists (hub nodes of small-world masks) are cut so that no
 // CTA walks far longer than the others; the pieces' partial sums are added in a fixed order.
 static inline int mm_piece_len(int bs) { return 2048 / bs; }
 
-// Device copies for bsmat_upload and the engine: ints, and n lists (ptr[i]..ptr[i+1]) cut
-// into pieces of at most `most` entries, longest list first (cut_pieces: the host array).
+// Device copies for bsmat_upload and the engine: ints, and pieces (sparse/list_pieces.h
+// cut_pieces plans them on the host).
 int *upload_ints(const int *h, int n);
-MmPiece *cut_pieces(const int *ptr, int n, int most, int *npieces);
 MmPiece *pieces_to_device(const MmPiece *pc, int n);
 void *upload_pieces(const int *ptr, int n, int most, int *npieces);
-int count_pieces(const int *ptr, int n, int most);  // how many upload_pieces makes
 
 // bwd_weight groups: group g owns blocks [k0[g], k0[g] + cnt[g]) of block row row[g] (at most
 // 256/bs blocks of one row, so they share their dy slab).
