@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <vector>
 #include "bench/bench_cuda.h"
-#include "ops/common.cuh"
+#include "bsmm/bsmat_dev.cuh"
 
 extern "C" double cb_time_ms(BenchFn fn, void *arg, int warmup, int reps) {
     enum { GROUP = 10 };  // calls issued back to back per timed group, as in training

@@ -181,11 +181,13 @@ static void mm_launch(const MmArgs &a, const BsMat *w) {
     const DevBsMat *d = dev_of(w);
     int np = FWD ? d->fwd_npieces : d->bwd_npieces, nob = FWD ? w->nbr : w->nbc;
     typedef typename std::conditional<BF, bf16, float>::type T;
-    if (BF && w->bs == 32 && bsmm_bulk_copies()) return bsmm_bulk_launch(a, np, nob, w->nnzb, pick_tm(a.N, np), FWD);
     switch (w->bs) {
     case 8: launch_mm_bs<T, 8, FWD>(a, np, nob); break;
     case 16: launch_mm_bs<T, 16, FWD>(a, np, nob); break;
-    default: launch_mm_bs<T, 32, FWD>(a, np, nob); break;
+    default:  // bf16 block 32 copies through the bulk copy engine (bsmm_bulk.cu)
+        if constexpr (BF) bsmm_bulk_launch(a, np, nob, w->nnzb, pick_tm(a.N, np), FWD);
+        else launch_mm_bs<T, 32, FWD>(a, np, nob);
+        break;
     }
 }
 

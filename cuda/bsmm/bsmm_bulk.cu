@@ -1,12 +1,10 @@
 // bsmm_bulk.cu: bsmm.cu's products (fwd, bwd_data) for bf16 block-32 matrices with every copy
 // on the bulk tensor copy engine: one thread issues a stage's activation boxes (from a tensor
 // map over the input) and blocks onto one mbarrier, in the 64-byte swizzle tile_mma reads, so
-// no thread spends instructions on copies and no row is padded. It beats the cp.async kernel
-// (SWLSTM_BSMM_COPY=cp) on the per-step path's products, the kernel table and the mlstm's step.
+// no thread spends instructions on copies and no row is padded. It beats bsmm.cu's cp.async
+// kernel on the per-step path's products, the kernel table and the mlstm's step (PERF_HISTORY.md).
 #include "bsmm/bsmm_tile.cuh"
 #include "bsmm/bulk.cuh"
-
-bool bsmm_bulk_copies(void) { return env_choice("SWLSTM_BSMM_COPY", "cp", "bulk") != 0; }
 
 // The same groups, entries and order as bsmm_mm_kernel (so the same bits): group g of stage st
 // takes entry st * KG + g. One thread issues a stage's KG activation boxes (TM rows x 32, from

@@ -8,7 +8,7 @@
 // Shared layouts: "k-major" means stored [k][m] (or [k][n]), else [m][k] (or [n][k]).
 #pragma once
 #include <stdint.h>
-#include "ops/common.cuh"
+#include "bsmm/bsmat_dev.cuh"
 
 constexpr int cdiv_c(int a, int b) { return (a + b - 1) / b; }
 
@@ -194,9 +194,8 @@ __device__ inline void acc_coord(int e, int lt, int &row, int &col) {
     col = nt * 8 + 2 * (lane & 3) + (c & 1);
 }
 
-// Where a CTA's tile lies: piece `piece` of the work list, row tile `ty` of `ntiles`. A
-// kernel with one tile per CTA takes it from its grid (tile_here); the engine's persistent
-// kernel walks several per CTA.
+// Where a CTA's tile lies: piece `piece` of the work list, row tile `ty` of `ntiles`, taken
+// from its grid (tile_here).
 struct TileAt {
     int piece, ty, ntiles;
 };
@@ -284,8 +283,7 @@ typedef struct {
     int *count;                   // [ob][gridDim.y] pieces finished (back to 0 when done)
     int N, ld_in, ld_out, acc;
 } MmArgs;
-// bf16 block 32 on the bulk copy engine (bsmm_bulk.cu) unless SWLSTM_BSMM_COPY=cp (the tests run both).
-bool bsmm_bulk_copies(void);
+// bf16 block 32 on the bulk copy engine (bsmm_bulk.cu).
 void bsmm_bulk_launch(const MmArgs &a, int npieces, int nob, long nnzb, int tm, bool fwd);
 // The products on operands already in the kernel's type (bf16 when bf; the binding, src/api).
 void bsmm_fwd_typed(real *y, const void *x, const BsMat *w, const void *vals, int N, int acc, int bf);

@@ -168,6 +168,8 @@ static int takes(const GenArgs *a) {
     return ok;
 }
 
+void gen_free_cuda(void *gv);  // below
+
 template <bool BF>
 void *gen_create_cuda(const GenArgs *a) {
     typedef typename std::conditional<BF, bf16, float>::type W;

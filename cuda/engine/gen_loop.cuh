@@ -1,7 +1,7 @@
 // gen_loop.cuh: the sampling loop's launch arguments, shared by its kernel (gen_loop.cu) and
 // its host side (gen_host.cu).
 #pragma once
-#include "ops/common.cuh"
+#include "bsmm/bsmat_dev.cuh"
 
 enum { GEN_THREADS = 256, GEN_WARPS = GEN_THREADS / 32, GEN_BLOCK = 32 * 32, GEN_MAX_STAGES = SW_MAX_DEPTH + 1 };
 

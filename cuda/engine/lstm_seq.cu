@@ -3,28 +3,17 @@
 // graph (lstm_seq_host.cu).
 #include "engine/lstm_seq_bulk.cuh"
 
-// The step kernels' order: a kernel boundary, programmatic (PDL). Nothing the previous step
-// writes is read before pdl_wait; only then may the next step's CTAs start (a trigger before
-// the wait lets every later step's CTAs fill the SMs and wait there).
-struct PdlSync {
-    __device__ void wait(int, const int *, int, int) const {
-        pdl_wait();
-        pdl_trigger();
-    }
-    __device__ void done(int, int) const {}
-};
-
 template <typename T, int TM, bool FWD, int RING>
 __global__ void __launch_bounds__(Sq<T, TM, FWD, RING>::NT, Sq<T, TM, FWD, RING>::MINB) seq_step_kernel(SeqStep a) {
     extern __shared__ __align__(16) unsigned char smem[];
-    seq_tile<T, TM, FWD, RING>(a, tile_here(), smem, PdlSync());
+    seq_tile<T, TM, FWD, RING>(a, tile_here(), smem);
 }
 
 template <int TM>
 __global__ void __launch_bounds__(Sb<TM>::NT, Sb<TM>::MINB)
     seq_step_bulk_kernel(const __grid_constant__ CUtensorMap dzmap, const __grid_constant__ CUtensorMap wmap, SeqStep a) {
     extern __shared__ unsigned char smem_raw[];
-    seq_tile_bulk_bwd<TM>(a, tile_here(), smem_raw, &dzmap, &wmap, PdlSync());
+    seq_tile_bulk_bwd<TM>(a, tile_here(), smem_raw, &dzmap, &wmap);
 }
 
 SeqMaps seq_maps(const bf16 *dz, int T, int B, int H, const bf16 *w, long nnzb) {
@@ -53,11 +42,11 @@ static void launch(const SeqStep &a, dim3 grid, cudaStream_t stream) {
 }
 
 // The forward's ring (Sq): deep where it still runs two CTAs per SM, or where the shallow
-// ring's grid fits in one round; else shallow. SWLSTM_SEQ_RING=shallow|deep overrides it, so
-// the tests run either ring on any shape.
+// ring's grid fits in one round; else shallow. ring (SeqArgs.ring) overrides it, so the tests
+// run either ring on any shape.
 template <typename T, int TM>
-static bool deep_ring(long ctas) {
-    if (int c = env_choice("SWLSTM_SEQ_RING", "shallow", "deep"); c >= 0) return c;
+static bool deep_ring(long ctas, int ring) {
+    if (ring) return ring == RING_DEEP + 1;
     return Sq<T, TM, true, RING_DEEP>::MINB >= 2 || ctas <= (long)Sq<T, TM, true>::MINB * g_cuda.nsm;
 }
 
@@ -69,29 +58,31 @@ static void launch_bulk(const SeqStep &a, const SeqMaps &m, dim3 grid, cudaStrea
     launch_attr(attr_pdl(a.B > 64), seq_step_bulk_kernel<TM>, grid, dim3(C::NT), C::SMEM, stream, m.dz, m.w, a);
 }
 
-int seq_step_ctas_per_sm(bool bf, bool fwd, bool bulk, int B) {
+int seq_step_ctas_per_sm(bool bf, bool fwd, int B) {
     return with_tm(B, [&](auto tm) {
         constexpr int TM = decltype(tm)::value;
         if (!bf) return fwd ? Sq<float, TM, true>::MINB : Sq<float, TM, false>::MINB;
-        return fwd ? Sq<bf16, TM, true>::MINB : bulk ? Sb<TM>::MINB : Sq<bf16, TM, false>::MINB;
+        return fwd ? Sq<bf16, TM, true>::MINB : Sb<TM>::MINB;
     });
 }
 
 template <bool BF, bool FWD>
-void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream, const SeqMaps *maps) {
+void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream, const SeqMaps *maps, int ring) {
     typedef typename std::conditional<BF, bf16, float>::type T;
     with_tm(a.B, [&](auto tm) {
         constexpr int TM = decltype(tm)::value;
         const dim3 grid(npieces, cdiv(a.B, TM));
-        if constexpr (BF && !FWD)
-            if (maps) return launch_bulk<TM>(a, *maps, grid, stream);
-        if constexpr (FWD)
-            if (deep_ring<T, TM>((long)grid.x * grid.y)) return launch<T, TM, FWD, RING_DEEP>(a, grid, stream);
-        launch<T, TM, FWD, RING_SHALLOW>(a, grid, stream);
+        if constexpr (BF && !FWD) {
+            launch_bulk<TM>(a, *maps, grid, stream);
+        } else {
+            if constexpr (FWD)
+                if (deep_ring<T, TM>((long)grid.x * grid.y, ring)) return launch<T, TM, FWD, RING_DEEP>(a, grid, stream);
+            launch<T, TM, FWD, RING_SHALLOW>(a, grid, stream);
+        }
     });
 }
 
-template void seq_step_launch<false, false>(const SeqStep &, int, cudaStream_t, const SeqMaps *);
-template void seq_step_launch<false, true>(const SeqStep &, int, cudaStream_t, const SeqMaps *);
-template void seq_step_launch<true, false>(const SeqStep &, int, cudaStream_t, const SeqMaps *);
-template void seq_step_launch<true, true>(const SeqStep &, int, cudaStream_t, const SeqMaps *);
+template void seq_step_launch<false, false>(const SeqStep &, int, cudaStream_t, const SeqMaps *, int);
+template void seq_step_launch<false, true>(const SeqStep &, int, cudaStream_t, const SeqMaps *, int);
+template void seq_step_launch<true, false>(const SeqStep &, int, cudaStream_t, const SeqMaps *, int);
+template void seq_step_launch<true, true>(const SeqStep &, int, cudaStream_t, const SeqMaps *, int);

@@ -1,12 +1,11 @@
-// lstm_seq.cuh: the recurrent engine's kernels (lstm_seq.cu: a launch per time step;
-// lstm_seq_window.cu: a persistent launch per window) and what the host side
-// (lstm_seq_host.cu) passes them. A step of a whole layer is a set of tiles: for each
+// lstm_seq.cuh: the recurrent engine's step kernels (lstm_seq.cu: a launch per time step)
+// and what the host side (lstm_seq_host.cu) passes them. A step of a whole layer is a set of tiles: for each
 // hidden block j (32 units) and TM rows, the four gates' block rows of W_h share one mask,
 // so one CTA reads each activation slab once for all four gate blocks and then applies the
 // cell in its epilogue: z, c and h never round-trip through a separate kernel.
 #pragma once
 #include "bsmm/bulk.cuh"
-#include "ops/common.cuh"
+#include "bsmm/bsmat_dev.cuh"
 
 #define SQ_BS 32        // the engine's block size (8 and 16 run step by step)
 #define SQ_PIECE 32     // most list entries per CTA; longer lists (hubs) are cut into pieces
@@ -68,23 +67,6 @@ __host__ __device__ inline SeqStep seq_at(SeqStep w, int t, bool fwd, int T, int
     return w;
 }
 
-// The persistent form (no layer norm: the cell is always fused): one launch runs the whole
-// window, every CTA resident, each walking its share of every step's tiles; a tile waits on
-// per-list flags for the h (fwd) or dz (bwd) slabs it reads (lstm_seq_window.cu FlagSync).
-// Each CTA (one per SM) keeps its tiles' weights in shared memory for the whole window.
-typedef struct {
-    const int *ptr, *items;  // CTA b's tiles: items[ptr[b] .. ptr[b+1]), each piece * ntiles + row tile
-    const int *roff;         // item i's weights: from entry roff[i] of its CTA's resident ones
-    int *flags;              // [list][row tile] steps finished, 0 at launch
-    int T, ctas, wres;       // wres: the most entries a CTA keeps resident
-} SeqWork;
-
-// The persistent kernel's shared memory: `base` bytes, then `entry` bytes per resident
-// entry, `most` bytes in all.
-typedef struct {
-    size_t base, entry, most;
-} SeqShape;
-
 // The tensor maps the bf16 backward step kernel reads through (lstm_seq_bulk.cuh): dz over
 // the window's [T][B][4H] in boxes of TM rows x 32 of one step (SeqStep plane); w over W_h's
 // stored blocks as rows of 32.
@@ -93,16 +75,12 @@ typedef struct {
 } SeqMaps;
 SeqMaps seq_maps(const bf16 *dz, int T, int B, int H, const bf16 *w, long nnzb);
 
-// Launches one step on `stream`: BF selects bf16 tensor cores, FWD the direction; maps (bf16
-// backward only, else NULL) selects the bulk-copy form of the tile.
+// Launches one step on `stream`: BF selects bf16 tensor cores, FWD the direction; the bf16
+// backward's tile copies through the bulk copy engine, over maps (else NULL). ring (forward
+// only; SeqArgs.ring): 0 where the grid picks, else RING_SHALLOW + 1 or RING_DEEP + 1.
 template <bool BF, bool FWD>
-void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream, const SeqMaps *maps);
-// Launches the whole window in the persistent form (w as seq_at takes it).
-template <bool BF, bool FWD>
-void seq_window_launch(const SeqStep &w, const SeqWork &k, cudaStream_t stream);
-SeqShape seq_window_shape(bool bf, bool fwd, int B);
-// CTAs per SM of the step kernel that a direction runs for B rows (the forward's shallow
-// ring; bulk: the bf16 backward's bulk-copy form).
-int seq_step_ctas_per_sm(bool bf, bool fwd, bool bulk, int B);
+void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream, const SeqMaps *maps, int ring);
+// CTAs per SM of the step kernel that a direction runs for B rows (the forward's shallow ring).
+int seq_step_ctas_per_sm(bool bf, bool fwd, int B);
 // Rows per CTA for a batch of B rows (32, 64 or 128), both directions.
 int seq_tm(int B);

@@ -25,9 +25,9 @@ struct Sb {
     static_assert(STAGE % 1024 == 0 && (TM * SQ_BS * sizeof(bf16)) % 512 == 0, "swizzled boxes on 512-byte boundaries");
 };
 
-template <int TM, typename Sync>
+template <int TM>
 __device__ void seq_tile_bulk_bwd(const SeqStep &a, TileAt at, unsigned char *smem_raw, const CUtensorMap *dzmap,
-                                  const CUtensorMap *wmap, const Sync &sync) {
+                                  const CUtensorMap *wmap) {
     using C = Sb<TM>;
     __shared__ int s_last;
     unsigned char *smem = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);
@@ -55,7 +55,7 @@ __device__ void seq_tile_bulk_bwd(const SeqStep &a, TileAt at, unsigned char *sm
     constexpr int AHEAD = C::S - 1;  // entries in flight beyond the one being multiplied
     if (tid == 0)
         for (int st = 0; st < AHEAD && st < total; st++) issue_w(st);
-    sync.wait(pc.ob, s_idx, total, at.ty);
+    seq_step_wait();
     if (tid == 0)
         for (int st = 0; st < AHEAD && st < total; st++) issue_a(st);
     float acc[SQ_BS] = {};
@@ -64,5 +64,5 @@ __device__ void seq_tile_bulk_bwd(const SeqStep &a, TileAt at, unsigned char *sm
                                                      SQ_BS, w_at(st) + grp * SQ_BS * SQ_BS, SQ_BS, 0, lt);
     });
     __syncthreads();  // every copy has landed and been read: the ring becomes red
-    seq_tile_end<false>(a, at, pc, acc, (float *)smem, NULL, TM, &s_last, sync);
+    seq_tile_end<false>(a, at, pc, acc, (float *)smem, NULL, TM, &s_last);
 }

@@ -12,79 +12,26 @@
 // Row tiles of B rows (both directions).
 static int tiles(int B) { return cdiv(B, seq_tm(B)); }
 
-// bf16: the backward step kernels copy through the bulk copy engine (lstm_seq_bulk.cuh)
-// unless SWLSTM_SEQ_COPY=cp (the cp.async ring, which the forward always runs; the tests run both).
-static bool bulk_copies(void) { return env_choice("SWLSTM_SEQ_COPY", "cp", "bulk") != 0; }
-
 // List entries per CTA in direction fwd: 8 where the forward's pieces of 8 still fill at
 // most one wave (two CTAs per SM), so the short lists of a narrow mask run as shorter chains
 // side by side; SQ_PIECE where pieces of 16 would take more than two waves of the direction's
 // step kernel (18432 ba_8; the 8192 ba_8 backward at 128 rows, one CTA an SM), as fewer lists
 // are then cut and summed across CTAs; else 16 (8192's forward, two CTAs an SM, is slower
 // with longer pieces). The counts are the mask's rows', which its columns match in number.
-// SWLSTM_SEQ_PIECE=n (1..SQ_PIECE) overrides it (the tests run long pieces on small masks).
+// SeqArgs.piece (the tests: long pieces on small masks) overrides it.
 static int piece_len(const Seq *s, int fwd) {
-    if (const char *e = getenv("SWLSTM_SEQ_PIECE"); e && *e) return (int)parse_long("SWLSTM_SEQ_PIECE", e, 1, SQ_PIECE);
+    if (s->a.piece) return s->a.piece < SQ_PIECE ? s->a.piece : SQ_PIECE;
     const BsMat *w = s->a.wh;
     const long nt = tiles(s->a.B), nsm = g_cuda.nsm;
     if (count_pieces(w->row_ptr, w->nbc, 8) * nt <= 2 * nsm) return 8;
-    const long slots = nsm * seq_step_ctas_per_sm(s->bf, fwd, s->bf && bulk_copies(), s->a.B);
+    const long slots = nsm * seq_step_ctas_per_sm(s->bf, fwd, s->a.B);
     return count_pieces(w->row_ptr, w->nbc, 16) * nt > 2 * slots ? SQ_PIECE : 16;
-}
-
-// A piece's list entries (the weights it keeps resident).
-static int piece_entries(const MmPiece *p) { return p->end - p->beg; }
-
-typedef struct { int cost, piece; } Unit;
-static int costliest_first(const void *a, const void *b) {
-    const Unit *x = (const Unit *)a, *y = (const Unit *)b;
-    return x->cost != y->cost ? y->cost - x->cost : x->piece - y->piece;
-}
-
-// The persistent form's share-out: each piece, with its row tiles, to one of one CTA per SM,
-// costliest first (its entries plus about two for the epilogue) to the least loaded CTA
-// whose shared memory still holds the piece's weights. Returns 0 where they do not all fit
-// (H = 8192 ba_8's 35 MB of bf16 W_h against 132 x 227 KB): the engine then runs a kernel
-// per step, streaming the weights.
-static int plan_window(Seq *s, int fwd, const MmPiece *pc, int np) {
-    const int nt = tiles(s->a.B), G = np < g_cuda.nsm ? np : g_cuda.nsm;
-    const SeqShape sh = seq_window_shape(s->bf, fwd, s->a.B);
-    const long room = ((long)sh.most - (long)sh.base) / (long)sh.entry;  // entries a CTA can hold
-    Unit *u = (Unit *)xmalloc(sizeof(Unit) * (size_t)np);
-    for (int i = 0; i < np; i++) u[i] = (Unit){(piece_entries(&pc[i]) + 2) * nt, i};
-    qsort(u, (size_t)np, sizeof *u, costliest_first);
-    long *load = (long *)xcalloc((size_t)G, sizeof(long));
-    int *held = (int *)xcalloc((size_t)G, sizeof(int)), *cta = (int *)xmalloc(sizeof(int) * (size_t)np);
-    int *off = (int *)xmalloc(sizeof(int) * (size_t)np), *ptr = (int *)xcalloc((size_t)G + 1, sizeof(int));
-    int ok = G > 0, wres = 0;
-    for (int i = 0; i < np && ok; i++) {
-        int e = piece_entries(&pc[u[i].piece]), b = -1;
-        for (int g = 0; g < G; g++)
-            if (held[g] + e <= room && (b < 0 || load[g] < load[b])) b = g;
-        if (b < 0) ok = 0;
-        else cta[i] = b, off[i] = held[b], held[b] += e, load[b] += u[i].cost, ptr[b + 1] += nt;
-        if (ok && held[b] > wres) wres = held[b];
-    }
-    if (ok) {
-        int n = np * nt, *items = (int *)xmalloc(sizeof(int) * (size_t)n), *roff = (int *)xmalloc(sizeof(int) * (size_t)n);
-        for (int g = 0; g < G; g++) ptr[g + 1] += ptr[g];
-        int *fill = (int *)xmalloc(sizeof(int) * (size_t)G);
-        memcpy(fill, ptr, sizeof(int) * (size_t)G);
-        for (int i = 0; i < np; i++)
-            for (int ty = 0; ty < nt; ty++, fill[cta[i]]++) items[fill[cta[i]]] = u[i].piece * nt + ty, roff[fill[cta[i]]] = off[i];
-        s->work[fwd] = (SeqWork){upload_ints(ptr, G + 1), upload_ints(items, n), upload_ints(roff, n),
-                                 s->flags + (size_t)fwd * s->nlists * nt, 0, G, wres};
-        free(items); free(roff); free(fill);
-    }
-    free(u); free(load); free(held); free(cta); free(off); free(ptr);
-    return ok;
 }
 
 // The mask's lists from gate 0 of the stacked W_h: rows (fwd) or columns (bwd) of the mask,
 // entries (slab index, gate-0 block), cut into pieces of at most `most`. Gate g's copy of
-// block k is k + g * gstride. Returns whether the persistent form's share-out was made (if
-// `persist` asks for it).
-static int upload_lists(Seq *s, const BsMat *w, int fwd, int most, int persist) {
+// block k is k + g * gstride.
+static void upload_lists(Seq *s, const BsMat *w, int fwd, int most) {
     int nr = s->nlists, n0 = w->row_ptr[nr];
     int *ptr = (int *)xcalloc((size_t)nr + 1, sizeof(int)), *idx = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
     int *blk = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
@@ -102,9 +49,7 @@ static int upload_lists(Seq *s, const BsMat *w, int fwd, int most, int persist) 
     s->pieces[fwd] = pieces_to_device(pc, s->npieces[fwd]);
     s->idx[fwd] = upload_ints(idx, n0);
     s->blk[fwd] = upload_ints(blk, n0);
-    int planned = persist && plan_window(s, fwd, pc, s->npieces[fwd]);
     free(ptr); free(idx); free(blk); free(pc);
-    return planned;
 }
 
 // The engine takes block 32 and W_h stacked from one square mask (4 gates), with offsets
@@ -155,9 +100,7 @@ void *seq_create_cuda(SeqArgs *a) {
     if (s->dense) {
         seq_dense_alloc(s);
     } else {
-        int persist = !a->ln_gain && a->persistent;  // layer norm's whole-row statistics need a kernel between steps
-        if (persist) s->flags = (int *)cu_alloc(2 * sizeof(int) * (size_t)s->nlists * tiles(a->B));
-        for (int d = 0; d < 2; d++) s->persist[d] = upload_lists(s, a->wh, d, piece_len(s, d), persist);
+        for (int d = 0; d < 2; d++) upload_lists(s, a->wh, d, piece_len(s, d));
         int gy = tiles(a->B), most = s->npieces[0] > s->npieces[1] ? s->npieces[0] : s->npieces[1];
         // a partial tile per piece and row tile: 4 gates x 32 columns x (tiles x rows < B + 128)
         CUDA_CHECK(cudaMalloc(&s->part, sizeof(float) * (size_t)most * (a->B + 128) * 4 * SQ_BS));
@@ -183,11 +126,7 @@ void seq_free_cuda(void *p) {
         CUDA_CHECK(cudaFree(s->pieces[d]));
         CUDA_CHECK(cudaFree(s->idx[d]));
         CUDA_CHECK(cudaFree(s->blk[d]));
-        CUDA_CHECK(cudaFree((void *)s->work[d].ptr));
-        CUDA_CHECK(cudaFree((void *)s->work[d].items));
-        CUDA_CHECK(cudaFree((void *)s->work[d].roff));
     }
-    CUDA_CHECK(cudaFree(s->flags));
     CUDA_CHECK(cudaFree(s->part));
     CUDA_CHECK(cudaFree(s->count));
     CUDA_CHECK(cudaFree(s->hb));
@@ -248,15 +187,6 @@ static SeqStep step_at(const Seq *s, const SeqStep &base, int t, int fwd, int T)
     return seq_at(base, t, fwd, T, s->bf ? (int)sizeof(bf16) : (int)sizeof(float), tiles(s->a.B));
 }
 
-// The persistent form of direction fwd over T steps: its flags reset, then one launch.
-template <bool BF, bool FWD>
-static void record_window(const Seq *s, const SeqStep &base, int T) {
-    SeqWork k = s->work[FWD];
-    k.T = T;
-    CUDA_CHECK(cudaMemsetAsync(k.flags, 0, sizeof(int) * (size_t)s->nlists * tiles(s->a.B), s->stream));
-    seq_window_launch<BF, FWD>(base, k, s->stream);
-}
-
 // Forward, as model_step.c's loop: z_t += W_h h_t, then the cell (fused, or lstm_fwd after
 // the product where layer norm needs whole rows).
 template <bool BF>
@@ -265,10 +195,9 @@ static void record_fwd(const Seq *s, const void *w, int T) {
     size_t BH = (size_t)a.B * a.H;
     if (BF) to_bf16(s->hb, a.h, BH, s->stream);
     const SeqStep base = window_base(s, w, 1);
-    if (s->persist[1]) return record_window<BF, true>(s, base, T);
     for (int t = 0; t < T; t++) {
         SeqStep st = step_at(s, base, t, 1, T);
-        seq_step_launch<BF, true>(st, s->npieces[1], s->stream, NULL);
+        seq_step_launch<BF, true>(st, s->npieces[1], s->stream, NULL, a.ring);
         if (!a.ln_gain) continue;
         lstm_fwd_on(s->stream, st.h1, st.c1, st.act, a.lnstat + t * (size_t)a.B * 8, st.z, st.c0, a.bias, a.ln_gain, a.B,
                     a.H, st.hb1);
@@ -284,14 +213,12 @@ static void record_bwd(const Seq *s, const void *w, int T) {
     CUDA_CHECK(cudaMemsetAsync(a.dh, 0, BH * sizeof(real), s->stream));
     CUDA_CHECK(cudaMemsetAsync(a.dc, 0, BH * sizeof(real), s->stream));
     const SeqStep base = window_base(s, w, 0);
-    if (s->persist[0]) return record_window<BF, false>(s, base, T);
     SeqMaps maps = {};
-    const bool bulk = BF && bulk_copies();
-    if (bulk) maps = seq_maps(s->dzb, T, a.B, a.H, (const bf16 *)w, a.wh->nnzb);
+    if (BF) maps = seq_maps(s->dzb, T, a.B, a.H, (const bf16 *)w, a.wh->nnzb);
     for (int t = T - 1; t >= -1; t--) {
         SeqStep st = step_at(s, base, t, 0, T);
         if (t < 0 || !a.ln_gain || st.in)
-            seq_step_launch<BF, false>(st, s->npieces[0], s->stream, bulk ? &maps : NULL);
+            seq_step_launch<BF, false>(st, s->npieces[0], s->stream, BF ? &maps : NULL, 0);
         if (t < 0 || !a.ln_gain) continue;
         lstm_bwd_on(s->stream, st.dz, a.dc, a.dbias, a.dln_gain, st.dh, a.dc, st.act, st.c1, st.c0,
                     a.z + t * BG, a.lnstat + t * (size_t)a.B * 8, a.ln_gain, a.B, a.H, st.dzb);
@@ -342,11 +269,7 @@ void seq_bwd_cuda(void *p, int T) {
     bsmm_bwd_weight_typed(a.dwh, seq_dz_operand(s, 0), seq_h_operand(s, 0), a.wh, N, BF);
 }
 
-RecurPath seq_route_cuda(void *p) {
-    const Seq *s = (const Seq *)p;
-    if (s->dense) return RECUR_DENSE;
-    return s->persist[0] && s->persist[1] ? RECUR_PERSISTENT : s->persist[0] || s->persist[1] ? RECUR_MIXED : RECUR_GRAPH;
-}
+RecurPath seq_route_cuda(void *p) { return ((const Seq *)p)->dense ? RECUR_DENSE : RECUR_GRAPH; }
 
 template void *seq_create_cuda<false>(SeqArgs *);
 template void *seq_create_cuda<true>(SeqArgs *);

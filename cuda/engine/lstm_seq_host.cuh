@@ -24,9 +24,6 @@ typedef struct {
     cudaStream_t stream;
     Graph g[2];
     int z_key, dz_key;    // a.z / a.dz (and a.act) are address space only (fp32_or_key)
-    int persist[2];       // direction d ([0] bwd, [1] fwd) in one persistent launch (seq_window_launch), else a kernel per step
-    SeqWork work[2];      // persist: each direction's tiles shared out over its CTAs
-    int *flags;           // persist: each direction's per-list flags (SeqWork)
     int dense;            // every block of the mask present: the steps run on cuBLAS (lstm_seq_dense.cu)
     void *wd;             // dense: W_h row-major [4H, H], bf16 or float like the products
     float *dwd;           // dense: dW_h row-major [4H, H] of the window

@@ -1,6 +1,5 @@
-// lstm_seq_tile.cuh: one tile of one time step of the recurrent engine, the body both of its
-// kernels run: the step kernel (lstm_seq.cu, a launch per step) and the persistent kernel
-// (lstm_seq_window.cu, a launch per window). CPU twin: the per-step loop of src/model/model_step.c
+// lstm_seq_tile.cuh: one tile of one time step of the recurrent engine, the body of its step
+// kernels (lstm_seq.cu, a launch per step; lstm_seq_bulk.cuh the bf16 backward's). CPU twin: the per-step loop of src/model/model_step.c
 // (bsmm_fwd + lstm_fwd, lstm_bwd + bsmm_bwd_data).
 //   fwd  tile (piece of hidden block j's row list, TM rows): z[:, g, j] = sum over the list of
 //        h_t slab x W[g, j, c]^T for the 4 gates g, plus the input projection (z_t's, or layer
@@ -20,10 +19,7 @@
 // CTAs per SM (one at 128 rows). It speeds the forward at up to 64 rows and at 4096 ba_4, but
 // not 8192 ba_8 at 128 rows, whose 366 CTAs then take three rounds instead of two: deep_ring
 // in lstm_seq.cu picks.
-// RESIDENT: the persistent form's layout, where the CTA's weights stay resident after its
-// ring (seq_window_kernel), so a stage holds only slabs and the ring is as deep as fits in
-// the epilogue's space.
-enum SeqRing { RING_SHALLOW, RING_DEEP, RING_RESIDENT };
+enum SeqRing { RING_SHALLOW, RING_DEEP };
 
 // CTAs per SM of a step kernel with smem bytes of shared memory and nt threads: as many as
 // shared memory holds (227 KB, 1 KB reserved per CTA), at most 1024 threads' worth, so that a
@@ -34,24 +30,22 @@ constexpr int seq_ctas_per_sm(size_t smem, int nt) {
 
 template <typename T, int TM, bool FWD, int RING = RING_SHALLOW>
 struct Sq {
-    static constexpr bool RES = RING == RING_RESIDENT;
     static constexpr int NT = 4 * TM;            // threads: a group of TM per gate
     static constexpr int LD = sm_ld<T>(SQ_BS), LDW = sm_ld<T, !FWD>(SQ_BS);  // slabs, blocks
     static constexpr int NA = FWD ? 1 : 4;       // slabs per stage: fwd's 4 gates share h's slab
     static constexpr int A_ELEMS = NA * TM * LD, W_ELEMS = 4 * SQ_BS * LDW;
     static constexpr size_t W_BYTES = (size_t)W_ELEMS * sizeof(T);  // a list entry's 4 gate blocks
-    static constexpr size_t STAGE = (size_t)A_ELEMS * sizeof(T) + (RES ? 0 : W_BYTES);
+    static constexpr size_t STAGE = (size_t)A_ELEMS * sizeof(T) + W_BYTES;
     static constexpr size_t RED = (size_t)4 * TM * SQ_BS * sizeof(float);  // a tile per group
     static constexpr int E = RING == RING_DEEP ? 2 : 1;  // entries per barrier
-    static constexpr int S = RES ? (RED / STAGE > 2 ? (int)(RED / STAGE) : 2) : RING == RING_DEEP ? 6
-                           : 3 * STAGE <= 200 * 1024 ? 3 : 2;  // ring depth, in entries
+    static constexpr int S = RING == RING_DEEP ? 6 : 3 * STAGE <= 200 * 1024 ? 3 : 2;  // ring depth, in entries
     static constexpr size_t RBYTES = S * STAGE;
-    // then the list's entries (s_idx, s_blk) and fwd's row bytes (s_tok); RES: the weights follow
+    // then the list's entries (s_idx, s_blk) and fwd's row bytes (s_tok)
     static constexpr size_t SMEM = (RBYTES > RED ? RBYTES : RED) + (2 * SQ_PIECE + (FWD ? TM : 0)) * sizeof(int);
     // CTAs per SM: 1024 threads' worth, fewer where shared memory (227 KB, 1 KB reserved per
     // CTA) holds fewer; the register budget follows, so a CTA alone on its SM may use 128.
     // fp32's 3xTF32 tiles spill at 64 registers: one CTA.
-    static constexpr int MINB = RES || sizeof(T) == 4 ? 1 : seq_ctas_per_sm(SMEM, NT);
+    static constexpr int MINB = sizeof(T) == 4 ? 1 : seq_ctas_per_sm(SMEM, NT);
     static_assert(STAGE % 16 == 0, "ring layout");
 };
 
@@ -103,8 +97,7 @@ struct SeqCopies {
 // The epilogues: each thread owns unit u = tid % 32 of the CTA's block in PER rows, 8 apart
 // in the tile (PER = TM * 32 / threads = 8). All loads are issued before any arithmetic, so
 // the thread waits for memory once rather than once per element. What an earlier step wrote
-// (c in fwd; dh and dc in bwd) is read from L2 (__ldcg): in the persistent form that step ran
-// in the same launch, maybe on another SM, and this SM's L1 may hold an older line.
+// (c in fwd; dh and dc in bwd) is read from L2 (__ldcg), which holds it, not L1.
 constexpr int SQ_PER = 8;
 
 // A unit's 4 gate activations as bf16, side by side (SeqStep actb).
@@ -236,10 +229,16 @@ __device__ inline void cell_bwd(const SeqStep &a, float *red, int n0, int col, i
     if (cell && a.dbpart) bias_part(a, dbs, red, col, ty);
 }
 
-// One tile of one step: piece at.piece of the lists, row tile at.ty. sync.wait(...) comes
-// after the first stages' weights are on their way and before anything the previous step
-// wrote is read; sync.done(...) after the epilogue of a finished list. RES: the tile's
-// weights lie at wres, entry after entry, loaded there first where load_w.
+// The step kernels' order: a kernel boundary, programmatic (PDL). A tile waits (after its
+// first stages' weights are on their way) before it reads anything the previous step wrote;
+// only then may the next step's CTAs start (a trigger before the wait lets every later
+// step's CTAs fill the SMs and wait there).
+__device__ inline void seq_step_wait() {
+    pdl_wait();
+    pdl_trigger();
+}
+
+// One tile of one step: piece at.piece of the lists, row tile at.ty.
 // A tile's start, both forms: its piece (pc), and its list entries and (fwd, layer 0) its
 // rows' bytes staged in shared memory. Returns the entries to multiply, or -1 where the CTA
 // has nothing to do.
@@ -265,9 +264,9 @@ __device__ inline int seq_tile_begin(const SeqStep &a, TileAt at, int TM, MmPiec
 // A tile's end, both forms, once the ring is free: each group's tile to shared memory (fwd
 // keeps the 4 gates apart, bwd sums them in order), a cut list's pieces summed by the last,
 // then the cell (fwd) or its gradient (bwd).
-template <bool FWD, typename Sync>
+template <bool FWD>
 __device__ inline void seq_tile_end(const SeqStep &a, TileAt at, const MmPiece &pc, const float (&acc)[SQ_BS], float *red,
-                                    const int *s_tok, int TM, int *s_last, const Sync &sync) {
+                                    const int *s_tok, int TM, int *s_last) {
     const int tid = threadIdx.x;
     acc_store<SQ_BS>(red, acc, tid / TM, TM, tid % TM);
     __syncthreads();
@@ -280,14 +279,11 @@ __device__ inline void seq_tile_end(const SeqStep &a, TileAt at, const MmPiece &
     const int n0 = at.ty * TM, col = pc.ob * SQ_BS + tid % SQ_BS;
     if (FWD) cell_fwd(a, red, s_tok, TM, n0, col);
     else cell_bwd(a, red, n0, col, at.ty);
-    sync.done(pc.ob, at.ty);
 }
 
-template <typename T, int TM, bool FWD, int RING, typename Sync>
-__device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const Sync &sync, T *wres = NULL,
-                         bool load_w = false) {
+template <typename T, int TM, bool FWD, int RING>
+__device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem) {
     using C = Sq<T, TM, FWD, RING>;
-    constexpr bool RES = C::RES;
     static_assert(TM * SQ_BS / C::NT == SQ_PER, "epilogue rows per thread");
     __shared__ int s_last;
     int *s_idx = (int *)(smem + (C::RBYTES > C::RED ? C::RBYTES : C::RED)), *s_blk = s_idx + SQ_PIECE, *s_tok = s_blk + SQ_PIECE;
@@ -300,22 +296,22 @@ __device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const
     const long ld_in = FWD ? a.H : 4L * a.H;
     const SeqCopies<T, TM, FWD> cps(ld_in, a.H, a.gstride, valid);
     auto a_at = [&](int slot) { return (T *)(smem + slot * C::STAGE); };
-    auto w_at = [&](int st) { return RES ? wres + st * C::W_ELEMS : a_at(st % C::S) + C::A_ELEMS; };
+    auto w_at = [&](int st) { return a_at(st % C::S) + C::A_ELEMS; };
     // Entry st's copies in two parts: its weights (W_h's 4 gate blocks), which no step writes,
     // and its slab (h_t's or dz_{t+1}'s).
     auto issue_w = [&](int st) { cps.issue_w(w_at(st), w + (long)s_blk[st] * SQ_BS * SQ_BS); };
     auto issue_a = [&](int st) { cps.issue_a(a_at(st % C::S), in + (long)n0 * ld_in + s_idx[st] * SQ_BS); };
     auto issue = [&](int st) {
-        if (!RES) issue_w(st);
+        issue_w(st);
         issue_a(st);
     };
     float acc[SQ_BS] = {};
-    // The first stages' weights (RES: all of them, once) are on their way while the previous
-    // step finishes; they join the first stage's group.
+    // The first stages' weights are on their way while the previous step finishes; they join
+    // the first stage's group.
     constexpr int E = C::E, AHEAD = C::S - E;  // entries per barrier, entries in flight beyond them
-    for (int st = 0; st < (RES ? total * load_w : AHEAD); st++)
+    for (int st = 0; st < AHEAD; st++)
         if (st < total) issue_w(st);
-    sync.wait(pc.ob, s_idx, total, at.ty);
+    seq_step_wait();
 #pragma unroll
     for (int st = 0; st < AHEAD; st++) {
         if (st < total) issue_a(st);
@@ -337,7 +333,7 @@ __device__ void seq_tile(const SeqStep &a, TileAt at, unsigned char *smem, const
     }
     cp_wait<0>();
     __syncthreads();
-    seq_tile_end<FWD>(a, at, pc, acc, (float *)smem, s_tok, TM, &s_last, sync);
+    seq_tile_end<FWD>(a, at, pc, acc, (float *)smem, s_tok, TM, &s_last);
 }
 
 // f(std::integral_constant<int, TM>) for the rows per CTA that B takes.

@@ -1,5 +1,7 @@
-// common.cuh: what the CUDA backend's files share: checked calls, the backend state
-// (cuBLAS handle, bf16 weight shadow, scratch buffers) and the op entry points.
+// common.cuh: what the CUDA backend's files share: checked calls, launches, the backend state
+// (cuBLAS handle, bf16 weight shadow, scratch buffers, twins) and the few ops one cuda folder
+// runs for another (the engine's cell and products). The ops' table entry points are in
+// backend/backend_cuda.cuh, the block-sparse device layout in bsmm/bsmat_dev.cuh.
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -94,17 +96,9 @@ void launch_pdl(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A &&..
     launch_attr(attr_pdl(true), kernel, grid, block, smem, g_cuda.stream, std::forward<A>(args)...);
 }
 
-// Which of two values the environment variable `name` holds: 0 for a, 1 for b, -1 where it is
-// unset or empty; any other value is a fatal error naming both.
-static inline int env_choice(const char *name, const char *a, const char *b) {
-    const char *e = getenv(name);
-    if (!e || !*e) return -1;
-    if (strcmp(e, a) && strcmp(e, b)) die("%s=%s: expected %s or %s", name, e, a, b);
-    return strcmp(e, a) ? 1 : 0;
-}
-
 void *cuda_scratch(int slot, size_t bytes);
 void *cu_alloc(size_t bytes);  // zero-filled device memory (the backend's alloc)
+void cu_free(void *p);         // the backend's free
 
 // The cell's activations from the fast exponential (ex2.approx, about 2 ulp): a few
 // instructions where expf and tanhf take dozens (the engine's epilogue is issue-bound). Both
@@ -159,28 +153,10 @@ void colsum_acc(real *out, const real *in, int N, int R, cudaStream_t stream = g
 // Scratch that colsum_acc needs for N rows (allocate before a stream capture).
 void colsum_reserve(int N, int R);
 
-// ---- the ops (names and shapes as in backend.h; BF selects bf16 tensor-core math) ----
+// ---- ops the engine runs itself (on its stream, into its graphs) ----
 void embed_fwd_cuda(real *out, const real *table, const int *tok, int N, int E, cudaStream_t stream);
-void embed_fwd_cuda(real *out, const real *table, const int *tok, int N, int E);  // on g_cuda.stream
-void embed_bwd_cuda(real *dtable, const real *dout, const int *tok, int N, int E);
-template <bool BF>
-void matmul_fwd_cuda(real *y, const real *x, const real *W, const real *bias, int N, int C, int R, int acc);
-template <bool BF>
-void matmul_bwd_cuda(real *dx, real *dW, real *dbias, const real *dy, const real *x, const real *W,
-                     int N, int C, int R);
-template <bool BF>
-void bsmm_fwd_cuda(real *y, const real *x, const BsMat *w, const real *vals, int N, int acc);
-template <bool BF>
-void bsmm_bwd_data_cuda(real *dx, const real *dy, const BsMat *w, const real *vals, int N, int acc);
-template <bool BF>
-void bsmm_bwd_weight_cuda(real *dvals, const real *dy, const real *x, const BsMat *w, int N);
-void lstm_fwd_cuda(real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
-                   const real *bias, const real *ln_gain, int B, int H);
-void lstm_bwd_cuda(real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh, const real *dc,
-                   const real *act, const real *c, const real *c_prev, const real *z, const real *lnstat,
-                   const real *ln_gain, int B, int H);
-// The same two on a given stream (the recurrent engine captures them into a graph), and with
-// a bf16 copy of their result where hb / dzb is given (what the next product reads).
+// The cell on a given stream, with a bf16 copy of its result where hb / dzb is given (what
+// the next product reads).
 void lstm_fwd_on(cudaStream_t s, real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
                  const real *bias, const real *ln_gain, int B, int H, bf16 *hb = NULL);
 void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh,
@@ -191,75 +167,3 @@ void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln
 template <bool BF>
 void blas_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A, int lda,
                const void *B, int ldb, float beta, real *Cm, int ldc);
-// bsmm_stream.cu: the bf16 forward for few rows (a stream of weights), where it applies.
-bool bsmm_stream_takes(const BsMat *w, int N);
-void bsmm_stream_fwd(real *y, const real *x, const BsMat *w, const bf16 *wb, int N, int acc);
-// dvals += dy^T x over N rows with inputs already in the kernel's type (bf16 when bf).
-void bsmm_bwd_weight_typed(real *dvals, const void *dy, const void *x, const BsMat *w, int N, int bf);
-template <bool BF>
-void *seq_create_cuda(SeqArgs *a);  // the recurrent engine (lstm_seq_host.cu)
-template <bool BF>
-void seq_fwd_cuda(void *s, int T);
-template <bool BF>
-void seq_bwd_cuda(void *s, int T);
-void seq_free_cuda(void *s);
-template <bool BF>
-void *gen_create_cuda(const GenArgs *a);  // the sampling loop (gen_host.cu)
-void gen_run_cuda(void *g, const int *feed, int nfeed, int nsample, uint64_t rng[4], unsigned char *out, float *logits);
-void gen_state_cuda(void *g, real *h, real *c);
-void gen_free_cuda(void *g);
-void gen_route_cuda(void *g, Route *r);
-RecurPath seq_route_cuda(void *s);
-void replay_cuda(const void *owner, int key, int T, void (*body)(void *), void *ctx);
-void replay_forget_cuda(const void *owner);
-void layernorm_fwd_cuda(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C);
-void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
-                        const real *gain, int N, int C);
-void norm_act_fwd_cuda(real *u, real *s, real *stat, const real *x, const real *gain, const real *bias, const real *mul,
-                       const real *add, int N, int C);
-void mul_bwd_cuda(real *da, real *db, const real *dy, const real *a, const real *b, size_t n);
-void relu_bwd_cuda(real *dx, const real *dy, const real *y, size_t n);
-void gather_blocks_cuda(real *dst, const real *src, const int *from, int n, int bb);
-template <bool BF>
-void dense_grad_cuda(real *dW, const real *dy, int ldy, int c0, const real *x, int N, int C, int R);
-void block_sumsq_cuda(real *sq, const real *W, int R, int C, int bs);
-void softmax_xent_cuda(real *loss, real *dlogits, const real *logits, const int *target, int N, int V, real dscale);
-void adam_cuda(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);
-double sumsq_cuda(const real *x, size_t n);
-void axpy_cuda(real *y, const real *x, real alpha, size_t n);
-void ema_cuda(real *avg, const real *p, real decay, size_t n);
-
-// A piece of one output block column's list: entries [beg, end) of its CSR (fwd) or CSC
-// (bwd_data) list, piece `rank` of `nparts`; pieces of one column are consecutive.
-typedef struct { int ob, beg, end, rank, nparts; } MmPiece;
-// Most entries in a piece: long lists (hub nodes of small-world masks) are cut so that no
-// CTA walks far longer than the others; the pieces' partial sums are added in a fixed order.
-static inline int mm_piece_len(int bs) { return 2048 / bs; }
-
-// Device copies for bsmat_upload and the engine: ints, and n lists (ptr[i]..ptr[i+1]) cut
-// into pieces of at most `most` entries, longest list first (cut_pieces: the host array).
-int *upload_ints(const int *h, int n);
-MmPiece *cut_pieces(const int *ptr, int n, int most, int *npieces);
-MmPiece *pieces_to_device(const MmPiece *pc, int n);
-void *upload_pieces(const int *ptr, int n, int most, int *npieces);
-int count_pieces(const int *ptr, int n, int most);  // how many upload_pieces makes
-
-// bwd_weight groups: group g owns blocks [k0[g], k0[g] + cnt[g]) of block row row[g] (at most
-// 256/bs blocks of one row, so they share their dy slab).
-typedef struct {
-    int n;
-    int *row, *k0, *cnt;
-} BwGroups;
-
-// bsmat_upload's device copy of the indices (w->dev).
-typedef struct {
-    int *row_ptr, *col_idx, *col_ptr, *csc_row, *csc_blk;
-    // fwd / bwd_data work: each output block column's list cut into pieces (bsmm.cu, MmPiece)
-    void *fwd_pieces, *bwd_pieces;
-    int fwd_npieces, bwd_npieces;
-    // bwd_weight work lists (backend_cuda.cu upload_groups): grp for the cp.async kernel,
-    // wgrp for the bulk-copy one; with grp_gates = 4 the rows are the first gate's and a group
-    // covers all 4 gates' copies.
-    BwGroups grp, wgrp;
-    int grp_gates;
-} DevBsMat;

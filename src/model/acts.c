@@ -15,7 +15,7 @@ static void *seq_for(const Model *m, Acts *a, int l) {
     SeqArgs s = {a->B, a->T, m->H, &L->wh, P + L->off_wh, P + L->off_b, m->ln ? P + L->off_g : NULL,
                  G + L->off_wh, G + L->off_b, m->ln ? G + L->off_g : NULL,
                  NULL, NULL, a->lnstat[l], a->h[l], a->c[l], NULL, a->dh[l], a->dc[l],
-                 l ? NULL : a->xtab, a->tok, 0};
+                 l ? NULL : a->xtab, a->tok, m->seq_piece, m->seq_ring};
     void *seq = m->be->seq_create(&s);
     a->z[l] = s.z;
     a->act[l] = s.act;

@@ -14,8 +14,6 @@ typedef enum {
     RECUR_REPLAY,      // per-step ops, each window's steps replayed as one launch per direction (the mlstm)
     RECUR_GRAPH,       // the engine: a kernel per time step, a window per launch graph
     RECUR_DENSE,       // the engine for dense W_h: a cuBLAS product and the cell per step, a window per graph
-    RECUR_PERSISTENT,  // the engine: one persistent launch per direction, weights resident in shared memory
-    RECUR_MIXED,       // the engine: one direction persistent, the other a kernel per time step
     RECUR_NPATHS
 } RecurPath;
 

@@ -184,45 +184,6 @@ TEST(gpu_bsmm_deterministic) {
     }
 }
 
-// bf16 block 32's two copy forms of fwd and bwd_data (bsmm_bulk.cu against bsmm.cu's cp.async
-// kernel, SWLSTM_BSMM_COPY): the cp.async one against the CPU (the other tests run the bulk
-// one), and the two giving the same bits (the same groups, entries and order) on long lists
-// cut into pieces, one gate and gate-stacked, dense, at 33 to 384 rows (32-, 64- and 128-row
-// tiles, partial last tiles).
-TEST(gpu_bsmm_cp_ring_matches_cpu) {
-    setenv("SWLSTM_BSMM_COPY", "cp", 1);
-    check_precision("bf16");
-    unsetenv("SWLSTM_BSMM_COPY");
-}
-
-TEST(gpu_bsmm_bulk_copies_same_bits) {
-    const Backend *gpu = backend_cuda(PREC_BF16);
-    const char *descs[] = {"ba_8", "ba_8", "dense"};
-    const int nbs[] = {70, 70, 6}, gates[] = {4, 1, 4}, Ns_b[] = {33, 100, 128, 384};
-    unsigned long long s = 57;
-    for (int q = 0; q < 12; q++) {
-        const int k = q / 4, N = Ns_b[q % 4];
-        Case c = case_make_nb(gpu, 32, descs[k], nbs[k], gates[k], N, &s);
-        for (int op = FWD; op <= BWD_DATA; op++) {
-            size_t n = op == FWD ? c.ny : c.nx;
-            setenv("SWLSTM_BSMM_COPY", "cp", 1);
-            real *a = gpu_result(gpu, &c, op);
-            setenv("SWLSTM_BSMM_COPY", "bulk", 1);
-            real *b = gpu_result(gpu, &c, op);
-            unsetenv("SWLSTM_BSMM_COPY");
-            int same = memcmp(a, b, sizeof(real) * n) == 0;
-            free(a);
-            free(b);
-            if (!same) {
-                case_free(gpu, &c);
-                CHECK_MSG(0, "%s gates=%d N=%d %s: the bulk-copy product differs from the cp.async one", descs[k], gates[k], N,
-                          op == FWD ? "fwd" : "bwd_data");
-            }
-        }
-        case_free(gpu, &c);
-    }
-}
-
 // The bf16 forward for few rows reads x's bf16 twin where one is registered (the mlstm keeps
 // them): the same bits as rounding fp32 x as it is read, on long lists and at 1, 5 and 32 rows.
 TEST(gpu_bsmm_stream_reads_x_twin) {

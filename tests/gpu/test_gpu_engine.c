@@ -1,9 +1,9 @@
 // test_gpu_engine.c: the CUDA recurrent engine (Backend seq_*: a layer's window in one graph of
-// fused step kernels, or in one persistent launch per direction) against the CPU reference
-// and against the GPU's own per-step ops, on shapes that reach every path of its kernels: hub lists cut into pieces, 1-2 row tiles of
-// 32/64/128 rows with odd B, layer norm on and off, 1-2 layers, the input projection fused
-// (E a multiple of 32) or not, windows of another length, the dense masks' cuBLAS path,
-// both rings of the forward step kernel and both copy forms of the bf16 backward's.
+// fused step kernels) against the CPU reference and against the GPU's own per-step ops, on
+// shapes that reach every path of its kernels: hub lists cut into pieces (of up to 32 entries:
+// SeqArgs.piece), 1-2 row tiles of 32/64/128 rows with odd B, layer norm on and off, 1-2
+// layers, the input projection fused (E a multiple of 32) or not, windows of another length,
+// the dense masks' cuBLAS path, both rings of the forward step kernel (SeqArgs.ring).
 #include "gpu_train.h"
 #include "model/prune.h"
 
@@ -20,6 +20,10 @@ static const EngShape eshapes[] = {
     {"dense", 512, 0, 2, 67, 5, 64},      // dense without layer norm: the engine projects layer 0's input
 };
 
+// What the engines of the models eng_model makes take for SeqArgs piece and ring (0: the
+// shape picks, as the binary always does).
+static int force_piece, force_ring;
+
 static Model *eng_model(const EngShape *s, const Backend *be, const char *engine) {
     Config cfg;
     config_defaults(&cfg);
@@ -31,7 +35,9 @@ static Model *eng_model(const EngShape *s, const Backend *be, const char *engine
     cfg.seed = 5;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", s->sparsity);
     cfg.engine = config_parse_choice("engine", engine, "test");
-    return model_create(&cfg, be);
+    Model *m = model_create(&cfg, be);
+    m->seq_piece = force_piece, m->seq_ring = force_ring;
+    return m;
 }
 
 typedef struct {
@@ -79,23 +85,20 @@ static double eng_worst(const EngRun *x, const EngRun *ref, int T, const char **
     return worst;
 }
 
-// engine: "on" (a kernel per step) or "persistent" (one launch per direction where it applies).
-static void check_engine(const char *prec, const char *engine, double loss_tol, double tol) {
+static void check_engine(const char *prec, double loss_tol, double tol) {
+    const char *engine = "auto";
     const Backend *cpu = backend_cpu(), *gpu = cuda_named(prec);
     for (size_t i = 0; i < sizeof eshapes / sizeof eshapes[0]; i++) {
         const EngShape *s = &eshapes[i];
         Batch b = batch_make(s->B, s->T, s->H, 40 + i);
-        EngRun rc = eng_run(s, cpu, "on", &b), re = eng_run(s, gpu, engine, &b), rs = eng_run(s, gpu, "steps", &b);
+        EngRun rc = eng_run(s, cpu, "auto", &b), re = eng_run(s, gpu, engine, &b), rs = eng_run(s, gpu, "steps", &b);
         const char *w1 = "", *w2 = "";
         double e_cpu = eng_worst(&re, &rc, s->T, &w1), e_steps = eng_worst(&re, &rs, s->T, &w2);
         int took = re.a->seq[0] != NULL && rs.a->seq[0] == NULL && rc.a->seq[0] == NULL;
         Route route = acts_route(re.m, re.a);
         char path[512] = "";
         if (took) route_text(&route, path, sizeof path);
-        // the persistent form only where asked, and there in both directions for bf16 without
-        // layer norm (these shapes' weights fit in shared memory; in fp32 some do)
-        int both = took && route.layer[0] == RECUR_PERSISTENT, any = took && (both || route.layer[0] == RECUR_MIXED);
-        int asked = !strcmp(engine, "persistent"), want = asked && !s->ln && strcmp(s->sparsity, "dense") && !strcmp(prec, "bf16");
+        RecurPath want = strcmp(s->sparsity, "dense") ? RECUR_GRAPH : RECUR_DENSE;
         printf("  %s\n", path);
         printf("  %s %-5s %-10s H=%4d B=%3d T=%d ln=%d L=%d E=%d: loss %.7f (cpu %.7f, steps %.7f); worst rel L2 vs cpu %.2g (%s), "
                "vs steps %.2g (%s)\n", prec, engine, s->sparsity, s->H, s->B, s->T, s->ln, s->L, s->E, re.loss, rc.loss, rs.loss,
@@ -103,75 +106,38 @@ static void check_engine(const char *prec, const char *engine, double loss_tol, 
         eng_free(&rc); eng_free(&re); eng_free(&rs);
         batch_free(&b);
         CHECK_MSG(took, "%s %s: the engine did not take a block-32 layer (or took one it should not)", prec, s->sparsity);
-        CHECK_MSG(asked ? both || !want : !any, "%s %s engine=%s: ran \"%s\"", prec, s->sparsity, engine, path);
+        CHECK_MSG(!took || route.layer[0] == want, "%s %s: ran \"%s\"", prec, s->sparsity, path);
         CHECK_MSG(fabs(re.loss - rc.loss) < loss_tol * rc.loss, "%s %s: loss %.9g, cpu %.9g", prec, s->sparsity, re.loss, rc.loss);
         CHECK_MSG(e_cpu < tol, "%s %s: %s off the CPU by rel L2 %.3g (tol %g)", prec, s->sparsity, w1, e_cpu, tol);
         CHECK_MSG(e_steps < tol, "%s %s: %s off the per-step ops by %.3g (tol %g)", prec, s->sparsity, w2, e_steps, tol);
     }
 }
 
-TEST(gpu_engine_fp32_matches_cpu) { check_engine("fp32", "on", 1e-5, 1e-4); }
-TEST(gpu_engine_bf16_matches_cpu) { check_engine("bf16", "on", 1e-2, 1e-2); }
-TEST(gpu_engine_persistent_fp32_matches_cpu) { check_engine("fp32", "persistent", 1e-5, 1e-4); }
-TEST(gpu_engine_persistent_bf16_matches_cpu) { check_engine("bf16", "persistent", 1e-2, 1e-2); }
+TEST(gpu_engine_fp32_matches_cpu) { check_engine("fp32", 1e-5, 1e-4); }
+TEST(gpu_engine_bf16_matches_cpu) { check_engine("bf16", 1e-2, 1e-2); }
 
 // Each of the forward step kernel's rings (lstm_seq.cu deep_ring) on every shape, whichever
 // these shapes' grids would pick.
-static void check_ring(const char *ring) {
-    setenv("SWLSTM_SEQ_RING", ring, 1);
-    check_engine("fp32", "on", 1e-5, 1e-4);
-    check_engine("bf16", "on", 1e-2, 1e-2);
-    unsetenv("SWLSTM_SEQ_RING");
+static void check_ring(int ring) {
+    force_ring = ring;
+    check_engine("fp32", 1e-5, 1e-4);
+    check_engine("bf16", 1e-2, 1e-2);
+    force_ring = 0;
 }
-TEST(gpu_engine_shallow_ring_matches_cpu) { check_ring("shallow"); }
-TEST(gpu_engine_deep_ring_matches_cpu) { check_ring("deep"); }
+TEST(gpu_engine_shallow_ring_matches_cpu) { check_ring(1); }
+TEST(gpu_engine_deep_ring_matches_cpu) { check_ring(2); }
 
 // Pieces of the longest length the step kernels take (SQ_PIECE, 32: what 18432 ba_8 and the
 // 8192 ba_8 backward at 128 rows run), against the CPU: ba_4's hubs cut into pieces of 32
 // and shorter ones.
 TEST(gpu_engine_long_pieces_match_cpu) {
-    setenv("SWLSTM_SEQ_PIECE", "32", 1);
-    check_engine("fp32", "on", 1e-5, 1e-4);
-    check_engine("bf16", "on", 1e-2, 1e-2);
-    unsetenv("SWLSTM_SEQ_PIECE");
+    force_piece = 32;
+    check_engine("fp32", 1e-5, 1e-4);
+    check_engine("bf16", 1e-2, 1e-2);
+    force_piece = 0;
 }
 
-// The bf16 backward step kernel's two copy forms (lstm_seq_host.cu bulk_copies): the cp.async
-// ring against the CPU (the other tests run the bulk copy engine's), and the two giving the
-// same bits (the same products in the same order) on the sparse shapes: hub lists cut into
-// pieces, a second row tile of 2 rows (whose boxes' rows past B arrive as zeros), tiles of 64.
-TEST(gpu_engine_cp_ring_matches_cpu) {
-    setenv("SWLSTM_SEQ_COPY", "cp", 1);
-    check_engine("bf16", "on", 1e-2, 1e-2);
-    unsetenv("SWLSTM_SEQ_COPY");
-}
-
-TEST(gpu_engine_bulk_copies_same_bits) {
-    const Backend *gpu = backend_cuda(PREC_BF16);
-    for (int k = 0; k < 3; k++) {
-        const EngShape *s = &eshapes[k];
-        Batch b = batch_make(s->B, s->T, s->H, 11);
-        real *g[2];
-        double loss[2];
-        size_t n = 0;
-        for (int v = 0; v < 2; v++) {
-            setenv("SWLSTM_SEQ_COPY", v ? "bulk" : "cp", 1);
-            EngRun r = eng_run(s, gpu, "on", &b);
-            n = r.m->nparams;
-            g[v] = h_from(gpu, r.m->grads, n);
-            loss[v] = r.loss;
-            eng_free(&r);
-        }
-        unsetenv("SWLSTM_SEQ_COPY");
-        int same = loss[0] == loss[1] && memcmp(g[0], g[1], sizeof(real) * n) == 0;
-        free(g[0]); free(g[1]);
-        batch_free(&b);
-        CHECK_MSG(same, "%s H=%d B=%d: the bulk-copy backward gave other bits than the cp.async one", s->sparsity, s->H, s->B);
-    }
-}
-
-// A window of another length recaptures the graph; going back to the first length too. The
-// persistent form (bf16: its weights fit) takes the length as an argument of the same kernel.
+// A window of another length recaptures the graph; going back to the first length too.
 // The reference is the CPU (a second GPU model would take over the bf16 weight shadow).
 static void check_lengths(const char *prec, const char *engine, double tol) {
     const EngShape *s = &eshapes[0];
@@ -191,19 +157,18 @@ static void check_lengths(const char *prec, const char *engine, double tol) {
 }
 
 TEST(gpu_engine_window_lengths) {
-    check_lengths("fp32", "on", 1e-4);
-    check_lengths("bf16", "persistent", 1e-2);
+    check_lengths("fp32", "auto", 1e-4);
+    check_lengths("bf16", "auto", 1e-2);
 }
 
 // Two runs of the same window give the same bits (no atomics in any sum), on the step kernels
-// and on the dense path's cuBLAS products; the persistent form too, whichever CTA finishes a
-// cut list last.
+// and on the dense path's cuBLAS products.
 TEST(gpu_engine_deterministic) {
     const EngShape *hubs = &eshapes[0], *dense = &eshapes[sizeof eshapes / sizeof eshapes[0] - 1];
     static const struct {
         const char *prec, *engine;
         int dense;
-    } runs[] = {{"fp32", "on", 0}, {"bf16", "on", 0}, {"fp32", "on", 1}, {"bf16", "on", 1}, {"bf16", "persistent", 0}};
+    } runs[] = {{"fp32", "auto", 0}, {"bf16", "auto", 0}, {"fp32", "auto", 1}, {"bf16", "auto", 1}};
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         const char *prec = runs[k].prec;
         const Backend *gpu = cuda_named(prec);
@@ -247,7 +212,7 @@ TEST(gpu_pruned_masks_match_cpu) {
     for (int c = 0; c < 2; c++)
         for (int p = 0; p < 2; p++) {
             Batch b = batch_make(67, 5, 512, 90 + c);
-            EngRun rc = {pruned_model(backend_cpu(), cells[c], "on"), NULL, 0}, rg = {pruned_model(cuda_named(precs[p]), cells[c], "on"), NULL, 0};
+            EngRun rc = {pruned_model(backend_cpu(), cells[c], "auto"), NULL, 0}, rg = {pruned_model(cuda_named(precs[p]), cells[c], "auto"), NULL, 0};
             rc.a = acts_create(rc.m, 67, 5), rg.a = acts_create(rg.m, 67, 5);
             rc.loss = fwd_bwd(rc.m, rc.a, &b), rg.loss = fwd_bwd(rg.m, rg.a, &b);
             const char *w = "";

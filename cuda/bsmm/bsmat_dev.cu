@@ -1,0 +1,69 @@
+// bsmat_dev.cu: the device copy of a block-sparse matrix's indices (backend.h bsmat_upload):
+// its CSR and CSC lists, the lists cut into pieces for bsmm.cu's products and the engine, and
+// the bwd_weight groups (bsmm_bwd_weight.cu).
+#include <stdlib.h>
+#include "bsmm/bsmat_dev.cuh"
+
+int *upload_ints(const int *h, int n) {
+    int *d = (int *)cu_alloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (n) CUDA_CHECK(cudaMemcpy(d, h, sizeof(int) * (size_t)n, cudaMemcpyHostToDevice));
+    return d;
+}
+
+// bwd_weight groups (sparse/list_pieces.h plan_groups): the cp.async kernel's full groups
+// (one launch, bound by the products: the CTAs that run at once take about as long and walk
+// their rows of N side by side, sharing x slabs in L2) and the bulk-copy kernel's even ones
+// (a launch a wave, bound by L2 and DRAM: a wave's groups take about as long and a row's
+// groups share its dy slab in L2).
+static void upload_group_list(BwGroups *l, const BsMat *w, int even) {
+    int *row, *k0, *cnt;
+    l->n = plan_groups(w, even, &row, &k0, &cnt);
+    l->row = upload_ints(row, l->n);
+    l->k0 = upload_ints(k0, l->n);
+    l->cnt = upload_ints(cnt, l->n);
+    free(row); free(k0); free(cnt);
+}
+
+static void upload_groups(DevBsMat *d, const BsMat *w) {
+    d->grp_gates = w->ngates == 4 ? 4 : 1;
+    upload_group_list(&d->grp, w, 0);
+    upload_group_list(&d->wgrp, w, 1);
+}
+
+MmPiece *pieces_to_device(const MmPiece *pc, int n) {
+    MmPiece *d = (MmPiece *)cu_alloc(sizeof(MmPiece) * (size_t)(n ? n : 1));
+    if (n) CUDA_CHECK(cudaMemcpy(d, pc, sizeof(MmPiece) * (size_t)n, cudaMemcpyHostToDevice));
+    return d;
+}
+
+void *upload_pieces(const int *ptr, int n, int most, int *npieces) {
+    MmPiece *pc = cut_pieces(ptr, n, most, npieces);
+    MmPiece *d = pieces_to_device(pc, *npieces);
+    free(pc);
+    return d;
+}
+
+void bsmat_upload_cuda(BsMat *w) {
+    if (w->bs != 8 && w->bs != 16 && w->bs != 32)
+        die("block_size = %d: the CUDA backend supports 8, 16 and 32", w->bs);
+    DevBsMat *d = (DevBsMat *)xcalloc(1, sizeof *d);
+    d->row_ptr = upload_ints(w->row_ptr, w->nbr + 1);
+    d->col_idx = upload_ints(w->col_idx, w->nnzb);
+    d->col_ptr = upload_ints(w->col_ptr, w->nbc + 1);
+    d->csc_row = upload_ints(w->csc_row, w->nnzb);
+    d->csc_blk = upload_ints(w->csc_blk, w->nnzb);
+    d->fwd_pieces = upload_pieces(w->row_ptr, w->nbr, mm_piece_len(w->bs), &d->fwd_npieces);
+    d->bwd_pieces = upload_pieces(w->col_ptr, w->nbc, mm_piece_len(w->bs), &d->bwd_npieces);
+    upload_groups(d, w);
+    w->dev = d;
+}
+
+void bsmat_release_cuda(BsMat *w) {
+    DevBsMat *d = (DevBsMat *)w->dev;
+    if (!d) return;
+    void *all[] = {d->row_ptr, d->col_idx, d->col_ptr, d->csc_row, d->csc_blk, d->fwd_pieces, d->bwd_pieces,
+                   d->grp.row, d->grp.k0, d->grp.cnt, d->wgrp.row, d->wgrp.k0, d->wgrp.cnt};
+    for (int i = 0; i < 13; i++) cu_free(all[i]);
+    free(d);
+    w->dev = NULL;
+}
