@@ -12,12 +12,12 @@
 
 #define WARMUP_DEFAULT 2048
 // Dynamic evaluation's defaults (README "Dynamic evaluation" says how they were chosen).
-#define DYN_SEGMENT 50
-#define DYN_ETA 1e-4
+#define DYN_SEGMENT 20
+#define DYN_ETA 3e-4
 #define DYN_LAMBDA 1e-3
 #define DYN_EPS 2e-5
 #define DYN_STATS 1000000
-#define DYN_TUNE_BYTES 100000
+#define DYN_TUNE_BYTES 50000
 
 typedef struct {
     int on, tune;
@@ -93,9 +93,9 @@ static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, con
     if (json)
         printf("{\"bpc\": %.6f, \"static_bpc\": %.6f, \"bytes\": %zu, \"split\": \"%s\", \"protocol\": \"dynamic-stream\", "
                "\"streams\": 1, \"segment\": %ld, \"eta\": %g, \"lambda\": %g, \"eps\": %g, \"stats_bytes\": %zu, "
-               "\"tuned\": %s, \"tune_bytes\": %zu, \"tune_bpc\": %.6f, \"seconds\": %.3f, \"static_seconds\": %.3f, "
+               "\"mean_rms\": %.6g, \"tuned\": %s, \"tune_bytes\": %zu, \"tune_bpc\": %.6f, \"seconds\": %.3f, \"static_seconds\": %.3f, "
                "\"stats_seconds\": %.3f, \"tune_seconds\": %.3f}\n",
-               bpc, static_bpc, count, split, o.segment, o.h.eta, o.h.lambda, o.h.eps, stats, o.tune ? "true" : "false",
+               bpc, static_bpc, count, split, o.segment, o.h.eta, o.h.lambda, o.h.eps, stats, d->mean_rms, o.tune ? "true" : "false",
                tune, o.tune ? tune_bpc : 0.0, secs, static_secs, stats_secs, tune_secs);
     else
         printf("%s bpc %.4f dynamic, %.4f static, over %zu bytes (protocol dynamic: one stream, state carried, "

@@ -85,7 +85,7 @@ double dyn_bpc(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len
 }
 
 DynHyper dyn_tune(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, double *best_bpc, int verbose) {
-    static const double eta_x[] = {0.25, 0.5, 1, 2, 4}, lambda_x[] = {0, 1, 4};
+    static const double eta_x[] = {0.1, 0.3, 1, 3, 10}, lambda_x[] = {0, 1, 10};
     DynHyper best = h;
     *best_bpc = INFINITY;
     for (size_t i = 0; i < sizeof eta_x / sizeof *eta_x; i++)
