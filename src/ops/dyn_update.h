@@ -3,12 +3,7 @@
 // (cuda/ops/dyn_update.cu) so that both compute the same formula.
 #pragma once
 #include "ops/backend.h"
-
-#ifdef __CUDACC__
-#define SW_HOST_DEVICE __host__ __device__
-#else
-#define SW_HOST_DEVICE
-#endif
+#include "ops/host_device.h"
 
 // p - eta * g / (rms + eps) + min(lambda * rms / mean(rms), 1) * (p0 - p): the gradient step
 // normalised by the training gradients' RMS, and a pull back to the trained weight p0, faster

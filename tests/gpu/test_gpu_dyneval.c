@@ -1,28 +1,10 @@
-// test_gpu_dyneval.c: dynamic evaluation on the GPU against the CPU reference: the update op,
-// then whole dynamic streams (gradient statistics, segments scored and adapted) of both cells,
-// per-step ops and the recurrent engine, fp32 and bf16 (whose weight shadow each update must
-// refresh): the static and dynamic bpc and the adapted weights.
+// test_gpu_dyneval.c: dynamic evaluation on the GPU against the CPU reference: whole dynamic
+// streams (gradient statistics, segments scored and adapted) of both cells, per-step ops and
+// the recurrent engine, fp32 and bf16 (whose weight shadow each update must refresh): the
+// static and dynamic bpc and the adapted weights. The update op alone: test_gpu_ops.c.
 #include "train/dyneval.h"
 #include "train/eval.h"
 #include "gpu_train.h"
-
-#define RB(n) ((n) * sizeof(real))
-
-TEST(gpu_dyn_update_matches_cpu) {
-    const Backend *cpu = backend_cpu(), *gpu = backend_cuda(PREC_FP32);
-    size_t n = 10007;
-    unsigned long long s = 48;
-    real *p = h_rand(n, &s, 1), *g = h_rand(n, &s, 1), *p0 = h_rand(n, &s, 1), *rms = h_rand(n, &s, 0.01);
-    for (size_t i = 0; i < n; i++) rms[i] = fabsf(rms[i]);
-    real *d_p = d_from(gpu, p, RB(n)), *d_g = d_from(gpu, g, RB(n)), *d_p0 = d_from(gpu, p0, RB(n));
-    real *d_rms = d_from(gpu, rms, RB(n));
-    DynArgs a = {1e-3f, 200.0f, 1e-4f};  // rates from 0 to past the cap of 1
-    cpu->dyn_update(p, g, p0, rms, n, a);
-    gpu->dyn_update(d_p, d_g, d_p0, d_rms, n, a);
-    CHECK_MSG(d_err(gpu, d_p, p, n) < 1e-6, "dyn_update p");
-    gpu->free(d_p); gpu->free(d_g); gpu->free(d_p0); gpu->free(d_rms);
-    free(p); free(g); free(p0); free(rms);
-}
 
 typedef struct {
     double stat, dyn;
