@@ -1,14 +1,29 @@
 // cmd_eval.c: the `eval` verb: bits per character of a checkpoint on a split of its data.
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/verbs.h"
 #include "model/model_io.h"
 #include "train/data.h"
+#include "train/dyneval.h"
 #include "train/eval.h"
 
 #define WARMUP_DEFAULT 2048
+// Dynamic evaluation's defaults (README "Dynamic evaluation" says how they were chosen).
+#define DYN_SEGMENT 20
+#define DYN_ETA 3e-4
+#define DYN_LAMBDA 1e-3
+#define DYN_EPS 2e-5
+#define DYN_STATS 1000000
+#define DYN_TUNE_BYTES 50000
+
+typedef struct {
+    int on, tune;
+    long segment, stats, tune_bytes;  // stats, tune_bytes: 0 = the default, capped at the split
+    DynHyper h;
+} DynOpts;
 
 static void eval_usage(void) {
     printf("usage: swlstm eval CKPT [--data PATH] [--split valid|test|train] [--max-bytes N]\n"
@@ -29,19 +44,82 @@ static void eval_usage(void) {
            "                      state carried across the whole split: the published protocol\n"
            "                      (slow: one byte a step).\n"
            "The output names the protocol. A checkpoint trained with ema > 0 is evaluated with the\n"
-           "weights' moving average unless --raw-weights.\n", WARMUP_DEFAULT);
+           "weights' moving average unless --raw-weights.\n"
+           "Dynamic evaluation (Krause et al. 2018), one stream with carried state:\n"
+           "  --dynamic           score each segment, then adapt the weights to it before the next:\n"
+           "                      theta -= eta g / (rms + eps), theta += min(lambda rms / mean(rms), 1)\n"
+           "                      (theta_trained - theta); prints the static and the dynamic bpc.\n"
+           "                      The weights change in memory only; the checkpoint is not written.\n"
+           "  --segment N         bytes a segment (default %d)\n"
+           "  --eta X --lambda X --eps X   (defaults %g, %g, %g)\n"
+           "  --dyn-stats BYTES   training bytes whose gradients give rms (default %d, or the split)\n"
+           "  --dyn-tune          first pick eta and lambda from a grid around them by the dynamic bpc\n"
+           "                      of the valid split's first --tune-bytes N (default %d)\n",
+           WARMUP_DEFAULT, DYN_SEGMENT, DYN_ETA, DYN_LAMBDA, DYN_EPS, DYN_STATS, DYN_TUNE_BYTES);
+}
+
+// The span of a split: its first `want` bytes (0: `dflt` or the whole split when shorter);
+// an explicit want beyond the split dies naming the option.
+static size_t split_span(const Dataset *ds, int which, long want, long dflt, const char *opt) {
+    size_t n = ds->n[which];
+    if (want && (size_t)want > n)
+        die("eval: %s %ld: the %s split holds %zu bytes", opt, want, which == SPLIT_TRAIN ? "train" : "valid", n);
+    size_t len = want ? (size_t)want : (size_t)dflt < n ? (size_t)dflt : n;
+    if (len < 2) die("eval: %s: the %s split holds %zu bytes; too few", opt, which == SPLIT_TRAIN ? "train" : "valid", n);
+    return len;
+}
+
+// --dynamic: static and dynamic bpc of the span, one stream in segments, after the gradient
+// statistics (and --dyn-tune's search).
+static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, const char *split, DynOpts o, int json) {
+    const uint8_t *bytes = ds->bytes + ds->off[which];
+    Acts *a = acts_create(m, 1, (int)o.segment);
+    size_t count;
+    double t0 = now_sec(), static_bpc = eval_bpc(m, a, bytes, len, 0, &count);
+    double static_secs = now_sec() - t0;
+    size_t stats = split_span(ds, SPLIT_TRAIN, o.stats, DYN_STATS, "--dyn-stats");
+    t0 = now_sec();
+    DynEval *d = dyn_create(m, ds->bytes + ds->off[SPLIT_TRAIN], stats, m->cfg.batch_size, (int)o.segment);
+    double stats_secs = now_sec() - t0, tune_bpc = NAN;
+    size_t tune = 0;
+    if (o.tune) {
+        tune = split_span(ds, SPLIT_VALID, o.tune_bytes, DYN_TUNE_BYTES, "--tune-bytes");
+        o.h = dyn_tune(d, a, o.h, ds->bytes + ds->off[SPLIT_VALID], tune, &tune_bpc, !json);
+    }
+    double tune_secs = now_sec() - t0 - stats_secs;
+    t0 = now_sec();
+    double bpc = dyn_bpc(d, a, o.h, bytes, len, &count);
+    double secs = now_sec() - t0;
+    if (json)
+        printf("{\"bpc\": %.6f, \"static_bpc\": %.6f, \"bytes\": %zu, \"split\": \"%s\", \"protocol\": \"dynamic-stream\", "
+               "\"streams\": 1, \"segment\": %ld, \"eta\": %g, \"lambda\": %g, \"eps\": %g, \"stats_bytes\": %zu, "
+               "\"mean_rms\": %.6g, \"tuned\": %s, \"tune_bytes\": %zu, \"tune_bpc\": %.6f, \"seconds\": %.3f, \"static_seconds\": %.3f, "
+               "\"stats_seconds\": %.3f, \"tune_seconds\": %.3f}\n",
+               bpc, static_bpc, count, split, o.segment, o.h.eta, o.h.lambda, o.h.eps, stats, d->mean_rms, o.tune ? "true" : "false",
+               tune, o.tune ? tune_bpc : 0.0, secs, static_secs, stats_secs, tune_secs);
+    else
+        printf("%s bpc %.4f dynamic, %.4f static, over %zu bytes (protocol dynamic: one stream, state carried, "
+               "weights adapted after each %ld-byte segment; eta %g lambda %g eps %g%s, rms over %zu training bytes; "
+               "%.1f s dynamic, %.1f s static, %.1f s statistics%s)\n",
+               split, bpc, static_bpc, count, o.segment, o.h.eta, o.h.lambda, o.h.eps, o.tune ? " (tuned)" : "", stats,
+               secs, static_secs, stats_secs, o.tune ? ", tuning too" : "");
+    dyn_free(d);
+    acts_free(m, a);
 }
 
 int cmd_eval(int argc, char **argv) {
-    const char *ckpt = NULL, *data = NULL, *split = "valid", *protocol = "warm";
+    const char *ckpt = NULL, *data = NULL, *split = "valid", *protocol = NULL;
     int device = CKPT_CHOICE, precision = CKPT_CHOICE;
     long max_bytes = 0, batch = 0, warmup = WARMUP_DEFAULT;
     int json = 0, raw = 0;
+    DynOpts dyn = {0, 0, DYN_SEGMENT, 0, 0, {DYN_ETA, DYN_LAMBDA, DYN_EPS}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { eval_usage(); return 0; }
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--raw-weights")) raw = 1;
+        else if (!strcmp(a, "--dynamic")) dyn.on = 1;
+        else if (!strcmp(a, "--dyn-tune")) dyn.tune = 1;
         else if (a[0] != '-' && !ckpt) ckpt = a;
         else if (!v) die("eval: option '%s' needs a value (see swlstm eval --help)", a);
         else if (!strcmp(a, "--data")) data = argv[++i];
@@ -52,9 +130,19 @@ int cmd_eval(int argc, char **argv) {
         else if (!strcmp(a, "--warmup")) warmup = parse_long("eval --warmup", argv[++i], 1, LONG_MAX);
         else if (!strcmp(a, "--max-bytes")) max_bytes = parse_long("eval --max-bytes", argv[++i], 2, LONG_MAX);
         else if (!strcmp(a, "--batch-size")) batch = parse_long("eval --batch-size", argv[++i], 1, 1 << 20);
+        else if (!strcmp(a, "--segment")) dyn.segment = parse_long("eval --segment", argv[++i], 1, 1 << 20);
+        else if (!strcmp(a, "--eta")) dyn.h.eta = parse_double("eval --eta", argv[++i], 0, 1e3);
+        else if (!strcmp(a, "--lambda")) dyn.h.lambda = parse_double("eval --lambda", argv[++i], 0, 1e3);
+        else if (!strcmp(a, "--eps")) dyn.h.eps = parse_double("eval --eps", argv[++i], 1e-30, 1e3);
+        else if (!strcmp(a, "--dyn-stats")) dyn.stats = parse_long("eval --dyn-stats", argv[++i], 2, LONG_MAX);
+        else if (!strcmp(a, "--tune-bytes")) dyn.tune_bytes = parse_long("eval --tune-bytes", argv[++i], 2, LONG_MAX);
         else die("eval: unknown option '%s' (see swlstm eval --help)", a);
     }
     if (!ckpt) die("eval: missing checkpoint path (usage: swlstm eval CKPT [options])");
+    if (dyn.tune && !dyn.on) die("eval: --dyn-tune tunes --dynamic; add --dynamic");
+    if (dyn.on && (batch > 1 || (protocol && strcmp(protocol, "stream"))))
+        die("eval: --dynamic reads one stream (the published protocol); drop --batch-size and --protocol");
+    if (!protocol) protocol = "warm";
     int which = split_from_name(split);
     if (which < 0) die("eval: --split '%s': expected valid, test or train", split);
     int stream = !strcmp(protocol, "stream"), warm = !strcmp(protocol, "warm");
@@ -68,6 +156,12 @@ int cmd_eval(int argc, char **argv) {
     size_t len = ds.n[which];
     if (max_bytes && (size_t)max_bytes < len) len = (size_t)max_bytes;
     if (len < 2) die("eval: split '%s' of '%s' holds %zu bytes; nothing to evaluate", split, data ? data : m->cfg.data, len);
+    if (dyn.on) {
+        eval_dynamic(m, &ds, which, len, split, dyn, json);
+        model_free(m);
+        dataset_close(&ds);
+        return 0;
+    }
     int B = stream ? 1 : eval_batch_for(len, batch ? (int)batch : m->cfg.batch_size, m->cfg.seq_length);
     Acts *a = acts_create(m, B, m->cfg.seq_length);
     size_t count, w = warm && B > 1 ? eval_warm_for(len, B, (size_t)warmup) : 0;

@@ -3,12 +3,7 @@
 #pragma once
 #include <math.h>
 #include "ops/backend.h"
-
-#ifdef __CUDACC__
-#define SW_HOST_DEVICE __host__ __device__
-#else
-#define SW_HOST_DEVICE
-#endif
+#include "ops/host_device.h"
 
 // Bias corrections 1 - beta^step, in double, once per call.
 static inline void adam_bias_corrections(const AdamArgs *a, real *bc1, real *bc2) {

@@ -25,6 +25,12 @@ typedef struct {
     long step;         // 1-based, for bias correction
 } AdamArgs;
 
+// Dynamic evaluation's step (Krause et al. 2018; src/train/dyneval.h): eta, and the decay
+// rate lambda / mean(rms) that each element's rms multiplies (the product capped at 1).
+typedef struct {
+    real eta, lambda_per_rms, eps;
+} DynArgs;
+
 // A layer's buffers for the recurrent engine (the Acts buffers of model.h, one layer).
 typedef struct {
     int B, T, H;                            // T: the most steps a window runs
@@ -188,6 +194,9 @@ typedef struct Backend {
     double (*sumsq)(const real *x, size_t n);        // sum of squares, deterministic order
     void (*axpy)(real *y, const real *x, real alpha, size_t n);  // y += alpha*x
     void (*ema)(real *avg, const real *p, real decay, size_t n);  // avg = decay*avg + (1-decay)*p
+    // Dynamic evaluation (ops/dyn_update.h): p moves against g scaled by 1/(rms + eps) and
+    // back towards the trained weights p0; n elements.
+    void (*dyn_update)(real *p, const real *g, const real *p0, const real *rms, size_t n, DynArgs a);
 } Backend;
 
 const Backend *backend_cpu(void);

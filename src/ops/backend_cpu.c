@@ -40,6 +40,7 @@ void adam_cpu(real *p, const real *g, real *m, real *v, size_t n, AdamArgs a);
 double sumsq_cpu(const real *x, size_t n);
 void axpy_cpu(real *y, const real *x, real alpha, size_t n);
 void ema_cpu(real *avg, const real *p, real decay, size_t n);
+void dyn_update_cpu(real *p, const real *g, const real *p0, const real *rms, size_t n, DynArgs a);
 
 static const Backend cpu = {
     .name = "cpu",
@@ -55,7 +56,7 @@ static const Backend cpu = {
     .norm_act_fwd = norm_act_fwd_cpu, .mul_bwd = mul_bwd_cpu, .relu_bwd = relu_bwd_cpu,
     .gather_blocks = gather_blocks_cpu, .dense_grad = dense_grad_cpu, .block_sumsq = block_sumsq_cpu,
     .softmax_xent = softmax_xent_cpu,
-    .adam = adam_cpu, .sumsq = sumsq_cpu, .axpy = axpy_cpu, .ema = ema_cpu,
+    .adam = adam_cpu, .sumsq = sumsq_cpu, .axpy = axpy_cpu, .ema = ema_cpu, .dyn_update = dyn_update_cpu,
 };
 
 const Backend *backend_cpu(void) { return &cpu; }

@@ -45,7 +45,7 @@ static double window_nats(const Acts *a, const Stripes *s, size_t pos, int T, do
     return sum;
 }
 
-double eval_nats(Model *m, Acts *a, const Stripes *s) {
+double eval_nats_then(Model *m, Acts *a, const Stripes *s, EvalHook after, void *ctx) {
     if (s->B != a->B) die("internal: %d evaluation stripes, buffers for %d", s->B, a->B);
     int *in = xmalloc(sizeof(int) * (size_t)a->B * a->T), *tgt = xmalloc(sizeof(int) * (size_t)a->B * a->T);
     double nats = 0;
@@ -54,6 +54,7 @@ double eval_nats(Model *m, Acts *a, const Stripes *s) {
         int T = (int)(s->span - 1 - pos < (size_t)a->T ? s->span - 1 - pos : (size_t)a->T);
         stripes_fill(s, pos, T, in, tgt);
         nats += window_nats(a, s, pos, T, model_forward(m, a, in, tgt, T));
+        if (after) after(ctx, m, a, T);
         acts_carry_state(m, a);
         pos += (size_t)T;
     }
@@ -61,6 +62,8 @@ double eval_nats(Model *m, Acts *a, const Stripes *s) {
     free(tgt);
     return nats;
 }
+
+double eval_nats(Model *m, Acts *a, const Stripes *s) { return eval_nats_then(m, a, s, NULL, NULL); }
 
 double eval_bpc(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t warm, size_t *count) {
     Stripes s = warm ? eval_stripes_warm(bytes, len, a->B, a->T, warm) : eval_stripes(bytes, len, a->B, a->T);

@@ -24,3 +24,7 @@ size_t eval_warm_for(size_t len, int B, size_t warm);
 Stripes eval_stripes_warm(const uint8_t *bytes, size_t len, int B, int T, size_t warm);
 size_t eval_count(const Stripes *s);
 double eval_nats(Model *m, Acts *a, const Stripes *s);
+// eval_nats with after(ctx, m, a, T) called after each window's forward, before its state is
+// carried (dynamic evaluation's update, dyneval.c); after NULL: eval_nats.
+typedef void (*EvalHook)(void *ctx, Model *m, Acts *a, int T);
+double eval_nats_then(Model *m, Acts *a, const Stripes *s, EvalHook after, void *ctx);

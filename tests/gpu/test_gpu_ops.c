@@ -204,7 +204,7 @@ static void check_matmul(const char *prec) {
 TEST(gpu_matmul_fp32_matches_cpu) { check_matmul("fp32"); }
 TEST(gpu_matmul_bf16_matches_cpu) { check_matmul("bf16"); }
 
-TEST(gpu_adam_sumsq_axpy_match_cpu) {
+TEST(gpu_adam_sumsq_axpy_dyn_update_match_cpu) {
     const Backend *cpu = backend_cpu(), *gpu = backend_cuda(PREC_FP32);
     size_t n = 10007;
     unsigned long long s = 12;
@@ -223,6 +223,14 @@ TEST(gpu_adam_sumsq_axpy_match_cpu) {
     cpu->axpy(p, g, -0.3f, n);
     gpu->axpy(d_p, d_g, -0.3f, n);
     CMP(d_p, p, n, 1e-6, "axpy");
+    // dynamic evaluation's update (ops/dyn_update.h): m as the trained weights, |v| as rms,
+    // decay rates from 0 to past their cap of 1
+    gpu->to_device(d_m, m, RB(n));
+    gpu->to_device(d_v, v, RB(n));
+    DynArgs da = {1e-3f, 2e4f, 1e-4f};
+    cpu->dyn_update(p, g, m, v, n, da);
+    gpu->dyn_update(d_p, d_g, d_m, d_v, n, da);
+    CMP(d_p, p, n, 1e-6, "dyn_update");
     gpu->free(d_p); gpu->free(d_g); gpu->free(d_m); gpu->free(d_v);
     free(p); free(g); free(m); free(v);
 }

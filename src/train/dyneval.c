@@ -1,0 +1,101 @@
+// dyneval.c: dynamic evaluation (dyneval.h): the gradients' statistics, the adapted stream
+// and the search over eta and lambda. The scoring loop is eval.c's, with a hook per window.
+#include "train/dyneval.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "train/data.h"
+#include "train/eval.h"
+
+typedef struct {
+    double *ms;   // host: sum of squared gradients per weight
+    real *g;      // host copy of one window's gradients
+    long windows;
+} StatsCtx;
+
+// After a training window's forward: its gradient, squared into the sums.
+static void stats_hook(void *ctx, Model *m, Acts *a, int T) {
+    StatsCtx *c = ctx;
+    const Backend *be = m->be;
+    be->zero(m->grads, m->nparams * sizeof(real));
+    model_backward(m, a, T);
+    be->to_host(c->g, m->grads, m->nparams * sizeof(real));
+    for (size_t i = 0; i < m->nparams; i++) c->ms[i] += (double)c->g[i] * (double)c->g[i];
+    c->windows++;
+}
+
+DynEval *dyn_create(Model *m, const uint8_t *bytes, size_t len, int B, int T) {
+    const Backend *be = m->be;
+    DynEval *d = xcalloc(1, sizeof *d);
+    d->m = m;
+    d->p0 = be->alloc(m->nparams * sizeof(real));
+    d->rms = be->alloc(m->nparams * sizeof(real));
+    be->copy(d->p0, m->params, m->nparams * sizeof(real));
+    B = eval_batch_for(len, B, T);
+    Acts *a = acts_create(m, B, T);
+    Stripes s = eval_stripes(bytes, len, B, T);
+    StatsCtx c = {xcalloc(m->nparams, sizeof(double)), xmalloc(m->nparams * sizeof(real)), 0};
+    eval_nats_then(m, a, &s, stats_hook, &c);
+    acts_free(m, a);
+    d->windows = c.windows;
+    for (size_t i = 0; i < m->nparams; i++) c.g[i] = (real)sqrt(c.ms[i] / (double)d->windows);
+    double sum = 0;
+    for (int k = 0; k < m->ntensor; k++) {
+        const ParamTensor *t = &m->tensor[k];
+        double ts = 0;
+        for (size_t i = 0; i < t->n; i++) ts += c.g[t->off + i];
+        sum += ts / (double)t->n;
+    }
+    d->mean_rms = sum / m->ntensor;
+    if (!(d->mean_rms > 0)) die("dynamic evaluation: the gradients over %zu training bytes are all zero", len);
+    be->to_device(d->rms, c.g, m->nparams * sizeof(real));
+    free(c.ms);
+    free(c.g);
+    return d;
+}
+
+void dyn_free(DynEval *d) {
+    d->m->be->free(d->p0);
+    d->m->be->free(d->rms);
+    free(d);
+}
+
+void dyn_restore(DynEval *d) { d->m->be->copy(d->m->params, d->p0, d->m->nparams * sizeof(real)); }
+
+typedef struct {
+    DynEval *d;
+    DynArgs args;
+} StepCtx;
+
+// After a segment is scored: the gradient of its mean loss, then the update.
+static void step_hook(void *ctx, Model *m, Acts *a, int T) {
+    StepCtx *c = ctx;
+    m->be->zero(m->grads, m->nparams * sizeof(real));
+    model_backward(m, a, T);
+    m->be->dyn_update(m->params, m->grads, c->d->p0, c->d->rms, m->nparams, c->args);
+}
+
+double dyn_bpc(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, size_t *count) {
+    if (a->B != 1) die("internal: dynamic evaluation reads one stream, buffers for %d", a->B);
+    dyn_restore(d);
+    StepCtx c = {d, {(real)h.eta, (real)(h.lambda / d->mean_rms), (real)h.eps}};
+    Stripes s = eval_stripes(bytes, len, 1, a->T);
+    *count = eval_count(&s);
+    return eval_nats_then(d->m, a, &s, step_hook, &c) / (double)*count / log(2.0);
+}
+
+DynHyper dyn_tune(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, double *best_bpc, int verbose) {
+    static const double eta_x[] = {0.1, 0.3, 1, 3, 10}, lambda_x[] = {0, 1, 10};
+    DynHyper best = h;
+    *best_bpc = INFINITY;
+    for (size_t i = 0; i < sizeof eta_x / sizeof *eta_x; i++)
+        for (size_t j = 0; j < sizeof lambda_x / sizeof *lambda_x; j++) {
+            DynHyper t = {h.eta * eta_x[i], h.lambda * lambda_x[j], h.eps};
+            size_t count;
+            double bpc = dyn_bpc(d, a, t, bytes, len, &count);
+            if (verbose) printf("dyn-tune: eta %.3g lambda %.3g: valid bpc %.4f over %zu bytes\n", t.eta, t.lambda, bpc, count);
+            if (bpc < *best_bpc) *best_bpc = bpc, best = t;
+        }
+    dyn_restore(d);
+    return best;
+}

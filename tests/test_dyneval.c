@@ -1,0 +1,255 @@
+// test_dyneval.c: dynamic evaluation (src/train/dyneval.c): eta = 0 is the static stream,
+// updates against ones computed here by hand, the decay towards the trained weights, the
+// `eval --dynamic` verb leaving its checkpoint's bytes alone, and its bad options.
+#ifndef SW_DOUBLE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/sha256.h"
+#include "model/model_io.h"
+#include "train/dyneval.h"
+#include "train/eval.h"
+#include "test.h"
+
+#define SEG 16
+
+// A small model of either cell on the CPU, block-sparse.
+static Model *small_model(int mlstm) {
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.hidden_size = 32; cfg.block_size = 8; cfg.embed_size = 8; cfg.num_layers = 2;
+    cfg.threads = 1;
+    snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_1");
+    if (mlstm) cfg.cell = CELL_MLSTM, cfg.depth = 2, cfg.init = INIT_IDENTITY;
+    return model_create(&cfg, backend_cpu());
+}
+
+// n bytes of word-like text.
+static uint8_t *text(size_t n, unsigned long long seed) {
+    static const char *words[] = {"the ", "king ", "and ", "queen ", "of ", "all ", "men\n", "speak ", "thou "};
+    uint8_t *b = malloc(n);
+    for (size_t i = 0; i < n;) {
+        const char *w = words[(int)(test_rand(&seed) * 9)];
+        for (; *w && i < n; w++) b[i++] = (uint8_t)*w;
+    }
+    return b;
+}
+
+static real *copy_params(const Model *m) {
+    real *p = malloc(m->nparams * sizeof(real));
+    memcpy(p, m->params, m->nparams * sizeof(real));
+    return p;
+}
+
+// The gradient of the mean loss of the T-step window over bytes[0..T], from the state a holds
+// (zero after acts_reset_state), into g; the state is then carried.
+static void window_grad(Model *m, Acts *a, const uint8_t *bytes, int T, real *g) {
+    int in[SEG], tgt[SEG];
+    for (int t = 0; t < T; t++) in[t] = bytes[t], tgt[t] = bytes[t + 1];
+    memset(m->grads, 0, m->nparams * sizeof(real));
+    model_forward(m, a, in, tgt, T);
+    model_backward(m, a, T);
+    if (g) memcpy(g, m->grads, m->nparams * sizeof(real));
+    acts_carry_state(m, a);
+}
+
+// With eta = 0 nothing moves: the dynamic bpc is the static stream's, bit for bit.
+static void check_eta0(int mlstm) {
+    Model *m = small_model(mlstm);
+    Acts *a = acts_create(m, 1, SEG);
+    uint8_t *train = text(3000, 1), *eval = text(500, 2);
+    size_t c1, c2;
+    double stat = eval_bpc(m, a, eval, 500, 0, &c1);
+    real *p0 = copy_params(m);
+    DynEval *d = dyn_create(m, train, 3000, 4, SEG);
+    double dyn = dyn_bpc(d, a, (DynHyper){0, 0.5, 1e-5}, eval, 500, &c2);
+    CHECK_EQ(c1, c2);
+    CHECK_EQ(c1, 499);
+    CHECK_MSG(dyn == stat, "%s: dynamic %.17g, static %.17g", mlstm ? "mlstm" : "lstm", dyn, stat);
+    CHECK(!memcmp(p0, m->params, m->nparams * sizeof(real)));
+    // and with eta > 0 the weights move and the bpc differs
+    dyn = dyn_bpc(d, a, (DynHyper){1e-3, 0.01, 1e-5}, eval, 500, &c2);
+    CHECK(dyn != stat && memcmp(p0, m->params, m->nparams * sizeof(real)));
+    dyn_free(d);
+    acts_free(m, a);
+    model_free(m);
+    free(p0), free(train), free(eval);
+}
+
+TEST(dyneval_eta0_is_the_static_stream_lstm) { check_eta0(0); }
+TEST(dyneval_eta0_is_the_static_stream_mlstm) { check_eta0(1); }
+
+// rms from one training window is |g| of that window; two segments' updates by hand, the
+// second with the decay towards the trained weights and the state carried from the first.
+static void check_by_hand(int mlstm) {
+    Model *m = small_model(mlstm);
+    size_t n = m->nparams;
+    Acts *a = acts_create(m, 1, SEG);
+    uint8_t *sb = text(SEG + 1, 3), *eb = text(2 * SEG + 1, 4);
+    real *p0 = copy_params(m), *gs = malloc(n * sizeof(real)), *g1 = malloc(n * sizeof(real)),
+         *g2 = malloc(n * sizeof(real)), *p1 = malloc(n * sizeof(real));
+    acts_reset_state(m, a);
+    window_grad(m, a, sb, SEG, gs);
+    acts_reset_state(m, a);
+    window_grad(m, a, eb, SEG, g1);
+    DynEval *d = dyn_create(m, sb, SEG + 1, 1, SEG);
+    CHECK_EQ(d->windows, 1);
+    double mean = 0;
+    for (int k = 0; k < m->ntensor; k++) {
+        double s = 0;
+        for (size_t i = 0; i < m->tensor[k].n; i++) s += fabs(gs[m->tensor[k].off + i]);
+        mean += s / (double)m->tensor[k].n / m->ntensor;
+    }
+    CHECK_NEAR(d->mean_rms, mean, 1e-12 * mean);
+    for (size_t i = 0; i < n; i++) CHECK_MSG(d->rms[i] == fabsf(gs[i]), "rms[%zu] %g, |g| %g", i, d->rms[i], gs[i]);
+    DynHyper h = {2e-3, 0.3, 1e-4};
+    size_t count;
+    dyn_bpc(d, a, h, eb, SEG + 1, &count);  // one segment: the decay has nothing to pull yet
+    for (size_t i = 0; i < n; i++) {  // float rounding, of the operands' size where they cancel
+        double step = h.eta * g1[i] / (fabs(gs[i]) + h.eps);
+        CHECK_NEAR(m->params[i], p0[i] - step, 1e-6 * (fabs(p0[i]) + fabs(step)) + 1e-9);
+    }
+    memcpy(p1, m->params, n * sizeof(real));
+    // Two segments: the first as above (to p1); the second's gradient at p1 from the state p0 left.
+    memcpy(m->params, p0, n * sizeof(real));
+    acts_reset_state(m, a);
+    window_grad(m, a, eb, SEG, NULL);
+    memcpy(m->params, p1, n * sizeof(real));
+    window_grad(m, a, eb + SEG, SEG, g2);
+    dyn_bpc(d, a, h, eb, 2 * SEG + 1, &count);
+    CHECK_EQ(count, 2 * SEG);
+    int pulled = 0;
+    for (size_t i = 0; i < n; i++) {
+        double decay = fmin(h.lambda * fabs(gs[i]) / mean, 1);
+        double step = h.eta * g2[i] / (fabs(gs[i]) + h.eps);
+        double want = p1[i] + decay * (p0[i] - p1[i]) - step;
+        CHECK_NEAR(m->params[i], want, 1e-6 * (fabs(p0[i]) + fabs(p1[i]) + fabs(step)) + 1e-9);
+        pulled += decay > 0 && p1[i] != p0[i];
+    }
+    CHECK(pulled > 0);
+    dyn_free(d);
+    acts_free(m, a);
+    model_free(m);
+    free(p0), free(gs), free(g1), free(g2), free(p1), free(sb), free(eb);
+}
+
+TEST(dyneval_updates_match_hand_lstm) { check_by_hand(0); }
+TEST(dyneval_updates_match_hand_mlstm) { check_by_hand(1); }
+
+// The decay term alone (g = 0) moves every weight towards the trained one by its rate, and
+// a rate capped at 1 lands on it exactly; over a stream, lambda keeps the weights nearer.
+TEST(dyneval_decay_pulls_back_to_trained) {
+    enum { N = 6 };
+    real p[N] = {1, -2, 3, 0.5f, -1, 4}, p0[N] = {0, 0, 1, 1, -1, 2}, g[N] = {0}, rms[N] = {0.1f, 0.2f, 0.4f, 1, 2, 50};
+    DynArgs args = {1e-2f, 0.5f, 1e-5f};
+    real q[N];
+    memcpy(q, p, sizeof p);
+    backend_cpu()->dyn_update(q, g, p0, rms, N, args);
+    for (int i = 0; i < N; i++) {
+        double rate = fmin(0.5 * rms[i], 1);
+        CHECK_NEAR(q[i], p[i] + rate * (p0[i] - p[i]), 1e-6);
+        CHECK(fabs(q[i] - p0[i]) <= fabs(p[i] - p0[i]));
+    }
+    CHECK(q[5] == p0[5]);  // rate 25 capped at 1
+    Model *m = small_model(0);
+    Acts *a = acts_create(m, 1, SEG);
+    uint8_t *train = text(2000, 5), *eval = text(800, 6);
+    real *t0 = copy_params(m);
+    DynEval *d = dyn_create(m, train, 2000, 4, SEG);
+    double dist[2];
+    for (int k = 0; k < 2; k++) {  // eps at the mean rms: no weight's steps run away
+        size_t count;
+        dyn_bpc(d, a, (DynHyper){1e-3, k ? 0.5 : 0, d->mean_rms}, eval, 800, &count);
+        dist[k] = 0;
+        for (size_t i = 0; i < m->nparams; i++) dist[k] += (m->params[i] - t0[i]) * (double)(m->params[i] - t0[i]);
+    }
+    CHECK_MSG(dist[1] < 0.5 * dist[0], "distance to the trained weights: lambda 0 %g, lambda 0.5 %g", dist[0], dist[1]);
+    dyn_free(d);
+    acts_free(m, a);
+    model_free(m);
+    free(t0), free(train), free(eval);
+}
+
+// A small checkpoint on a 30 kB corpus (train split 24 kB).
+static const char *small_ckpt(void) {
+    static char path[512];
+    if (path[0]) return path;
+    uint8_t *corpus = text(30000, 7);
+    const char *data = write_file(tmp_path("dyn_corpus.txt"), corpus, 30000);
+    free(corpus);
+    Model *m = small_model(1);
+    snprintf(m->cfg.data, sizeof m->cfg.data, "%s", data);
+    snprintf(m->cfg.split, sizeof m->cfg.split, "0.8,0.1,0.1");
+    snprintf(path, sizeof path, "%s", tmp_path("dyn.ckpt"));
+    model_save(path, m, NULL, NULL, NULL, NULL);
+    model_free(m);
+    return path;
+}
+
+static void file_hash(const char *path, uint8_t out[SHA256_BYTES]) {
+    FILE *f = fopen(path, "rb");
+    Sha256 s;
+    sha256_init(&s);
+    uint8_t buf[65536];
+    size_t got;
+    while (f && (got = fread(buf, 1, sizeof buf, f)) > 0) sha256_update(&s, buf, got);
+    if (f) fclose(f);
+    sha256_final(&s, out);
+}
+
+static double json_num(const char *out, const char *key) {
+    const char *p = strstr(out, key);
+    return p ? atof(p + strlen(key)) : NAN;
+}
+
+TEST(eval_dynamic_verb_leaves_the_checkpoint) {
+    const char *ckpt = small_ckpt();
+    uint8_t before[SHA256_BYTES], after[SHA256_BYTES];
+    file_hash(ckpt, before);
+    char args[1024], out[4096];
+    snprintf(args, sizeof args, "eval %s --split test --max-bytes 400 --dynamic --segment 16 --dyn-stats 3000 "
+             "--eta 1e-3 --json", ckpt);
+    CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+    CHECK_MSG(strstr(out, "\"bytes\": 399, \"split\": \"test\", \"protocol\": \"dynamic-stream\", \"streams\": 1, "
+                          "\"segment\": 16, \"eta\": 0.001, \"lambda\": 0.001,"), "%s", out);
+    double bpc = json_num(out, "\"bpc\": "), stat = json_num(out, "\"static_bpc\": ");
+    CHECK_MSG(bpc > 1 && bpc < 9 && stat > 1 && stat < 9 && bpc != stat, "%s", out);
+    file_hash(ckpt, after);
+    CHECK(!memcmp(before, after, SHA256_BYTES));
+    snprintf(args, sizeof args, "eval %s --split test --max-bytes 400 --dynamic --segment 16 --dyn-stats 3000 "
+             "--eta 0 --json", ckpt);
+    CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+    CHECK_NEAR(json_num(out, "\"bpc\": "), json_num(out, "\"static_bpc\": "), 0);
+    snprintf(args, sizeof args, "eval %s --split test --max-bytes 200 --dynamic --segment 16 --dyn-stats 2000 "
+             "--dyn-tune --tune-bytes 200", ckpt);
+    CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+    CHECK_MSG(strstr(out, "dyn-tune: eta ") && strstr(out, "(tuned)"), "%s", out);
+    file_hash(ckpt, after);
+    CHECK(!memcmp(before, after, SHA256_BYTES));
+}
+
+static void expect_error(const char *ckpt, const char *opts, const char *needle, int *ok) {
+    char args[1024], out[4096];
+    snprintf(args, sizeof args, "eval %s --split test --max-bytes 200 %s", ckpt, opts);
+    int rc = run_swlstm(args, out, sizeof out);
+    const char *e = strstr(out, "swlstm: error: ");
+    if (rc == 0 || !e || !strstr(e, needle) || strchr(e, '\n') != e + strlen(e) - 1) {
+        test_fail(__FILE__, __LINE__, "'%s': exit %d, output: %s", args, rc, out);
+        *ok = 0;
+    }
+}
+
+TEST(eval_dynamic_bad_options_are_clear_errors) {
+    const char *ckpt = small_ckpt();
+    int ok = 1;
+    expect_error(ckpt, "--dynamic --eta -1", "eval --eta = '-1': expected a number from 0", &ok);
+    expect_error(ckpt, "--dynamic --segment 0", "eval --segment = '0': expected an integer from 1", &ok);
+    expect_error(ckpt, "--dynamic --lambda -0.1", "eval --lambda = '-0.1': expected a number from 0", &ok);
+    expect_error(ckpt, "--dynamic --eps 0", "eval --eps = '0'", &ok);
+    expect_error(ckpt, "--dynamic --dyn-stats 24001", "eval: --dyn-stats 24001: the train split holds 24000 bytes", &ok);
+    expect_error(ckpt, "--dynamic --dyn-tune --tune-bytes 3001", "eval: --tune-bytes 3001: the valid split holds 3000 bytes", &ok);
+    expect_error(ckpt, "--dyn-tune", "eval: --dyn-tune tunes --dynamic; add --dynamic", &ok);
+    expect_error(ckpt, "--dynamic --protocol warm", "eval: --dynamic reads one stream", &ok);
+    CHECK(ok);
+}
+#endif
