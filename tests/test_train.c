@@ -119,6 +119,27 @@ TEST(train_resume_refuses_a_changed_corpus) {
     CHECK_MSG(strstr(log, "resumed from") != NULL, "%s", log);
 }
 
+// --resume without --data reads the checkpoint's corpus, not the config file's (the quick
+// start trains with --data; the README's resume command gives none); a missing data file's
+// error says how to get one.
+TEST(train_resume_takes_the_checkpoints_data_path) {
+    char log[8192], dir[300], extra[700];
+    snprintf(dir, sizeof dir, "%s", tmp_path("resume-data"));
+    size_t n;
+    char *text = read_text_file(corpus(), &n, "test corpus");
+    const char *other = write_file(tmp_path("corpus-other.txt"), text, n / 2);
+    free(text);
+    snprintf(extra, sizeof extra, "--data=%s --stop-after 2", other);
+    CHECK_EQ(train(dir, extra, log, sizeof log), 0);
+    snprintf(extra, sizeof extra, "--resume %s/latest.ckpt --stop-after 3", dir);
+    CHECK_EQ(train(dir, extra, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "--resume: data = ") && strstr(log, "corpus-other.txt (the checkpoint's corpus") &&
+              strstr(log, "resumed from"), "%s", log);
+    snprintf(extra, sizeof extra, "--data=%s --max_steps=2", tmp_path("no-corpus.txt"));
+    CHECK_EQ(train(dir, extra, log, sizeof log), 1);
+    CHECK_MSG(strstr(log, "no-corpus.txt': cannot open: No such file or directory (bash data/get_corpus.sh puts"), "%s", log);
+}
+
 // A save that fails (here best.ckpt's rename: a directory is in the way) stops training with
 // one line naming the file and the cause; latest.ckpt, saved just before, loads and resumes.
 TEST(train_stops_cleanly_when_a_save_fails) {

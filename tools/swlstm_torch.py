@@ -2,7 +2,7 @@
 """swlstm_torch.py: a swlstm model in PyTorch, loaded from `swlstm export` (.safetensors).
 
     ./swlstm export checkpoints/tiny/best.ckpt --out tiny.safetensors
-    python3 tools/swlstm_torch.py tiny.safetensors --data ../shared/data/tinyshakespeare.txt --split valid
+    python3 tools/swlstm_torch.py tiny.safetensors --data data/tinyshakespeare.txt --split valid
 
 prints the bits per character that `swlstm eval CKPT --split valid` prints, computed the same
 way: the split cut into stripes, each run from a zero state with the state carried across
