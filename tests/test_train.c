@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "io/ckpt.h"
+#include "model/byte_set.h"
 #include "model/model_io.h"
 #include "test.h"
 
@@ -370,6 +371,32 @@ TEST(sample_is_deterministic) {
     CHECK(v && nv > strlen(say) + 50 && !memcmp(v, say, strlen(say)) && !memcmp(v + strlen(say), b1, 50));
     CHECK(v && strstr(v + strlen(say) + 50, "sample: checkpoint loaded in "));
     free(a1); free(a2); free(a3); free(b1); free(b2); free(v);
+}
+
+// The checkpoint records its corpus's byte values; sample draws only those (here at a
+// temperature that makes every byte about as likely) unless --any-byte.
+TEST(sample_draws_only_the_corpus_bytes) {
+    char log[4096], dir[512], ck[600];
+    snprintf(dir, sizeof dir, "%s", tmp_path("byteset"));
+    CHECK_EQ(train(dir, "--max_steps=2 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
+    size_t n;
+    char *text = read_text_file(corpus(), &n, "test corpus");
+    uint8_t want[BYTE_SET_BYTES], got[BYTE_SET_BYTES];
+    byte_set_of((const uint8_t *)text, n, want);
+    free(text);
+    snprintf(ck, sizeof ck, "%s/latest.ckpt", dir);
+    CHECK(ckpt_byte_set(ck, got) == 1);
+    CHECK(!memcmp(want, got, sizeof want));
+    CHECK(byte_set_count(want) > 10 && byte_set_count(want) < 100);
+    for (int any = 0; any < 2; any++) {
+        size_t k;
+        char *s = sample_to(dir, any ? "-n 3000 -t 50 -s 3 --any-byte" : "-n 3000 -t 50 -s 3", any ? "ab1" : "ab0", &k);
+        CHECK(s && k == 3000);
+        int outside = 0;
+        for (size_t i = 0; i < k; i++) outside += !byte_set_has(want, (unsigned char)s[i]);
+        free(s);
+        CHECK_MSG(any ? outside > 1000 : outside == 0, "--any-byte %d: %d bytes outside the corpus's", any, outside);
+    }
 }
 
 TEST(sigint_saves_checkpoint_and_exits_cleanly) {

@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include "model/byte_set.h"
 #include "model/model_io.h"
 #include "model/gen.h"
 #include "model/sampler.h"
@@ -13,15 +14,17 @@
 typedef struct {
     const char *ckpt, *prime, *prime_file, *device, *precision;
     long n, seed;
-    int raw, verbose;
+    int raw, verbose, any_byte;
     SamplerOpts so;
 } SampleArgs;
 
 static void sample_usage(void) {
     printf("usage: swlstm sample CKPT [-n LEN] [-t TEMP] [--top-k K] [--top-p P]\n"
            "                    [-i PRIME | --prime-file F] [-s SEED] [--device cpu|cuda] [--precision P]\n"
-           "                    [--raw-weights] [-v]\n"
-           "Streams the prime and then LEN sampled bytes (default 500) to stdout, unfiltered.\n"
+           "                    [--raw-weights] [--any-byte] [-v]\n"
+           "Streams the prime and then LEN sampled bytes (default 500) to stdout, unfiltered. It draws\n"
+           "only the byte values its training corpus holds (the checkpoint records them; all 256 in\n"
+           "checkpoints older than that record) unless --any-byte.\n"
            "TEMP 0 is greedy. The same SEED on the same device and precision gives the same text; the\n"
            "CPU and the GPU round differently (bf16 weights on the GPU by far the most), so their texts\n"
            "agree only as long as their logits pick the same bytes. A checkpoint trained with ema > 0\n"
@@ -37,6 +40,7 @@ static int parse_sample_args(int argc, char **argv, SampleArgs *a) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) { sample_usage(); return 0; }
         if (!strcmp(o, "--raw-weights")) { a->raw = 1; continue; }
+        if (!strcmp(o, "--any-byte")) { a->any_byte = 1; continue; }
         if (!strcmp(o, "-v") || !strcmp(o, "--verbose")) { a->verbose = 1; continue; }
         if (o[0] != '-' && !a->ckpt) { a->ckpt = o; continue; }
         if (!v) die("sample: option '%s' needs a value (see swlstm sample --help)", o);
@@ -106,6 +110,8 @@ int cmd_sample(int argc, char **argv) {
     // The checkpoint's device and precision unless given; the CPU computes in fp32.
     const char *prec = a.precision ? a.precision : a.device && !strcmp(a.device, "cpu") ? "fp32" : NULL;
     Model *m = model_load_infer(a.ckpt, a.device, prec, a.raw);
+    uint8_t set[BYTE_SET_BYTES];
+    if (!a.any_byte && ckpt_byte_set(a.ckpt, set)) model_only_bytes(m, set);
     size_t plen = 0;
     char *prime = a.prime_file ? read_text_file(a.prime_file, &plen, "prime file") : NULL;
     if (a.prime) plen = strlen(a.prime);

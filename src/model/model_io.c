@@ -109,6 +109,7 @@ static void add_state(CkptWriter *w, const TrainState *ts) {
     buf_put(&b, ts->rng.s, 32);
     buf_put(&b, &ts->data_len, 8);
     buf_put(&b, &ts->data_crc, 4);
+    if (ts->has_bytes) buf_put(&b, ts->bytes, sizeof ts->bytes);
     ckpt_add(w, "state", b.p, b.n);
     free(b.p);
 }
@@ -315,6 +316,8 @@ int ckpt_train_state(const Ckpt *c, TrainState *ts) {
         rd_get(&r, &ts->data_len, 8);
         rd_get(&r, &ts->data_crc, 4);
     }
+    ts->has_bytes = r.n > r.at;  // absent before the byte set was recorded
+    if (ts->has_bytes) rd_get(&r, ts->bytes, sizeof ts->bytes);
     return 1;
 }
 

@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 #include "io/atomic_file.h"
+#include "model/byte_set.h"
 #include "train/eval.h"
 #include "train/optim.h"
 #include "train/trainer.h"
@@ -152,6 +153,8 @@ static void setup(Trainer *tr) {
     else if (cfg->init_from[0]) init_from(tr);
     tr->ts.data_len = tr->ds.len;
     tr->ts.data_crc = dataset_fingerprint(&tr->ds);
+    byte_set_of(tr->ds.bytes, tr->ds.len, tr->ts.bytes);
+    tr->ts.has_bytes = 1;
     if (cfg->eval_every > 0) setup_eval(tr);
     dist_trainer_setup(tr);
     if (!lead(tr)) return;
