@@ -348,6 +348,41 @@ static char *sample_to(const char *dir, const char *opts, const char *name, size
 
 static int same_bytes(const char *a, size_t na, const char *b, size_t nb) { return na == nb && !memcmp(a, b, na); }
 
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+// A flipped byte in the Adam moments: every verb that does not read them says so in one
+// warning line and goes on; those that do (prune, --resume) stop with an error.
+TEST(damaged_unread_section_is_one_warning_in_every_verb) {
+    char log[16384], dir[512], path[600], args[1600];
+    snprintf(dir, sizeof dir, "%s", tmp_path("damaged"));
+    CHECK_EQ(train(dir, "--max_steps=1 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
+    snprintf(path, sizeof path, "%s/latest.ckpt", dir);
+    size_t n;
+    char *buf = read_text_file(path, &n, "ckpt");
+    const char *adam = memmem(buf, n, "adam_m\0\0", 8);
+    CHECK(adam != NULL);
+    buf[(size_t)(adam - buf) + 20 + 8] ^= 0x20;
+    const char *bad = write_file(tmp_path("adam-flipped.ckpt"), buf, n);
+    free(buf);
+    const char *warn = "section 'adam_m' is damaged (CRC mismatch); this command does not read it";
+    const char *fine[] = {"sample %s -n 5", "eval %s --split test --max-bytes 500", "export %s --out %s.st",
+                          "mask --ckpt %s"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(args, sizeof args, fine[i], bad, bad);
+        int rc = run_swlstm(args, log, sizeof log);
+        CHECK_MSG(rc == 0 && count_of(log, "swlstm: warning: ") == 1 && strstr(log, warn), "%s: rc %d: %s", args, rc, log);
+    }
+    const char *docs = write_file(tmp_path("damaged-docs.txt"), "one doc\nanother\n", 17);
+    snprintf(args, sizeof args, "features %s --input %s --out %s.npy", bad, docs, bad);
+    CHECK_MSG(run_swlstm(args, log, sizeof log) == 0 && count_of(log, "swlstm: warning: ") == 1, "%s", log);
+    snprintf(args, sizeof args, "prune %s --density 0.5 --out %s.pruned", bad, bad);
+    CHECK_MSG(run_swlstm(args, log, sizeof log) == 1 && strstr(log, "section 'adam_m' is corrupt"), "%s", log);
+}
+
 TEST(sample_is_deterministic) {
     char log[4096], dir[512];
     snprintf(dir, sizeof dir, "%s", tmp_path("sample"));
@@ -399,7 +434,7 @@ TEST(sample_draws_only_the_corpus_bytes) {
     }
 }
 
-TEST(sigint_saves_checkpoint_and_exits_cleanly) {
+TEST(sigint_saves_checkpoint_and_exits_130) {
     char dir[512], cfgarg[600], jl[600], ck[600];
     snprintf(dir, sizeof dir, "%s", tmp_path("sigint"));
     snprintf(cfgarg, sizeof cfgarg, "--out_dir=%s", dir);
@@ -423,7 +458,7 @@ TEST(sigint_saves_checkpoint_and_exits_cleanly) {
     int st;
     waitpid(pid, &st, 0);
     CHECK(started);
-    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGINT, "status %d", st);  // as the shell's ^C
     snprintf(ck, sizeof ck, "%s/latest.ckpt", dir);
     Ckpt c;
     ckpt_read(&c, ck);
@@ -505,6 +540,40 @@ TEST(options_take_both_syntaxes) {
 
 // A killed run leaves "<ckpt>.tmp.<pid>"; the next run in that directory removes it, and only
 // files whose process is gone.
+// '_' and '-' alike in every option's name, and the config's names for the mask's options.
+TEST(options_take_both_spellings) {
+    char log[8192], dir[512], a1[1200], a2[1200], o1[4096], o2[4096];
+    snprintf(dir, sizeof dir, "%s", tmp_path("spelling"));
+    CHECK_EQ(train(dir, "--max-steps 2 --warmup-steps=0 --eval_every 0", log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "done: 2 steps"), "%s", log);
+    snprintf(a1, sizeof a1, "eval %s/latest.ckpt --split=test --max_bytes=1000 --batch_size=2 --json", dir);
+    snprintf(a2, sizeof a2, "eval %s/latest.ckpt --split test --max-bytes 1000 --batch-size 2 --json", dir);
+    CHECK_EQ(run_swlstm(a1, o1, sizeof o1), 0);
+    CHECK_EQ(run_swlstm(a2, o2, sizeof o2), 0);
+    CHECK_MSG(!strncmp(o1, o2, strstr(o1, "\"seconds\"") - o1) && strstr(o1, "\"bytes\": 999"), "%s\n%s", o1, o2);
+    CHECK_EQ(run_swlstm("mask --hidden_size=64 --block_size 8 --sparsity=ba_2 --mask_seed=4 --json", o1, sizeof o1), 0);
+    CHECK_EQ(run_swlstm("mask --hidden 64 --block=8 --sparsity ba_2 --seed 4 --json", o2, sizeof o2), 0);
+    CHECK_MSG(!strcmp(o1, o2) && strstr(o1, "\"hidden\":64"), "%s", o1);
+}
+
+// Usage errors go to stderr with status 1 in every verb (and with no verb); --help and
+// --version print on stdout with status 0.
+TEST(usage_errors_and_version_exit_codes) {
+    char out[4096];
+    const char *verbs[] = {"", "train", "eval", "sample", "info", "mask", "features", "probe", "export", "prune", "units",
+                           "nosuchverb", "info a.ckpt b.ckpt", "eval --nosuch"};
+    for (int i = 0; i < (int)(sizeof verbs / sizeof verbs[0]); i++) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", getenv("SWLSTM_BIN") ? getenv("SWLSTM_BIN") : "./swlstm", verbs[i]);
+        int rc = run_shell(cmd, out, sizeof out);
+        CHECK_MSG(rc == 1 && out[0] == 0, "'swlstm %s': status %d, stdout '%s'", verbs[i], rc, out);
+    }
+    CHECK_EQ(run_swlstm("--version", out, sizeof out), 0);
+    CHECK_MSG(!strncmp(out, "swlstm ", 7) && strstr(out, "(checkpoint format 1, "), "%s", out);
+    CHECK_EQ(run_swlstm("info --help", out, sizeof out), 0);
+    CHECK(!strncmp(out, "usage: swlstm info CKPT", 23));
+}
+
 TEST(train_removes_stale_temporary_files) {
     char log[8192], dir[512], dead[700], alive[700], other[700];
     snprintf(dir, sizeof dir, "%s", tmp_path("stale"));

@@ -86,11 +86,12 @@ static void print_state(const Ckpt *c) {
 }
 
 int cmd_info(int argc, char **argv) {
-    if (argc != 2 || argv[1][0] == '-') {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         printf("usage: swlstm info CKPT\nPrints a checkpoint's format version, sections, shapes, masks,\n"
                "parameter counts, training step, best valid bpc and config.\n");
-        return argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? 0 : 2;
+        return 0;
     }
+    if (argc != 2 || argv[1][0] == '-') die("info: usage: swlstm info CKPT (see swlstm info --help)");
     Ckpt c;
     ckpt_read(&c, argv[1]);
     Config cfg;

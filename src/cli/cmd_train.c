@@ -21,9 +21,10 @@ static void train_usage(void) {
 // A resumed run reads the corpus its checkpoint was trained on unless --data names one: the
 // config file's path may be another machine's, or the quick start's --data.
 static void resume_data_path(Config *cfg, const char *ckpt_path) {
+    static const char *const all_but_config[] = {"masks", "params", "ema", "adam_m", "adam_v", "state", "hidden", NULL};
     Ckpt c;
     Config ck;
-    ckpt_read(&c, ckpt_path);
+    ckpt_read_except(&c, ckpt_path, all_but_config);
     ckpt_config(&c, &ck);
     ckpt_close(&c);
     if (!strcmp(ck.data, cfg->data) || access(ck.data, R_OK)) return;
@@ -57,6 +58,5 @@ int cmd_train(int argc, char **argv) {
     free(over);
     if (tr.resume_path && !data_given) resume_data_path(&tr.cfg, tr.resume_path);
     config_validate(&tr.cfg);
-    train_run(&tr);
-    return 0;
+    return train_run(&tr);
 }

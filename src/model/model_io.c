@@ -279,6 +279,7 @@ Model *model_load_infer(const char *path, const char *device, const char *precis
     warm_join();
     Model *m = model_of_ckpt(&c, cfg, weights, device, precision, 0);
     ckpt_get_reals(&c, weights, m->be, m->params, m->nparams);
+    ckpt_warn_damaged(&c);
     ckpt_close(&c);
     return m;
 }

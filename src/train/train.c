@@ -297,8 +297,9 @@ static void train_rank(Trainer *tr) {
     finish(tr);
 }
 
-void train_run(Trainer *proto) {
+int train_run(Trainer *proto) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     train_ranks(proto, train_rank);
+    return stop_signal ? 128 + stop_signal : 0;  // the shell's status for a run a signal ended
 }
