@@ -13,7 +13,7 @@
 static void eval_usage(void) {
     printf("usage: swlstm eval CKPT [--data PATH] [--split valid|test|train] [--max-bytes N]\n"
            "                  [--batch-size B] [--device cpu|cuda] [--precision fp32|bf16] [--json]\n"
-           "                  [--protocol warm|stripes|stream] [--warmup N] [--raw-weights]\n"
+           "                  [--protocol warm|stripes|stream] [--warmup N] [--raw-weights] [--quiet]\n"
            "Bits per character of CKPT over a split of its data file (or --data), the state carried\n"
            "across windows of seq_length. The split is cut into B stripes (--batch-size, else the\n"
            "config's batch_size) that run side by side:\n"
@@ -29,18 +29,20 @@ static void eval_usage(void) {
            "                      state carried across the whole split: the published protocol\n"
            "                      (slow: one byte a step).\n"
            "The output names the protocol. A checkpoint trained with ema > 0 is evaluated with the\n"
-           "weights' moving average unless --raw-weights.\n", WARMUP_DEFAULT);
+           "weights' moving average unless --raw-weights. On a terminal, progress and an ETA go to\n"
+           "stderr unless --quiet.\n", WARMUP_DEFAULT);
 }
 
 int cmd_eval(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL, *split = "valid", *device = NULL, *precision = NULL, *protocol = "warm";
     long max_bytes = 0, batch = 0, warmup = WARMUP_DEFAULT;
-    int json = 0, raw = 0;
+    int json = 0, raw = 0, quiet = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { eval_usage(); return 0; }
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--raw-weights")) raw = 1;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
         else if (a[0] != '-' && !ckpt) ckpt = a;
         else if (!v) die("eval: option '%s' needs a value (see swlstm eval --help)", a);
         else if (!strcmp(a, "--data")) data = argv[++i];
@@ -70,7 +72,10 @@ int cmd_eval(int argc, char **argv) {
     int B = stream ? 1 : eval_batch_for(len, batch ? (int)batch : m->cfg.batch_size, m->cfg.seq_length);
     Acts *a = acts_create(m, B, m->cfg.seq_length);
     size_t count, w = warm && B > 1 ? eval_warm_for(len, B, (size_t)warmup) : 0;
-    double t0 = now_sec(), bpc = eval_bpc(m, a, ds.bytes + ds.off[which], len, w, &count);
+    Progress pr;
+    progress_init(&pr, "eval", NULL, 1, quiet ? 0 : -1);
+    double t0 = now_sec(), bpc = eval_bpc(m, a, ds.bytes + ds.off[which], len, w, &count, &pr);
+    progress_done(&pr);
     double secs = now_sec() - t0;
     // One stripe is the stream protocol, whichever option asked for it.
     const char *name = B == 1 ? "stream" : w ? "warm" : "stripes";

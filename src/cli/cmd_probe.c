@@ -214,7 +214,8 @@ int cmd_probe(int argc, char **argv) {
         parse_option(&a, argc, argv, &i);
     }
     check_args(&a);
-    a.po.device = probe_parse_device(a.fo.device);   // --device: feature extraction and the L2 solver
+    a.po.device = probe_parse_device(a.fo.device);
+    a.po.progress = a.fo.progress < 0 ? 0 : a.fo.progress ? 1 : 2;   // --device: feature extraction and the L2 solver
     Loaded sets[3] = {{0}};
     if (a.text[TRAIN]) load_text(sets, &a);
     else for (int s = 0; s < 3; s++) if (a.feat[s]) load_npy(&sets[s], a.feat[s], a.lab[s]);

@@ -5,28 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "base/progress.h"
 #include "probe/logreg_cuda.h"
 
-#define QUIET_S 3       // no progress for sweeps shorter than this
-#define EVERY_S 2       // seconds between progress lines (10 when stderr is not a terminal)
-
-typedef struct { int done, total; double t0, last; int tty; } Progress;
-
-static void progress_tick(Progress *p, const PathJob *j, int k) {
+static void progress_tick(Progress *p, int *done) {
     #pragma omp critical(probe_progress)
-    {
-        p->done++;
-        double now = now_sec(), el = now - p->t0;
-        if (el >= QUIET_S && (now - p->last >= (p->tty ? EVERY_S : 5 * EVERY_S) || p->done == p->total)) {
-            p->last = now;
-            char where[32] = "full set";
-            if (j->fold) snprintf(where, sizeof where, "fold %d", j->fold);
-            fprintf(stderr, "%sprobe: %d/%d fits (last: %s, %s, C=2^%d), %.0f s elapsed, ETA %.0f s%s", p->tty ? "\r" : "",
-                    p->done, p->total, penalty_name(j->pen), where, k - 8, el,
-                    el / p->done * (p->total - p->done), p->tty && p->done < p->total ? "  " : "\n");
-            fflush(stderr);
-        }
-    }
+    progress_show(p, ++*done);
 }
 
 // A path's state between its C values.
@@ -80,7 +64,9 @@ static int peaked(const PathJob *jobs, int njobs, Penalty p, int k, int n_eval) 
 // A job alone (or the last one not stopped) gets both cores inside its products; several
 // share them one job per core.
 void sweep_run(PathJob *jobs, int njobs, const ProbeOpts *o, int n_eval) {
-    Progress p = {0, njobs * PROBE_NC, now_sec(), now_sec(), isatty(2)};
+    Progress p;
+    int done = 0;
+    progress_init(&p, "probe", "fits", njobs * PROBE_NC, o->progress == 0 ? -1 : o->progress == 1);
     PathState *st = xcalloc(njobs, sizeof *st);
     int stopped[2] = {0, 0};
     #pragma omp parallel for schedule(dynamic, 1) if (njobs > 1)
@@ -92,7 +78,7 @@ void sweep_run(PathJob *jobs, int njobs, const ProbeOpts *o, int n_eval) {
         for (int i = 0; i < njobs; i++) {
             if (stopped[jobs[i].pen]) continue;
             path_step(&jobs[i], &st[i], k);
-            progress_tick(&p, &jobs[i], k);
+            progress_tick(&p, &done);
         }
         for (int pen = 0; pen < 2; pen++)
             if (!stopped[pen] && peaked(jobs, njobs, (Penalty)pen, k, n_eval)) {
@@ -100,6 +86,7 @@ void sweep_run(PathJob *jobs, int njobs, const ProbeOpts *o, int n_eval) {
                 for (int i = 0; i < njobs; i++) p.total -= (int)jobs[i].pen == pen ? PROBE_NC - 1 - k : 0;
             }
     }
+    progress_done(&p);
     for (int i = 0; i < njobs; i++) path_close(&st[i]);
     free(st);
 }

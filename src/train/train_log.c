@@ -1,5 +1,6 @@
 // train_log.c: progress lines and JSON-lines records of training.
 #include "train/train_log.h"
+#include "base/progress.h"
 #include <math.h>
 #include <string.h>
 
@@ -34,12 +35,6 @@ void train_log_open(TrainLog *log, const Model *m, const Config *cfg, int append
     fprintf(log->jsonl, "{\"type\":\"start\",\"params\":%zu,\"dense_params\":%.0f,\"device\":\"%s\",\"resumed\":%s}\n",
             m->nparams, m->dense_equiv, cfg->device, append ? "true" : "false");
     fflush(stdout);
-}
-
-static void fmt_eta(char *out, size_t n, double secs) {
-    long s = (long)(secs + 0.5);
-    if (s >= 3600) snprintf(out, n, "%ldh%02ldm", s / 3600, s / 60 % 60);
-    else snprintf(out, n, "%ldm%02lds", s / 60, s % 60);
 }
 
 void train_log_step(TrainLog *log, long step, const StepStats *s, double elapsed, int print) {
