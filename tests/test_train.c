@@ -161,10 +161,14 @@ TEST(train_writes_log_best_and_info) {
     snprintf(dir, sizeof dir, "%s", tmp_path("info"));
     CHECK_EQ(train(dir, "", log, sizeof log), 0);
     CHECK(strstr(log, "parameters:") && strstr(log, "dense model of this shape"));
-    CHECK(strstr(log, "valid bpc") != NULL);
+    // every bpc names its protocol and bytes (eval_bytes = 2000 of the 4000-byte valid split)
+    CHECK_MSG(strstr(log, "| valid bpc ") && strstr(log, " over 1996 bytes (protocol stripes: 4 from zero states) |") &&
+              strstr(log, "(protocol stripes over the first 2000 bytes of the valid split); checkpoints in"), "%s", log);
     snprintf(args, sizeof args, "info %s/best.ckpt", dir);
     CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
     CHECK_MSG(strstr(log, "format version 1") && strstr(log, "step 8") && strstr(log, "hidden_size = 32"), "%s", log);
+    CHECK_MSG(strstr(log, " (protocol stripes over the valid split's first 2000 bytes)\n") &&
+              strstr(log, "byte values in the corpus: "), "%s", log);
     snprintf(args, sizeof args, "%s/log.jsonl", dir);
     size_t n;
     char *jl = read_text_file(args, &n, "log");

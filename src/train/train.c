@@ -243,7 +243,7 @@ static void validate(Trainer *tr) {
     double bpc = nats / (double)count / log(2.0);
     int best = bpc < tr->ts.best_valid_bpc;
     if (best) tr->ts.best_valid_bpc = bpc;
-    if (lead(tr)) train_log_eval(&tr->log, tr->ts.step, bpc, count, now_sec() - t0, best);
+    if (lead(tr)) train_log_eval(&tr->log, tr->ts.step, bpc, count, tr->eval_B, now_sec() - t0, best);
     save(tr, best);
 }
 
@@ -273,8 +273,10 @@ static void finish(Trainer *tr) {
     if (lead(tr)) {
         if (tr->stop) printf("stopped by a signal at step %ld; saved %s/latest.ckpt (resume with --resume)\n", tr->ts.step, tr->cfg.out_dir);
         else {
-            char best[32] = "none";  // no evaluation ran
-            if (isfinite(tr->ts.best_valid_bpc)) snprintf(best, sizeof best, "%.4f", tr->ts.best_valid_bpc);
+            char best[160] = "none";  // no evaluation ran
+            if (isfinite(tr->ts.best_valid_bpc))
+                snprintf(best, sizeof best, "%.4f (protocol stripes over the first %zu bytes of the valid split)",
+                         tr->ts.best_valid_bpc, valid_len(tr));
             printf("done: %ld steps in %.1f s; best valid bpc %s; checkpoints in %s\n", tr->ts.step, tr->ts.elapsed_sec, best, tr->cfg.out_dir);
         }
         train_log_close(&tr->log);

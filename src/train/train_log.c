@@ -50,8 +50,9 @@ void train_log_step(TrainLog *log, long step, const StepStats *s, double elapsed
     fflush(log->jsonl);
 }
 
-void train_log_eval(TrainLog *log, long step, double bpc, size_t bytes, double secs, int best) {
-    printf("eval step %ld | valid bpc %.4f over %zu bytes | %.1f s%s\n", step, bpc, bytes, secs, best ? " | best" : "");
+void train_log_eval(TrainLog *log, long step, double bpc, size_t bytes, int stripes, double secs, int best) {
+    printf("eval step %ld | valid bpc %.4f over %zu bytes (protocol stripes: %d from zero states) | %.1f s%s\n",
+           step, bpc, bytes, stripes, secs, best ? " | best" : "");
     fprintf(log->jsonl, "{\"type\":\"eval\",\"step\":%ld,\"valid_bpc\":%.6f,\"bytes\":%zu,\"seconds\":%.3f,\"best\":%s}\n",
             step, bpc, bytes, secs, best ? "true" : "false");
     fflush(stdout);
