@@ -311,18 +311,28 @@ static void read_bad(void *path) {
     ckpt_read(&c, path);
 }
 
+// The bytes (n of them; caller frees) of a one-step checkpoint trained into tmp dir `name`,
+// its path, and in *at the offset of a payload byte of section `tag` (8 characters with the
+// NUL padding). NULL if training failed or there is no such section.
+static char *one_step_ckpt(const char *name, const char *tag8, char path[600], size_t *n, size_t *at) {
+    char log[4096], dir[512];
+    snprintf(dir, sizeof dir, "%s", tmp_path(name));
+    if (train(dir, "--max_steps=1 --warmup_steps=0 --eval_every=0", log, sizeof log)) return NULL;
+    snprintf(path, 600, "%s/latest.ckpt", dir);
+    char *buf = read_text_file(path, n, "ckpt");
+    const char *sec = memmem(buf, *n, tag8, 8);
+    if (!sec) { free(buf); return NULL; }
+    *at = (size_t)(sec - buf) + 20 + 8;
+    return buf;
+}
+
 // model_load reads the model's sections (a flipped byte in the weights is an error); resume's
 // ckpt_read reads them all (one in the optimizer's, mid-file, too).
 TEST(checkpoint_corruption_is_a_clean_error) {
-    char log[4096], dir[512], path[600];
-    snprintf(dir, sizeof dir, "%s", tmp_path("corrupt"));
-    CHECK_EQ(train(dir, "--max_steps=1 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
-    snprintf(path, sizeof path, "%s/latest.ckpt", dir);
-    size_t n;
-    char *buf = read_text_file(path, &n, "ckpt");
-    const char *params = memmem(buf, n, "params\0\0", 8);
-    CHECK(params != NULL);
-    size_t at = (size_t)(params - buf) + 20 + 8;
+    char log[4096], path[600];
+    size_t n, at;
+    char *buf = one_step_ckpt("corrupt", "params\0\0", path, &n, &at);
+    CHECK(buf != NULL);
     buf[at] ^= 0x20;
     write_file(tmp_path("flipped.ckpt"), buf, n);
     CHECK_DIES(load_bad, (void *)tmp_path("flipped.ckpt"), "section 'params' is corrupt");
@@ -361,15 +371,11 @@ static int count_of(const char *hay, const char *needle) {
 // A flipped byte in the Adam moments: every verb that does not read them says so in one
 // warning line and goes on; those that do (prune, --resume) stop with an error.
 TEST(damaged_unread_section_is_one_warning_in_every_verb) {
-    char log[16384], dir[512], path[600], args[1600];
-    snprintf(dir, sizeof dir, "%s", tmp_path("damaged"));
-    CHECK_EQ(train(dir, "--max_steps=1 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
-    snprintf(path, sizeof path, "%s/latest.ckpt", dir);
-    size_t n;
-    char *buf = read_text_file(path, &n, "ckpt");
-    const char *adam = memmem(buf, n, "adam_m\0\0", 8);
-    CHECK(adam != NULL);
-    buf[(size_t)(adam - buf) + 20 + 8] ^= 0x20;
+    char log[16384], path[600], args[1600];
+    size_t n, at;
+    char *buf = one_step_ckpt("damaged", "adam_m\0\0", path, &n, &at);
+    CHECK(buf != NULL);
+    buf[at] ^= 0x20;
     const char *bad = write_file(tmp_path("adam-flipped.ckpt"), buf, n);
     free(buf);
     const char *warn = "section 'adam_m' is damaged (CRC mismatch); this command does not read it";
