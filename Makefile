@@ -4,6 +4,15 @@ CC       ?= gcc
 NVCC     ?= nvcc
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
 SANITIZE ?= 0
+# One short line a file; `make V=1` prints the commands.
+V ?= 0
+ifeq ($(V),1)
+  Q :=
+  say :=
+else
+  Q := @
+  say = printf '  %-5s %s\n' $(1) $(2);
+endif
 
 # SANITIZE=1: ASan + UBSan for the CPU build; for `make test-gpu` instead compute-sanitizer
 # (memcheck, racecheck, synccheck, initcheck) over a CUDA build without ASan (they do not mix).
@@ -61,30 +70,30 @@ endif
 all: swlstm
 
 swlstm: $(BUILD)/swlstm
-	cp $< $@.tmp && mv -f $@.tmp $@
+	$(Q)$(call say,CP,$@)cp $< $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/swlstm: $(BUILD)/src/cli/main.o $(LIBOBJ) $(CUOBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(call say,LD,$@)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The fuzz targets join the test binary, which replays every file under tests/fuzz/<target>/.
 $(BUILD)/run_tests: $(TESTSRC:%.c=$(BUILD)/%.o) $(FUZZSRC:%.c=$(BUILD)/%.o) $(LIBOBJ) $(CUOBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(call say,LD,$@)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Finite-difference gradient checks: the same sources in double precision, CPU only.
 $(DBL)/run_tests: $(TESTSRC:%.c=$(DBL)/%.o) $(DBLOBJ)
-	$(CC) $(CFLAGS) -o $@ $^ -lz -lm
+	$(Q)$(call say,LD,$@)$(CC) $(CFLAGS) -o $@ $^ -lz -lm
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -c -o $@ $<
+	$(Q)$(call say,CC,$<)$(CC) $(CFLAGS) -Itests -c -o $@ $<
 
 $(DBL)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -DSW_CUDA,$(CFLAGS)) -DSW_DOUBLE -c -o $@ $<
+	$(Q)$(call say,CC64,$<)$(CC) $(filter-out -DSW_CUDA,$(CFLAGS)) -DSW_DOUBLE -c -o $@ $<
 
 $(BUILD)/cuda/%.o: cuda/%.cu $(wildcard cuda/*/*.cuh cuda/*/*.h src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -c -o $@ $<
+	$(Q)$(call say,NVCC,$<)$(NVCC) $(NVFLAGS) -c -o $@ $<
 
 $(PIC)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -106,10 +115,10 @@ test-python: python $(BUILD)/swlstm
 	SWLSTM_BIN=$(BUILD)/swlstm $(PYTHON) python/tests/run.py
 
 test: $(BUILD)/swlstm $(BUILD)/run_tests $(DBL)/run_tests
-	SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/run_tests $(DBL)/run_tests
+	$(Q)SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/run_tests $(DBL)/run_tests
 
 $(BUILD)/run_tests_gpu: $(GPUTEST:%.c=$(BUILD)/%.o) $(BUILD)/tests/test_framework.o $(LIBOBJ) $(CUOBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(call say,LD,$@)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 SANITIZE_TOOLS ?= memcheck racecheck synccheck initcheck
 test-gpu: $(BUILD)/swlstm $(BUILD)/run_tests_gpu
@@ -138,10 +147,10 @@ FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ)/%)
 
 $(FUZZ)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+	$(Q)$(call say,CC,$<)$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
 $(FUZZ)/fuzz_%: $(FUZZ)/tests/fuzz/fuzz_%.o $(FUZZ)/tests/fuzz/harness.o $(LIBSRC:%.c=$(FUZZ)/%.o)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ -lz -lm
+	$(Q)$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ -lz -lm
 
 fuzz-build: $(FUZZ_BINS)
 fuzz: $(FUZZ_BINS)

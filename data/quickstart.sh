@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# quickstart.sh: build, find a corpus, train configs/tiny.cfg (two to four minutes on 2 CPU cores) and print a sample.
+# quickstart.sh: build, get a corpus, train configs/tiny.cfg (a small-world model; two to four minutes
+# on 2 CPU cores), print a sample and the statistics of the model's mask.
 # Uses the GPU when swlstm was built with CUDA and nvidia-smi sees a device, else the CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,11 @@ if nvidia-smi -L >/dev/null 2>&1 && ldd ./swlstm | grep -q libcudart; then
     device=cuda
 fi
 echo "quickstart: training configs/tiny.cfg on $corpus ($device)"
-./swlstm train configs/tiny.cfg --data="$corpus" --device="$device"
+data=()
+[ "$corpus" = "$PWD/data/tinyshakespeare.txt" ] || data=(--data="$corpus")   # tiny.cfg's default
+./swlstm train configs/tiny.cfg ${data[@]+"${data[@]}"} --device="$device"
 echo; echo "quickstart: a sample from checkpoints/tiny/best.ckpt:"; echo
 ./swlstm sample checkpoints/tiny/best.ckpt -n 600 -t 0.8 -i "The "
 echo
+echo "quickstart: its recurrent mask (block-sparse, small-world) beside the one its config draws:"; echo
+./swlstm mask --ckpt checkpoints/tiny/best.ckpt

@@ -42,19 +42,22 @@ for ((i = 1; i <= runs; i++)); do
     fi
     { wait "$pid"; } 2>/dev/null; rc=$?
     count[$sig]=$((count[$sig] + 1))
-    # SIGTERM/SIGINT: a clean stop (0) or, before the handler was installed, death by the signal.
-    if [ "$sig" != KILL ] && [ $rc -ne 0 ] && [ $rc -ne $((128 + $(kill -l "$sig"))) ]; then
+    # SIGTERM/SIGINT: a clean stop (a checkpoint, then the shell's status 128 + the signal, as
+    # death by the signal before the handler was installed gives); 0 if the run ended first.
+    clean=0; grep -q "^stopped by a signal at step" "$work/out" && clean=1
+    if [ "$sig" != KILL ] && { [ $clean = 1 ] && [ $rc -ne $((128 + $(kill -l "$sig"))) ] ||
+                               [ $clean = 0 ] && [ $rc -ne 0 ] && [ $rc -ne $((128 + $(kill -l "$sig"))) ]; }; then
         echo "run $i: SIG$sig gave exit $rc"; cat "$work/out"; fail=$((fail + 1)); continue
     fi
     ckpt=$work/run/latest.ckpt
     if [ ! -e "$ckpt" ]; then
-        if [ "$sig" != KILL ] && [ $rc -eq 0 ]; then echo "run $i: clean stop without a checkpoint"; fail=$((fail + 1)); fi
+        if [ $clean = 1 ]; then echo "run $i: clean stop without a checkpoint"; fail=$((fail + 1)); fi
         no_ckpt=$((no_ckpt + 1)); continue
     fi
     if ! info=$("$bin" info "$ckpt" 2>&1); then echo "run $i (SIG$sig after ${delay}s): $info"; fail=$((fail + 1)); continue; fi
     step=$(sed -n 's/^training state: step \([0-9]*\),.*/\1/p' <<<"$info")
     stale=$((stale + $(ls "$work/run" | grep -c '\.tmp\.')))
-    if [ $rc -eq 0 ] && ! grep -q "stopped by a signal at step $step;" "$work/out"; then
+    if [ $clean = 1 ] && ! grep -q "stopped by a signal at step $step;" "$work/out"; then
         echo "run $i: clean stop, but latest.ckpt is not at the step it reported (step $step):"; tail -n 2 "$work/out"
         fail=$((fail + 1)); continue
     fi

@@ -177,7 +177,7 @@ static void check_shared_eval(const char *cell) {
     uint8_t *text = text_of(LEN);
     size_t count;
     Acts *all = acts_create(m, B, T), *half = acts_create(m, B / 2, T);
-    double bpc = eval_bpc(m, all, text, LEN, 0, &count), nats = 0;
+    double bpc = eval_bpc(m, all, text, LEN, 0, &count, NULL), nats = 0;
     Stripes g = eval_stripes(text, LEN, B, T), mine;
     for (int r = 0; r < 2; r++) {
         dist_stripes(&mine, &g, r, 2);
@@ -221,7 +221,7 @@ static void check_warm_stripes(const char *cell) {
     acts_free(m, a);
     size_t c0, cw;  // one stripe: the warm-up changes nothing, every byte after the first counts
     a = acts_create(m, 1, T);
-    double stream = eval_bpc(m, a, text, N, 0, &c0), warm = eval_bpc(m, a, text, N, W, &cw);
+    double stream = eval_bpc(m, a, text, N, 0, &c0, NULL), warm = eval_bpc(m, a, text, N, W, &cw, NULL);
     CHECK_EQ(c0, (size_t)N - 1);
     CHECK_EQ(cw, (size_t)N - 1);
     CHECK_NEAR(warm, stream, 1e-12 * stream);

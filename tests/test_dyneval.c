@@ -59,7 +59,7 @@ static void check_eta0(int mlstm) {
     Acts *a = acts_create(m, 1, SEG);
     uint8_t *train = text(3000, 1), *eval = text(500, 2);
     size_t c1, c2;
-    double stat = eval_bpc(m, a, eval, 500, 0, &c1);
+    double stat = eval_bpc(m, a, eval, 500, 0, &c1, NULL);
     real *p0 = copy_params(m);
     DynEval *d = dyn_create(m, train, 3000, 4, SEG);
     double dyn = dyn_bpc(d, a, (DynHyper){0, 0.5, 1e-5}, eval, 500, &c2);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "io/ckpt.h"
+#include "model/byte_set.h"
 #include "model/model_io.h"
 #include "test.h"
 
@@ -119,6 +120,27 @@ TEST(train_resume_refuses_a_changed_corpus) {
     CHECK_MSG(strstr(log, "resumed from") != NULL, "%s", log);
 }
 
+// --resume without --data reads the checkpoint's corpus, not the config file's (the quick
+// start trains with --data; the README's resume command gives none); a missing data file's
+// error says how to get one.
+TEST(train_resume_takes_the_checkpoints_data_path) {
+    char log[8192], dir[300], extra[700];
+    snprintf(dir, sizeof dir, "%s", tmp_path("resume-data"));
+    size_t n;
+    char *text = read_text_file(corpus(), &n, "test corpus");
+    const char *other = write_file(tmp_path("corpus-other.txt"), text, n / 2);
+    free(text);
+    snprintf(extra, sizeof extra, "--data=%s --stop-after 2", other);
+    CHECK_EQ(train(dir, extra, log, sizeof log), 0);
+    snprintf(extra, sizeof extra, "--resume %s/latest.ckpt --stop-after 3", dir);
+    CHECK_EQ(train(dir, extra, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "--resume: data = ") && strstr(log, "corpus-other.txt (the checkpoint's corpus") &&
+              strstr(log, "resumed from"), "%s", log);
+    snprintf(extra, sizeof extra, "--data=%s --max_steps=2", tmp_path("no-corpus.txt"));
+    CHECK_EQ(train(dir, extra, log, sizeof log), 1);
+    CHECK_MSG(strstr(log, "no-corpus.txt': cannot open: No such file or directory (bash data/get_corpus.sh puts"), "%s", log);
+}
+
 // A save that fails (here best.ckpt's rename: a directory is in the way) stops training with
 // one line naming the file and the cause; latest.ckpt, saved just before, loads and resumes.
 TEST(train_stops_cleanly_when_a_save_fails) {
@@ -139,10 +161,14 @@ TEST(train_writes_log_best_and_info) {
     snprintf(dir, sizeof dir, "%s", tmp_path("info"));
     CHECK_EQ(train(dir, "", log, sizeof log), 0);
     CHECK(strstr(log, "parameters:") && strstr(log, "dense model of this shape"));
-    CHECK(strstr(log, "valid bpc") != NULL);
+    // every bpc names its protocol and bytes (eval_bytes = 2000 of the 4000-byte valid split)
+    CHECK_MSG(strstr(log, "| valid bpc ") && strstr(log, " over 1996 bytes (protocol stripes: 4 from zero states) |") &&
+              strstr(log, "(protocol stripes over the first 2000 bytes of the valid split); checkpoints in"), "%s", log);
     snprintf(args, sizeof args, "info %s/best.ckpt", dir);
     CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
     CHECK_MSG(strstr(log, "format version 1") && strstr(log, "step 8") && strstr(log, "hidden_size = 32"), "%s", log);
+    CHECK_MSG(strstr(log, " (protocol stripes over the valid split's first 2000 bytes)\n") &&
+              strstr(log, "byte values in the corpus: "), "%s", log);
     snprintf(args, sizeof args, "%s/log.jsonl", dir);
     size_t n;
     char *jl = read_text_file(args, &n, "log");
@@ -285,18 +311,28 @@ static void read_bad(void *path) {
     ckpt_read(&c, path);
 }
 
+// The bytes (n of them; caller frees) of a one-step checkpoint trained into tmp dir `name`,
+// its path, and in *at the offset of a payload byte of section `tag` (8 characters with the
+// NUL padding). NULL if training failed or there is no such section.
+static char *one_step_ckpt(const char *name, const char *tag8, char path[600], size_t *n, size_t *at) {
+    char log[4096], dir[512];
+    snprintf(dir, sizeof dir, "%s", tmp_path(name));
+    if (train(dir, "--max_steps=1 --warmup_steps=0 --eval_every=0", log, sizeof log)) return NULL;
+    snprintf(path, 600, "%s/latest.ckpt", dir);
+    char *buf = read_text_file(path, n, "ckpt");
+    const char *sec = memmem(buf, *n, tag8, 8);
+    if (!sec) { free(buf); return NULL; }
+    *at = (size_t)(sec - buf) + 20 + 8;
+    return buf;
+}
+
 // model_load reads the model's sections (a flipped byte in the weights is an error); resume's
 // ckpt_read reads them all (one in the optimizer's, mid-file, too).
 TEST(checkpoint_corruption_is_a_clean_error) {
-    char log[4096], dir[512], path[600];
-    snprintf(dir, sizeof dir, "%s", tmp_path("corrupt"));
-    CHECK_EQ(train(dir, "--max_steps=1 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
-    snprintf(path, sizeof path, "%s/latest.ckpt", dir);
-    size_t n;
-    char *buf = read_text_file(path, &n, "ckpt");
-    const char *params = memmem(buf, n, "params\0\0", 8);
-    CHECK(params != NULL);
-    size_t at = (size_t)(params - buf) + 20 + 8;
+    char log[4096], path[600];
+    size_t n, at;
+    char *buf = one_step_ckpt("corrupt", "params\0\0", path, &n, &at);
+    CHECK(buf != NULL);
     buf[at] ^= 0x20;
     write_file(tmp_path("flipped.ckpt"), buf, n);
     CHECK_DIES(load_bad, (void *)tmp_path("flipped.ckpt"), "section 'params' is corrupt");
@@ -326,6 +362,37 @@ static char *sample_to(const char *dir, const char *opts, const char *name, size
 
 static int same_bytes(const char *a, size_t na, const char *b, size_t nb) { return na == nb && !memcmp(a, b, na); }
 
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+// A flipped byte in the Adam moments: every verb that does not read them says so in one
+// warning line and goes on; those that do (prune, --resume) stop with an error.
+TEST(damaged_unread_section_is_one_warning_in_every_verb) {
+    char log[16384], path[600], args[1600];
+    size_t n, at;
+    char *buf = one_step_ckpt("damaged", "adam_m\0\0", path, &n, &at);
+    CHECK(buf != NULL);
+    buf[at] ^= 0x20;
+    const char *bad = write_file(tmp_path("adam-flipped.ckpt"), buf, n);
+    free(buf);
+    const char *warn = "section 'adam_m' is damaged (CRC mismatch); this command does not read it";
+    const char *fine[] = {"sample %s -n 5", "eval %s --split test --max-bytes 500", "export %s --out %s.st",
+                          "mask --ckpt %s"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(args, sizeof args, fine[i], bad, bad);
+        int rc = run_swlstm(args, log, sizeof log);
+        CHECK_MSG(rc == 0 && count_of(log, "swlstm: warning: ") == 1 && strstr(log, warn), "%s: rc %d: %s", args, rc, log);
+    }
+    const char *docs = write_file(tmp_path("damaged-docs.txt"), "one doc\nanother\n", 17);
+    snprintf(args, sizeof args, "features %s --input %s --out %s.npy", bad, docs, bad);
+    CHECK_MSG(run_swlstm(args, log, sizeof log) == 0 && count_of(log, "swlstm: warning: ") == 1, "%s", log);
+    snprintf(args, sizeof args, "prune %s --density 0.5 --out %s.pruned", bad, bad);
+    CHECK_MSG(run_swlstm(args, log, sizeof log) == 1 && strstr(log, "section 'adam_m' is corrupt"), "%s", log);
+}
+
 TEST(sample_is_deterministic) {
     char log[4096], dir[512];
     snprintf(dir, sizeof dir, "%s", tmp_path("sample"));
@@ -351,7 +418,33 @@ TEST(sample_is_deterministic) {
     free(a1); free(a2); free(a3); free(b1); free(b2); free(v);
 }
 
-TEST(sigint_saves_checkpoint_and_exits_cleanly) {
+// The checkpoint records its corpus's byte values; sample draws only those (here at a
+// temperature that makes every byte about as likely) unless --any-byte.
+TEST(sample_draws_only_the_corpus_bytes) {
+    char log[4096], dir[512], ck[600];
+    snprintf(dir, sizeof dir, "%s", tmp_path("byteset"));
+    CHECK_EQ(train(dir, "--max_steps=2 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
+    size_t n;
+    char *text = read_text_file(corpus(), &n, "test corpus");
+    uint8_t want[BYTE_SET_BYTES], got[BYTE_SET_BYTES];
+    byte_set_of((const uint8_t *)text, n, want);
+    free(text);
+    snprintf(ck, sizeof ck, "%s/latest.ckpt", dir);
+    CHECK(ckpt_byte_set(ck, got) == 1);
+    CHECK(!memcmp(want, got, sizeof want));
+    CHECK(byte_set_count(want) > 10 && byte_set_count(want) < 100);
+    for (int any = 0; any < 2; any++) {
+        size_t k;
+        char *s = sample_to(dir, any ? "-n 3000 -t 50 -s 3 --any-byte" : "-n 3000 -t 50 -s 3", any ? "ab1" : "ab0", &k);
+        CHECK(s && k == 3000);
+        int outside = 0;
+        for (size_t i = 0; i < k; i++) outside += !byte_set_has(want, (unsigned char)s[i]);
+        free(s);
+        CHECK_MSG(any ? outside > 1000 : outside == 0, "--any-byte %d: %d bytes outside the corpus's", any, outside);
+    }
+}
+
+TEST(sigint_saves_checkpoint_and_exits_130) {
     char dir[512], cfgarg[600], jl[600], ck[600];
     snprintf(dir, sizeof dir, "%s", tmp_path("sigint"));
     snprintf(cfgarg, sizeof cfgarg, "--out_dir=%s", dir);
@@ -375,7 +468,7 @@ TEST(sigint_saves_checkpoint_and_exits_cleanly) {
     int st;
     waitpid(pid, &st, 0);
     CHECK(started);
-    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGINT, "status %d", st);  // as the shell's ^C
     snprintf(ck, sizeof ck, "%s/latest.ckpt", dir);
     Ckpt c;
     ckpt_read(&c, ck);
@@ -457,6 +550,40 @@ TEST(options_take_both_syntaxes) {
 
 // A killed run leaves "<ckpt>.tmp.<pid>"; the next run in that directory removes it, and only
 // files whose process is gone.
+// '_' and '-' alike in every option's name, and the config's names for the mask's options.
+TEST(options_take_both_spellings) {
+    char log[8192], dir[512], a1[1200], a2[1200], o1[4096], o2[4096];
+    snprintf(dir, sizeof dir, "%s", tmp_path("spelling"));
+    CHECK_EQ(train(dir, "--max-steps 2 --warmup-steps=0 --eval_every 0", log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "done: 2 steps"), "%s", log);
+    snprintf(a1, sizeof a1, "eval %s/latest.ckpt --split=test --max_bytes=1000 --batch_size=2 --json", dir);
+    snprintf(a2, sizeof a2, "eval %s/latest.ckpt --split test --max-bytes 1000 --batch-size 2 --json", dir);
+    CHECK_EQ(run_swlstm(a1, o1, sizeof o1), 0);
+    CHECK_EQ(run_swlstm(a2, o2, sizeof o2), 0);
+    CHECK_MSG(!strncmp(o1, o2, strstr(o1, "\"seconds\"") - o1) && strstr(o1, "\"bytes\": 999"), "%s\n%s", o1, o2);
+    CHECK_EQ(run_swlstm("mask --hidden_size=64 --block_size 8 --sparsity=ba_2 --mask_seed=4 --json", o1, sizeof o1), 0);
+    CHECK_EQ(run_swlstm("mask --hidden 64 --block=8 --sparsity ba_2 --seed 4 --json", o2, sizeof o2), 0);
+    CHECK_MSG(!strcmp(o1, o2) && strstr(o1, "\"hidden\":64"), "%s", o1);
+}
+
+// Usage errors go to stderr with status 1 in every verb (and with no verb); --help and
+// --version print on stdout with status 0.
+TEST(usage_errors_and_version_exit_codes) {
+    char out[4096];
+    const char *verbs[] = {"", "train", "eval", "sample", "info", "mask", "features", "probe", "export", "prune", "units",
+                           "nosuchverb", "info a.ckpt b.ckpt", "eval --nosuch"};
+    for (int i = 0; i < (int)(sizeof verbs / sizeof verbs[0]); i++) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", getenv("SWLSTM_BIN") ? getenv("SWLSTM_BIN") : "./swlstm", verbs[i]);
+        int rc = run_shell(cmd, out, sizeof out);
+        CHECK_MSG(rc == 1 && out[0] == 0, "'swlstm %s': status %d, stdout '%s'", verbs[i], rc, out);
+    }
+    CHECK_EQ(run_swlstm("--version", out, sizeof out), 0);
+    CHECK_MSG(!strncmp(out, "swlstm ", 7) && strstr(out, "(checkpoint format 1, "), "%s", out);
+    CHECK_EQ(run_swlstm("info --help", out, sizeof out), 0);
+    CHECK(!strncmp(out, "usage: swlstm info CKPT", 23));
+}
+
 TEST(train_removes_stale_temporary_files) {
     char log[8192], dir[512], dead[700], alive[700], other[700];
     snprintf(dir, sizeof dir, "%s", tmp_path("stale"));

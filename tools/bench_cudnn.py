@@ -8,7 +8,10 @@ import statistics
 import sys
 import time
 
-import torch
+try:
+    import torch
+except ImportError:
+    sys.exit("bench_cudnn: error: PyTorch is missing: apt-get install python3-torch (or pip install torch)")
 
 
 def bench(H, dtype, B=128, T=128, E=64, warmup=2, steps=5):

@@ -16,10 +16,14 @@ import argparse
 import copy
 import gzip
 import math
+import sys
 import time
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    sys.exit("cudnn_lm: error: PyTorch is missing: apt-get install python3-torch (or pip install torch)")
 
 
 def load_bytes(path):

@@ -39,9 +39,12 @@ def main():
     ap.add_argument("--out", required=True, help="PNG to write")
     ap.add_argument("--title", default="block pruning: valid bpc against the blocks kept")
     a = ap.parse_args()
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.exit("plot_prune: error: matplotlib is missing: apt-get install python3-matplotlib (or pip install matplotlib)")
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     for spec in a.tables:

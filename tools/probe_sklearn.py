@@ -22,9 +22,12 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import StandardScaler
+try:
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+except ImportError:
+    sys.exit("probe_sklearn: error: scikit-learn is missing: apt-get install python3-sklearn (or pip install scikit-learn)")
 
 M64 = (1 << 64) - 1
 CS = [2.0 ** (k - 8) for k in range(12)]

@@ -2,7 +2,7 @@
 """swlstm_torch.py: a swlstm model in PyTorch, loaded from `swlstm export` (.safetensors).
 
     ./swlstm export checkpoints/tiny/best.ckpt --out tiny.safetensors
-    python3 tools/swlstm_torch.py tiny.safetensors --data ../shared/data/tinyshakespeare.txt --split valid
+    python3 tools/swlstm_torch.py tiny.safetensors --data data/tinyshakespeare.txt --split valid
 
 prints the bits per character that `swlstm eval CKPT --split valid` prints, computed the same
 way: the split cut into stripes, each run from a zero state with the state carried across
@@ -26,10 +26,14 @@ import json
 import math
 import struct
 import sys
+import time
 import zipfile
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    sys.exit("swlstm_torch: error: PyTorch is missing: apt-get install python3-torch (or pip install torch)")
 
 LN_EPS = 1e-5
 DTYPES = {"F32": torch.float32, "I32": torch.int32, "F64": torch.float64, "I64": torch.int64}
@@ -262,8 +266,20 @@ def eval_batch_for(n, batch, T):
     return max(1, min(n // (T + 1), batch))
 
 
+def fmt_eta(secs):
+    s = int(secs + 0.5)
+    return f"{s // 3600}h{s // 60 % 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def show_progress(t0, done, total):
+    """swlstm's progress line (src/base/progress.c) on a terminal's stderr."""
+    spent = time.monotonic() - t0
+    print(f"\reval: {100 * done / total:5.1f}% | {fmt_eta(spent)} | eta {fmt_eta(spent / done * (total - done))}  ",
+          end="", file=sys.stderr, flush=True)
+
+
 @torch.no_grad()
-def eval_bpc(model, data, batch, T, device="cpu"):
+def eval_bpc(model, data, batch, T, device="cpu", progress=False):
     """Mean bits per character over B stripes of `data`, each from a zero state, windows of
     T steps with carried state: what src/train/eval.c eval_bpc computes."""
     B = eval_batch_for(len(data), batch, T)
@@ -271,11 +287,16 @@ def eval_bpc(model, data, batch, T, device="cpu"):
     if stripe < 2:
         die(f"evaluation span of {len(data)} bytes is too short for {B} stripes")
     rows = torch.frombuffer(bytearray(data[:B * stripe]), dtype=torch.uint8).view(B, stripe).long().to(device)
-    state, nats = None, 0.0
+    state, nats, t0, shown = None, 0.0, time.monotonic(), time.monotonic()
     for pos in range(0, stripe - 1, T):
         n = min(T, stripe - 1 - pos)
         logits, state = model(rows[:, pos:pos + n], state)
         nats += F.cross_entropy(logits.reshape(-1, 256).double(), rows[:, pos + 1:pos + 1 + n].reshape(-1), reduction="sum").item()
+        if progress and time.monotonic() - shown >= 0.5:
+            shown = time.monotonic()
+            show_progress(t0, pos + n, stripe - 1)
+    if progress and shown > t0:
+        print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
     count = B * (stripe - 1)
     return nats / count / math.log(2), count
 
@@ -291,6 +312,7 @@ def main():
     ap.add_argument("--raw-weights", action="store_true", help="the trained weights, not their EMA (as swlstm eval --raw-weights)")
     ap.add_argument("--double", action="store_true", help="compute in float64")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr (shown only on a terminal)")
     a = ap.parse_args()
     try:
         model = SwLSTM.load(a.model, ema=False if a.raw_weights else None, device=a.device)
@@ -308,11 +330,14 @@ def main():
     which = ["train", "valid", "test"].index(a.split)
     start = sum(sizes[:which])
     n = min(sizes[which], a.max_bytes) if a.max_bytes else sizes[which]
-    bpc, count = eval_bpc(model, data[start:start + n], a.batch_size or int(cfg["batch_size"]), int(cfg["seq_length"]), a.device)
+    B = eval_batch_for(n, a.batch_size or int(cfg["batch_size"]), int(cfg["seq_length"]))
+    bpc, count = eval_bpc(model, data[start:start + n], B, int(cfg["seq_length"]), a.device,
+                          progress=not a.quiet and sys.stderr.isatty())
     if a.json:
-        print(json.dumps({"bpc": round(bpc, 6), "bytes": count, "split": a.split}))
+        print(json.dumps({"bpc": round(bpc, 6), "bytes": count, "split": a.split, "protocol": "stripes", "stripes": B}))
     else:
-        print(f"{a.split} bpc {bpc:.6f} over {count} bytes")
+        print(f"{a.split} bpc {bpc:.6f} over {count} bytes (protocol stripes: {B} stripes, each from a zero state; "
+              f"swlstm eval --protocol stripes)")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ typedef struct {
 static void eval_usage(void) {
     printf("usage: swlstm eval CKPT [--data PATH] [--split valid|test|train] [--max-bytes N]\n"
            "                  [--batch-size B] [--device cpu|cuda] [--precision fp32|bf16] [--json]\n"
-           "                  [--protocol warm|stripes|stream] [--warmup N] [--raw-weights]\n"
+           "                  [--protocol warm|stripes|stream] [--warmup N] [--raw-weights] [--quiet]\n"
            "Bits per character of CKPT over a split of its data file (or --data), the state carried\n"
            "across windows of seq_length. The split is cut into B stripes (--batch-size, else the\n"
            "config's batch_size) that run side by side:\n"
@@ -44,7 +44,8 @@ static void eval_usage(void) {
            "                      state carried across the whole split: the published protocol\n"
            "                      (slow: one byte a step).\n"
            "The output names the protocol. A checkpoint trained with ema > 0 is evaluated with the\n"
-           "weights' moving average unless --raw-weights.\n"
+           "weights' moving average unless --raw-weights. On a terminal, progress and an ETA go to\n"
+           "stderr unless --quiet.\n"
            "Dynamic evaluation (Krause et al. 2018), one stream with carried state:\n"
            "  --dynamic           score each segment, then adapt the weights to it before the next:\n"
            "                      theta -= eta g / (rms + eps), theta += min(lambda rms / mean(rms), 1)\n"
@@ -75,7 +76,7 @@ static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, con
     const uint8_t *bytes = ds->bytes + ds->off[which];
     Acts *a = acts_create(m, 1, (int)o.segment);
     size_t count;
-    double t0 = now_sec(), static_bpc = eval_bpc(m, a, bytes, len, 0, &count);
+    double t0 = now_sec(), static_bpc = eval_bpc(m, a, bytes, len, 0, &count, NULL);
     double static_secs = now_sec() - t0;
     size_t stats = split_span(ds, SPLIT_TRAIN, o.stats, DYN_STATS, "--dyn-stats");
     t0 = now_sec();
@@ -111,7 +112,7 @@ int cmd_eval(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL, *split = "valid", *protocol = NULL;
     int device = CKPT_CHOICE, precision = CKPT_CHOICE;
     long max_bytes = 0, batch = 0, warmup = WARMUP_DEFAULT;
-    int json = 0, raw = 0;
+    int json = 0, raw = 0, quiet = 0;
     DynOpts dyn = {0, 0, DYN_SEGMENT, 0, 0, {DYN_ETA, DYN_LAMBDA, DYN_EPS}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -120,6 +121,7 @@ int cmd_eval(int argc, char **argv) {
         else if (!strcmp(a, "--raw-weights")) raw = 1;
         else if (!strcmp(a, "--dynamic")) dyn.on = 1;
         else if (!strcmp(a, "--dyn-tune")) dyn.tune = 1;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
         else if (a[0] != '-' && !ckpt) ckpt = a;
         else if (!v) die("eval: option '%s' needs a value (see swlstm eval --help)", a);
         else if (!strcmp(a, "--data")) data = argv[++i];
@@ -165,7 +167,10 @@ int cmd_eval(int argc, char **argv) {
     int B = stream ? 1 : eval_batch_for(len, batch ? (int)batch : m->cfg.batch_size, m->cfg.seq_length);
     Acts *a = acts_create(m, B, m->cfg.seq_length);
     size_t count, w = warm && B > 1 ? eval_warm_for(len, B, (size_t)warmup) : 0;
-    double t0 = now_sec(), bpc = eval_bpc(m, a, ds.bytes + ds.off[which], len, w, &count);
+    Progress pr;
+    progress_init(&pr, "eval", NULL, 1, quiet ? 0 : -1);
+    double t0 = now_sec(), bpc = eval_bpc(m, a, ds.bytes + ds.off[which], len, w, &count, &pr);
+    progress_done(&pr);
     double secs = now_sec() - t0;
     // One stripe is the stream protocol, whichever option asked for it.
     const char *name = B == 1 ? "stream" : w ? "warm" : "stripes";

@@ -81,8 +81,10 @@ int cmd_export(int argc, char **argv) {
     }
     if (!ckpt || !out) die("export: usage: swlstm export CKPT --out MODEL.safetensors");
     Model *m = model_load(ckpt, DEVICE_CPU, PREC_FP32);
+    static const char *const optimizer[] = {"adam_m", "adam_v", "hidden", NULL};
     Ckpt c;
-    ckpt_read(&c, ckpt);
+    ckpt_read_except(&c, ckpt, optimizer);
+    ckpt_warn_damaged(&c);
     SafeTensors *st = st_new();
     char weights[64] = "";
     for (int k = 0; k < NCOPIES; k++) {

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "model/byte_set.h"
 #include "model/model_io.h"
 #include "cli/verbs.h"
 
@@ -78,29 +79,32 @@ static void print_model(const Ckpt *c, const Config *cfg) {
            (unsigned long long)(p->len / 4), model_dense_params(cfg));
 }
 
-static void print_state(const Ckpt *c) {
+static void print_state(const Ckpt *c, const Config *cfg) {
     TrainState ts;
     if (!ckpt_train_state(c, &ts)) { printf("training state: none (weights only)\n"); return; }
     printf("training state: step %ld, %llu chars seen, %.1f s of training, best valid bpc ",
            ts.step, (unsigned long long)ts.bytes_seen, ts.elapsed_sec);
-    if (isfinite(ts.best_valid_bpc)) printf("%.4f\n", ts.best_valid_bpc);
-    else printf("none yet\n");
+    if (!isfinite(ts.best_valid_bpc)) printf("none yet\n");
+    else if (cfg->eval_bytes) printf("%.4f (protocol stripes over the valid split's first %ld bytes)\n", ts.best_valid_bpc, cfg->eval_bytes);
+    else printf("%.4f (protocol stripes over the whole valid split)\n", ts.best_valid_bpc);
     if (ts.data_len) printf("trained on: %llu bytes of data, fingerprint %08x\n", (unsigned long long)ts.data_len, ts.data_crc);
+    if (ts.has_bytes) printf("byte values in the corpus: %d of 256 (sample draws only these)\n", byte_set_count(ts.bytes));
 }
 
 int cmd_info(int argc, char **argv) {
-    if (argc != 2 || argv[1][0] == '-') {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         printf("usage: swlstm info CKPT\nPrints a checkpoint's format version, sections, shapes, masks,\n"
                "parameter counts, training step, best valid bpc and config.\n");
-        return argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? 0 : 2;
+        return 0;
     }
+    if (argc != 2 || argv[1][0] == '-') die("info: usage: swlstm info CKPT (see swlstm info --help)");
     Ckpt c;
     ckpt_read(&c, argv[1]);
     Config cfg;
     ckpt_config(&c, &cfg);
     print_sections(&c);
     print_model(&c, &cfg);
-    print_state(&c);
+    print_state(&c, &cfg);
     char *text = config_to_text(&cfg);
     printf("config:\n%s", text);
     free(text);

@@ -22,10 +22,10 @@ static void usage(FILE *f) {
             "usage: swlstm mask --hidden H --block B --sparsity DESC [--seed S] [--depth D] [--image FILE.png]\n"
             "                   [--json]\n"
             "       swlstm mask --ckpt CKPT [--layer L] [--image FILE.png] [--json]\n"
-            "  --hidden H       hidden size; a multiple of B\n"
-            "  --block B        block size: 8, 16 or 32\n"
+            "  --hidden H       hidden size; a multiple of B (also --hidden-size, train's key)\n"
+            "  --block B        block size: 8, 16 or 32 (also --block-size)\n"
             "  --sparsity DESC  dense | random_<density> | ba_<m> | ws_<k>_<p>\n"
-            "  --seed S         mask seed (default 1)\n"
+            "  --seed S         mask seed (default 1; also --mask-seed)\n"
             "  --depth D        also the mixing of D stacked masks: the share of units reachable within\n"
             "                   1..D hops, with the masks of the internal steps of an mlstm layer 0 of\n"
             "                   mask_seed S (D = 1: the mask itself, the plain LSTM's one hop per step)\n"
@@ -52,10 +52,10 @@ static MaskArgs parse_args(int argc, char **argv) {
     const char *v;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) a.json = 1;
-        else if ((v = opt_value(argc, argv, &i, "--hidden"))) a.hidden = (int)parse_long("--hidden", v, 1, 1 << 20);
-        else if ((v = opt_value(argc, argv, &i, "--block"))) a.block = (int)parse_long("--block", v, 1, 1 << 20);
+        else if ((v = opt_value(argc, argv, &i, "--hidden")) || (v = opt_value(argc, argv, &i, "--hidden-size"))) a.hidden = (int)parse_long("--hidden", v, 1, 1 << 20);
+        else if ((v = opt_value(argc, argv, &i, "--block")) || (v = opt_value(argc, argv, &i, "--block-size"))) a.block = (int)parse_long("--block", v, 1, 1 << 20);
         else if ((v = opt_value(argc, argv, &i, "--sparsity"))) a.sparsity = v;
-        else if ((v = opt_value(argc, argv, &i, "--seed"))) a.seed = parse_long("--seed", v, 0, LONG_MAX);
+        else if ((v = opt_value(argc, argv, &i, "--seed")) || (v = opt_value(argc, argv, &i, "--mask-seed"))) a.seed = parse_long("--seed", v, 0, LONG_MAX);
         else if ((v = opt_value(argc, argv, &i, "--depth"))) a.depth = (int)parse_long("--depth", v, 1, SW_MAX_DEPTH);
         else if ((v = opt_value(argc, argv, &i, "--image"))) a.image = v;
         else if ((v = opt_value(argc, argv, &i, "--ckpt"))) a.ckpt = v;
@@ -111,8 +111,10 @@ static void reach_of(const MaskArgs *a, const char *desc, int n, double *share) 
 // config draws them (1): *m the recurrent (gates') mask, share the reach of the recurrent
 // masks of one time step. Fills the layout fields of a from the config.
 static Mask ckpt_mask(MaskArgs *a, int which, double *share) {
+    static const char *const weights_and_training[] = {"params", "ema", "adam_m", "adam_v", "state", "hidden", NULL};
     Ckpt c;
-    ckpt_read(&c, a->ckpt);
+    ckpt_read_except(&c, a->ckpt, weights_and_training);
+    if (which == 0) ckpt_warn_damaged(&c);
     Config cfg;
     ckpt_config(&c, &cfg);
     Mask masks[SW_MAX_MASKS];

@@ -244,6 +244,7 @@ int cmd_probe(int argc, char **argv) {
     }
     check_args(&a);
     a.po.device = probe_parse_device(config_choice_name("device", a.fo.device));   // --device: feature extraction and the L2 solver
+    a.po.progress = a.fo.progress < 0 ? 0 : a.fo.progress ? 1 : 2;
     Loaded sets[3] = {{0}};
     if (a.text[TRAIN]) load_text(sets, &a);
     else for (int s = 0; s < 3; s++) if (a.feat[s]) load_npy(&sets[s], a.feat[s], a.lab[s]);

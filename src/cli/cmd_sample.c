@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include "model/byte_set.h"
 #include "model/model_io.h"
 #include "model/gen.h"
 #include "model/sampler.h"
@@ -14,15 +15,18 @@ typedef struct {
     const char *ckpt, *prime, *prime_file;
     int device, precision;  // CKPT_CHOICE: the checkpoint's
     long n, seed;
-    int raw, verbose;
+    int raw, verbose, any_byte;
     SamplerOpts so;
 } SampleArgs;
 
 static void sample_usage(void) {
     printf("usage: swlstm sample CKPT [-n LEN] [-t TEMP] [--top-k K] [--top-p P]\n"
            "                    [-i PRIME | --prime-file F] [-s SEED] [--device cpu|cuda] [--precision P]\n"
-           "                    [--raw-weights] [-v]\n"
-           "Streams the prime and then LEN sampled bytes (default 500) to stdout, unfiltered.\n"
+           "                    [--raw-weights] [--any-byte] [-v]\n"
+           "Streams the prime and then LEN sampled bytes (default 500) to stdout, unfiltered. It draws\n"
+           "only the byte values its training corpus holds (the checkpoint records them; all 256 in\n"
+           "checkpoints older than that record) unless --any-byte. The model first reads a newline, then\n"
+           "the prime: the text starts at the start of a line, whatever the prime's length.\n"
            "TEMP 0 is greedy. The same SEED on the same device and precision gives the same text; the\n"
            "CPU and the GPU round differently (bf16 weights on the GPU by far the most), so their texts\n"
            "agree only as long as their logits pick the same bytes. A checkpoint trained with ema > 0\n"
@@ -38,6 +42,7 @@ static int parse_sample_args(int argc, char **argv, SampleArgs *a) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) { sample_usage(); return 0; }
         if (!strcmp(o, "--raw-weights")) { a->raw = 1; continue; }
+        if (!strcmp(o, "--any-byte")) { a->any_byte = 1; continue; }
         if (!strcmp(o, "-v") || !strcmp(o, "--verbose")) { a->verbose = 1; continue; }
         if (o[0] != '-' && !a->ckpt) { a->ckpt = o; continue; }
         if (!v) die("sample: option '%s' needs a value (see swlstm sample --help)", o);
@@ -58,8 +63,11 @@ static int parse_sample_args(int argc, char **argv, SampleArgs *a) {
     return 1;
 }
 
-// Feeds the prime (echoing it) and returns the logits after its last byte.
+// Feeds a newline and then the prime (echoing the prime) and returns the logits after its
+// last byte. The newline: a text starts at the start of a line, and a zero state fed one or
+// two bytes alone is far from any state training saw (it drew binary bytes).
 static void feed_prime(Model *m, Infer *s, const char *prime, size_t len, float *logits) {
+    infer_step(m, s, &(int){'\n'}, 1, len ? NULL : logits);
     for (size_t i = 0; i < len; i++) {
         int b = (unsigned char)prime[i];
         infer_step(m, s, &b, 1, i + 1 == len ? logits : NULL);
@@ -71,8 +79,7 @@ static void feed_prime(Model *m, Infer *s, const char *prime, size_t len, float 
 static void sample_steps(Model *m, const SampleArgs *a, const char *prime, size_t plen, Rng *rng) {
     Infer *s = infer_create(m, 1, 0);
     float logits[256];
-    if (plen) feed_prime(m, s, prime, plen, logits);
-    else infer_step(m, s, &(int){'\n'}, 1, logits);  // no prime: start as after a newline
+    feed_prime(m, s, prime, plen, logits);
     for (long i = 0; i < a->n; i++) {
         int b = sample_byte(logits, &a->so, rng);
         putchar(b);
@@ -82,12 +89,13 @@ static void sample_steps(Model *m, const SampleArgs *a, const char *prime, size_
     infer_free(m, s);
 }
 
-// The device loop: the prime (or a newline) fed, then SAMPLE_CHUNK bytes a launch, each
-// launch feeding first the byte the one before drew last.
+// The device loop: a newline and the prime fed (as feed_prime), then SAMPLE_CHUNK bytes a
+// launch, each launch feeding first the byte the one before drew last.
 static void sample_device(Gen *g, const SampleArgs *a, const char *prime, size_t plen, Rng *rng) {
-    if (plen > INT_MAX) die("sample: a prime of %zu bytes; the device loop takes at most %d", plen, INT_MAX);
-    int nfeed = plen ? (int)plen : 1, *feed = xmalloc(sizeof(int) * (size_t)nfeed);
-    for (int i = 0; i < nfeed; i++) feed[i] = plen ? (unsigned char)prime[i] : '\n';
+    if (plen >= INT_MAX) die("sample: a prime of %zu bytes; the device loop takes at most %d", plen, INT_MAX - 1);
+    int nfeed = (int)plen + 1, *feed = xmalloc(sizeof(int) * (size_t)nfeed);
+    feed[0] = '\n';
+    for (int i = 1; i < nfeed; i++) feed[i] = (unsigned char)prime[i - 1];
     fwrite(prime, 1, plen, stdout);
     unsigned char out[SAMPLE_CHUNK];
     for (long done = 0; done < a->n;) {
@@ -105,6 +113,8 @@ int cmd_sample(int argc, char **argv) {
     if (!parse_sample_args(argc, argv, &a)) return 0;
     double t0 = now_sec();
     Model *m = model_load_infer(a.ckpt, a.device, a.precision, a.raw);
+    uint8_t set[BYTE_SET_BYTES];
+    if (!a.any_byte && ckpt_byte_set(a.ckpt, set)) model_only_bytes(m, set);
     size_t plen = 0;
     char *prime = a.prime_file ? read_text_file(a.prime_file, &plen, "prime file") : NULL;
     if (a.prime) plen = strlen(a.prime);

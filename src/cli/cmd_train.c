@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/verbs.h"
+#include "model/model_io.h"
 #include "train/trainer.h"
 
 static void train_usage(void) {
@@ -16,11 +18,25 @@ static void train_usage(void) {
     config_print_help();
 }
 
+// A resumed run reads the corpus its checkpoint was trained on unless --data names one: the
+// config file's path may be another machine's, or the quick start's --data.
+static void resume_data_path(Config *cfg, const char *ckpt_path) {
+    static const char *const all_but_config[] = {"masks", "params", "ema", "adam_m", "adam_v", "state", "hidden", NULL};
+    Ckpt c;
+    Config ck;
+    ckpt_read_except(&c, ckpt_path, all_but_config);
+    ckpt_config(&c, &ck);
+    ckpt_close(&c);
+    if (!strcmp(ck.data, cfg->data) || access(ck.data, R_OK)) return;
+    printf("--resume: data = %s (the checkpoint's corpus; --data=PATH for another)\n", ck.data);
+    memcpy(cfg->data, ck.data, sizeof cfg->data);
+}
+
 int cmd_train(int argc, char **argv) {
     Trainer tr = {.stop_after = -1};
     const char *cfg_path = NULL;
     char **over = xmalloc(sizeof(char *) * (size_t)argc);
-    int nover = 0;
+    int nover = 0, data_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { train_usage(); free(over); return 0; }
@@ -29,6 +45,7 @@ int cmd_train(int argc, char **argv) {
             if (a[2] == 'r') tr.resume_path = argv[++i];
             else tr.stop_after = parse_long("train --stop-after", argv[++i], 1, LONG_MAX);
         } else if (!strncmp(a, "--", 2)) {
+            data_given |= !strcmp(a, "--data");
             over[nover++] = argv[i];
             if (!strchr(a, '=') && i + 1 < argc) over[nover++] = argv[++i];
         } else if (!cfg_path) cfg_path = a;
@@ -39,7 +56,7 @@ int cmd_train(int argc, char **argv) {
     config_load_file(&tr.cfg, cfg_path);
     config_apply_overrides(&tr.cfg, nover, over);
     free(over);
+    if (tr.resume_path && !data_given) resume_data_path(&tr.cfg, tr.resume_path);
     config_validate(&tr.cfg);
-    train_run(&tr);
-    return 0;
+    return train_run(&tr);
 }

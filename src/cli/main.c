@@ -5,6 +5,9 @@
 #include "base/common.h"
 #include "cli/opts.h"
 #include "cli/verbs.h"
+#include "io/ckpt.h"
+
+#define SWLSTM_VERSION "1.0"
 
 typedef struct {
     const char *name;
@@ -29,9 +32,12 @@ static const Verb verbs[] = {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: swlstm VERB [options]    (swlstm VERB --help for a verb's options;\n"
-               "                                 every option reads --opt value or --opt=value)\n\nverbs:\n");
+               "                                 every option reads --opt value or --opt=value,\n"
+               "                                 and --opt_name as --opt-name)\n\nverbs:\n");
     for (int i = 0; i < NVERBS; i++) fprintf(f, "  %-9s %s\n", verbs[i].name, verbs[i].summary);
     fprintf(f, "  %-9s %s\n", "help", "this text");
+    fprintf(f, "\nswlstm --version prints the version; usage errors exit with status 1, a run stopped\n"
+               "by Ctrl-C (after its checkpoint) with 130.\n");
 }
 
 int main(int argc, char **argv) {
@@ -44,7 +50,17 @@ int main(int argc, char **argv) {
                 }
         }
         usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+        return argc < 2;  // a usage error: stderr and status 1, as every verb's
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("swlstm %s (checkpoint format %d, %s)\n", SWLSTM_VERSION, CKPT_VERSION,
+#ifdef SW_CUDA
+               "CPU and CUDA backends"
+#else
+               "CPU backend only: built without nvcc"
+#endif
+        );
+        return 0;
     }
     for (int i = 0; i < NVERBS; i++)
         if (!strcmp(verbs[i].name, argv[1])) {
@@ -54,5 +70,5 @@ int main(int argc, char **argv) {
             free(args);
             return rc;
         }
-    die("unknown verb '%s' (expected one of: train eval sample info mask features probe export prune units bench help)", argv[1]);
+    die("unknown verb '%s' (expected one of: train eval sample info mask features probe export prune units bench help; or --version)", argv[1]);
 }

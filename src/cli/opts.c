@@ -1,6 +1,7 @@
 // opts.c: one option syntax for every verb. main() hands each verb its arguments with every
-// "--opt=value" rewritten as "--opt" "value"; a verb's parser then never needs to know which
-// of the two forms the user typed.
+// "--opt=value" rewritten as "--opt" "value" and every '_' of an option's name as '-'
+// ("--batch_size" is "--batch-size"); a verb's parser then never needs to know which of the
+// forms the user typed.
 #include "cli/opts.h"
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,9 @@ char **opts_split(int argc, char **argv, int *out_argc) {
         const char *eq = split_point(argv[i]);
         size_t len = strlen(argv[i]) + 1;
         memcpy(text, argv[i], len);
+        size_t name_end = eq ? (size_t)(eq - argv[i]) : len - 1;
+        for (size_t k = 2; !strncmp(argv[i], "--", 2) && k < name_end; k++)
+            if (text[k] == '_') text[k] = '-';
         out[n++] = text;
         if (eq) {
             text[eq - argv[i]] = 0;

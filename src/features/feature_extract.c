@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "base/progress.h"
 #include "model/model_io.h"
 
 const char feat_opts_usage[] =
@@ -15,7 +16,7 @@ const char feat_opts_usage[] =
     "  --no-preprocess    feed lines as they are (default: \"\\n \" + stripped line + \" \")\n"
     "  --max-docs N       only the first N documents of each file\n"
     "  --device cpu|cuda  (default cpu)   --precision fp32|bf16\n"
-    "  --progress         progress on stderr even when it is not a terminal\n"
+    "  --progress         progress on stderr even when it is not a terminal (--quiet: none)\n"
     "  --raw-weights      the trained weights, not their moving average (checkpoints with ema > 0)\n";
 
 void feat_opts_default(FeatOpts *o) {
@@ -35,6 +36,7 @@ int feat_opts_parse(FeatOpts *o, int argc, char **argv, int *i, const char *verb
     if (!strcmp(a, "--mean")) return o->mean = 1;
     if (!strcmp(a, "--no-preprocess")) return !(o->preprocess = 0);
     if (!strcmp(a, "--progress")) return o->progress = 1;
+    if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) return !(o->progress = 0);
     if (!strcmp(a, "--raw-weights")) return o->raw_weights = 1;
     static const char *valued[] = {"--state", "--layer", "--batch-size", "--max-docs", "--device", "--precision"};
     int k = 0;
@@ -69,19 +71,6 @@ Model *feat_model_load(const char *ckpt, FeatOpts *o) {
 
 int feat_dim(const Model *m, const FeatOpts *o) { return o->state == 'b' && !o->mean ? 2 * m->H : m->H; }
 
-// ---- progress on stderr ----
-
-typedef struct { int on, done, total; double t0, last; } Progress;
-
-static void progress_show(Progress *p, int final) {
-    double now = now_sec();
-    if (!p->on || (!final && now - p->last < 1)) return;
-    p->last = now;
-    double rate = p->done / fmax(now - p->t0, 1e-9);
-    fprintf(stderr, "\rfeatures: %d/%d docs, %.1f docs/s%s", p->done, p->total, rate, final ? "\n" : "");
-    fflush(stderr);
-}
-
 // ---- extraction ----
 
 typedef struct {
@@ -92,6 +81,7 @@ typedef struct {
     float *out, *c, *h;    // out [n, D]; c, h: host rows [maxB, H]
     int D, *tok;
     Progress prog;
+    int done;              // documents
 } Extract;
 
 // Longer documents first; equal lengths keep input order (a stable, deterministic order).
@@ -115,8 +105,8 @@ static void collect(Extract *e, const int *rows, int a, int b) {
             dst[j] = e->o->tanh_c ? tanhf(c[j]) : st == 's' ? (len > 0 ? c[j] / len : 0) : c[j];
         if (st == 'h' || st == 'b') memcpy(dst + (st == 'b' ? H : 0), h, H * sizeof(float));
     }
-    e->prog.done += b - a;
-    progress_show(&e->prog, 0);
+    e->done += b - a;
+    progress_show(&e->prog, e->done);
 }
 
 // Rows [0, n) of a sorted batch that are longer than t bytes.
@@ -150,9 +140,9 @@ float *features_extract(Model *m, const Docs *d, const FeatOpts *o) {
     e.c = xmalloc((size_t)B * m->H * sizeof(float));
     e.h = xmalloc((size_t)B * m->H * sizeof(float));
     e.tok = xmalloc(B * sizeof(int));
-    e.prog = (Progress){.on = o->progress < 0 ? isatty(2) : o->progress, .total = d->n, .t0 = now_sec(), .last = now_sec()};
+    progress_init(&e.prog, "features", "docs", d->n, o->progress);
     for (int i = 0; i < d->n; i += B) run_batch(&e, order + i, d->n - i < B ? d->n - i : B);
-    progress_show(&e.prog, 1);
+    progress_done(&e.prog);
     infer_free(m, e.s);
     free(e.c); free(e.h); free(e.tok); free(order);
     return e.out;

@@ -292,6 +292,35 @@ const CkptSection *ckpt_find(const Ckpt *c, const char *tag, int required) {
     return s;
 }
 
+// CRC of a skipped payload, read a piece at a time into a scratch buffer (c->buf stays
+// untouched: the verb never asked for these bytes).
+static uint32_t skipped_crc(const Ckpt *c, const CkptSection *s) {
+    uint8_t *piece = xmalloc(CKPT_PIECE_BYTES);
+    uint32_t crc = crc_of(0, NULL, 0);
+    int fd = open(c->path, O_RDONLY), ok = fd >= 0;
+    for (uint64_t at = 0; ok && at < s->len; at += CKPT_PIECE_BYTES) {
+        size_t n = s->len - at < CKPT_PIECE_BYTES ? (size_t)(s->len - at) : CKPT_PIECE_BYTES;
+        ok = pread(fd, piece, n, (off_t)(s->offset + at)) == (ssize_t)n;
+        crc = crc_of(crc, piece, n);
+    }
+    if (fd >= 0) close(fd);
+    free(piece);
+    if (!ok) die("checkpoint '%s': read failed (file changed while reading?)", c->path);
+    return crc;
+}
+
+void ckpt_warn_damaged(const Ckpt *c) {
+    char bad[256] = "";
+    for (int i = 0; i < c->nsec; i++) {
+        const CkptSection *s = &c->sec[i];
+        if (s->skipped && skipped_crc(c, s) != s->crc && strlen(bad) + 12 < sizeof bad)
+            snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "%s'%s'", bad[0] ? ", " : "", s->tag);
+    }
+    if (bad[0])
+        warnf("checkpoint '%s': section %s is damaged (CRC mismatch); this command does not read it, "
+              "but what does (--resume, prune) will fail", c->path, bad);
+}
+
 void ckpt_close(Ckpt *c) {
     free(c->buf);
     free(c->sec);

@@ -42,6 +42,10 @@ void ckpt_read(Ckpt *c, const char *path);
 // their CRCs are taken as stored, which the file's CRC still checks; finding one dies.
 // Inference skips the optimizer's sections, half of a training checkpoint.
 void ckpt_read_except(Ckpt *c, const char *path, const char *const *skip);
+// Checks the CRCs of the sections ckpt_read_except skipped and prints one warning line naming
+// the damaged ones, if any: every verb treats a damaged section alike (it dies on one it
+// reads, warns of one it does not).
+void ckpt_warn_damaged(const Ckpt *c);
 // Reads a section that ckpt_read_except skipped (its CRC checked; nothing if it was read).
 void ckpt_read_section(Ckpt *c, const char *tag);
 // Whether the file holds the section, read or not.

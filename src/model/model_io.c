@@ -109,6 +109,7 @@ static void add_state(CkptWriter *w, const TrainState *ts) {
     buf_put(&b, ts->rng.s, 32);
     buf_put(&b, &ts->data_len, 8);
     buf_put(&b, &ts->data_crc, 4);
+    if (ts->has_bytes) buf_put(&b, ts->bytes, sizeof ts->bytes);
     ckpt_add(w, "state", b.p, b.n);
     free(b.p);
 }
@@ -278,6 +279,7 @@ Model *model_load_infer(const char *path, int device, int precision, int raw) {
     warm_join();
     Model *m = model_of_ckpt(&c, cfg, weights, device, precision, 0);
     ckpt_get_reals(&c, weights, m->be, m->params, m->nparams);
+    ckpt_warn_damaged(&c);
     ckpt_close(&c);
     return m;
 }
@@ -315,6 +317,8 @@ int ckpt_train_state(const Ckpt *c, TrainState *ts) {
         rd_get(&r, &ts->data_len, 8);
         rd_get(&r, &ts->data_crc, 4);
     }
+    ts->has_bytes = r.n > r.at;  // absent before the byte set was recorded
+    if (ts->has_bytes) rd_get(&r, ts->bytes, sizeof ts->bytes);
     return 1;
 }
 

@@ -17,6 +17,8 @@ typedef struct {
     Rng rng;
     uint64_t data_len;      // corpus size and fingerprint (dataset_fingerprint); 0 in
     uint32_t data_crc;      // checkpoints older than these fields: nothing to check
+    uint8_t bytes[32];      // the byte values the corpus holds (byte_set.h), a bit each;
+    int has_bytes;          // 0 in checkpoints older than the record
 } TrainState;
 
 // Writes config, masks and fp32 weights; with ts non-NULL also the Adam moments (adam_m,

@@ -29,6 +29,7 @@ typedef struct {
     int refit_all;    // refit on train + dev for the test score
     ProbeDevice device;  // where L2 paths are fitted
     double tol;          // relative KKT tolerance of every fit (0: the solver's defaults)
+    int progress;        // progress on stderr: 0 when it is a terminal (the default), 1 always, 2 never
 } ProbeOpts;
 
 #define PROBE_TOP 10   // units reported by their L1 weight

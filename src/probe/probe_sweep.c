@@ -4,29 +4,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include "base/progress.h"
 #include "probe/logreg_cuda.h"
 
-#define QUIET_S 3       // no progress for sweeps shorter than this
-#define EVERY_S 2       // seconds between progress lines (10 when stderr is not a terminal)
+// The shared progress line and the fits done so far (the threads take turns).
+typedef struct {
+    Progress line;
+    int done;
+} Tally;
 
-typedef struct { int done, total; double t0, last; int tty; } Progress;
-
-static void progress_tick(Progress *p, const PathJob *j, int k) {
+static void progress_tick(Tally *t) {
     #pragma omp critical(probe_progress)
-    {
-        p->done++;
-        double now = now_sec(), el = now - p->t0;
-        if (el >= QUIET_S && (now - p->last >= (p->tty ? EVERY_S : 5 * EVERY_S) || p->done == p->total)) {
-            p->last = now;
-            char where[32] = "full set";
-            if (j->fold) snprintf(where, sizeof where, "fold %d", j->fold);
-            fprintf(stderr, "%sprobe: %d/%d fits (last: %s, %s, C=2^%d), %.0f s elapsed, ETA %.0f s%s", p->tty ? "\r" : "",
-                    p->done, p->total, penalty_name(j->pen), where, probe_log2C(k), el,
-                    el / p->done * (p->total - p->done), p->tty && p->done < p->total ? "  " : "\n");
-            fflush(stderr);
-        }
-    }
+    progress_show(&t->line, ++t->done);
 }
 
 // A path's state between its C values.
@@ -108,24 +97,25 @@ static int go_down(const PathJob *jobs, int njobs, Penalty p, int k, int n_eval)
 // One C for the paths of each penalty that goes on: penalty p's at C index next[p] (-1: p is
 // done). A job alone (or the last one not done) gets both cores inside its products; several
 // share them one job per core.
-static void sweep_round(PathJob *jobs, int njobs, PathState *st, const int next[2], Progress *pr) {
+static void sweep_round(PathJob *jobs, int njobs, PathState *st, const int next[2], Tally *pr) {
     int active = 0;
     for (int i = 0; i < njobs; i++) {
         int k = next[jobs[i].pen];
         active += k >= 0;
-        pr->total += k >= 0 && (k < PROBE_K0 || k >= PROBE_K0 + PROBE_NC);   // past the grid: not planned
+        pr->line.total += k >= 0 && (k < PROBE_K0 || k >= PROBE_K0 + PROBE_NC);   // past the grid: not planned
     }
     #pragma omp parallel for schedule(dynamic, 1) if (active > 1)
     for (int i = 0; i < njobs; i++) {
         int k = next[jobs[i].pen];
         if (k < 0) continue;
         path_step(&jobs[i], &st[i], k);
-        progress_tick(pr, &jobs[i], k);
+        progress_tick(pr);
     }
 }
 
 void sweep_run(PathJob *jobs, int njobs, const ProbeOpts *o, int n_eval) {
-    Progress pr = {0, njobs * PROBE_NC, now_sec(), now_sec(), isatty(2)};
+    Tally pr = {.done = 0};
+    progress_init(&pr.line, "probe", "fits", njobs * PROBE_NC, o->progress == 0 ? -1 : o->progress == 1);
     PathState *st = xcalloc(njobs, sizeof *st);
     int next[2] = {-1, -1}, count[2] = {0, 0};
     for (int i = 0; i < njobs; i++) {
@@ -142,7 +132,7 @@ void sweep_run(PathJob *jobs, int njobs, const ProbeOpts *o, int n_eval) {
             if (go_up(jobs, njobs, (Penalty)p, next[p], n_eval)) next[p]++;
             else {
                 int unplanned = PROBE_K0 + PROBE_NC - 1 - next[p];   // the grid's Cs the early stop cut
-                pr.total -= count[p] * (unplanned > 0 ? unplanned : 0);
+                pr.line.total -= count[p] * (unplanned > 0 ? unplanned : 0);
                 next[p] = -1;
             }
         }
@@ -154,6 +144,7 @@ void sweep_run(PathJob *jobs, int njobs, const ProbeOpts *o, int n_eval) {
         for (int p = 0; p < 2; p++)
             if (next[p] >= 0) next[p] = go_down(jobs, njobs, (Penalty)p, next[p], n_eval) ? next[p] - 1 : -1;
     }
+    progress_done(&pr.line);
     for (int i = 0; i < njobs; i++) path_close(&st[i]);
     free(st);
 }

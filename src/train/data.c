@@ -19,7 +19,9 @@
 // Maps the whole file read-only: a 100 MB corpus costs page cache, not a private copy.
 static void map_file(Dataset *d, const char *path) {
     int fd = open(path, O_RDONLY);
-    if (fd < 0) die("data file '%s': cannot open: %s", path, strerror(errno));
+    if (fd < 0)
+        die("data file '%s': cannot open: %s (bash data/get_corpus.sh puts Tiny Shakespeare at data/tinyshakespeare.txt; "
+            "or give another corpus with --data=PATH)", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st)) die("data file '%s': cannot stat: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) die("data file '%s': not a regular file", path);

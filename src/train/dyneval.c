@@ -35,7 +35,7 @@ DynEval *dyn_create(Model *m, const uint8_t *bytes, size_t len, int B, int T) {
     Acts *a = acts_create(m, B, T);
     Stripes s = eval_stripes(bytes, len, B, T);
     StatsCtx c = {xcalloc(m->nparams, sizeof(double)), xmalloc(m->nparams * sizeof(real)), 0};
-    eval_nats_then(m, a, &s, stats_hook, &c);
+    eval_nats_then(m, a, &s, stats_hook, &c, NULL);
     acts_free(m, a);
     d->windows = c.windows;
     for (size_t i = 0; i < m->nparams; i++) c.g[i] = (real)sqrt(c.ms[i] / (double)d->windows);
@@ -81,7 +81,7 @@ double dyn_bpc(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len
     StepCtx c = {d, {(real)h.eta, (real)(h.lambda / d->mean_rms), (real)h.eps}};
     Stripes s = eval_stripes(bytes, len, 1, a->T);
     *count = eval_count(&s);
-    return eval_nats_then(d->m, a, &s, step_hook, &c) / (double)*count / log(2.0);
+    return eval_nats_then(d->m, a, &s, step_hook, &c, NULL) / (double)*count / log(2.0);
 }
 
 DynHyper dyn_tune(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, double *best_bpc, int verbose) {

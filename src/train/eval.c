@@ -45,7 +45,7 @@ static double window_nats(const Acts *a, const Stripes *s, size_t pos, int T, do
     return sum;
 }
 
-double eval_nats_then(Model *m, Acts *a, const Stripes *s, EvalHook after, void *ctx) {
+double eval_nats_then(Model *m, Acts *a, const Stripes *s, EvalHook after, void *ctx, Progress *pr) {
     if (s->B != a->B) die("internal: %d evaluation stripes, buffers for %d", s->B, a->B);
     int *in = xmalloc(sizeof(int) * (size_t)a->B * a->T), *tgt = xmalloc(sizeof(int) * (size_t)a->B * a->T);
     double nats = 0;
@@ -57,16 +57,17 @@ double eval_nats_then(Model *m, Acts *a, const Stripes *s, EvalHook after, void 
         if (after) after(ctx, m, a, T);
         acts_carry_state(m, a);
         pos += (size_t)T;
+        if (pr) progress_show(pr, (double)pos / (double)(s->span - 1));
     }
     free(in);
     free(tgt);
     return nats;
 }
 
-double eval_nats(Model *m, Acts *a, const Stripes *s) { return eval_nats_then(m, a, s, NULL, NULL); }
+double eval_nats(Model *m, Acts *a, const Stripes *s) { return eval_nats_then(m, a, s, NULL, NULL, NULL); }
 
-double eval_bpc(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t warm, size_t *count) {
+double eval_bpc(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t warm, size_t *count, Progress *pr) {
     Stripes s = warm ? eval_stripes_warm(bytes, len, a->B, a->T, warm) : eval_stripes(bytes, len, a->B, a->T);
     *count = eval_count(&s);
-    return eval_nats(m, a, &s) / (double)*count / log(2.0);
+    return eval_nats_then(m, a, &s, NULL, NULL, pr) / (double)*count / log(2.0);
 }

@@ -2,6 +2,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include "base/progress.h"
 #include "train/data.h"
 #include "model/model.h"
 
@@ -13,7 +14,8 @@ int eval_batch_for(size_t len, int batch, int T);
 // first (B*(len/B - 1) predictions). warm > 0: every stripe but the first runs first over the
 // warm bytes before its own, unscored, so that every byte after the span's first is predicted
 // once (but the last < B), each with warm bytes of context or more; B = 1 is one stream.
-double eval_bpc(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t warm, size_t *count);
+// pr (NULL: none) shows the share done, in [0, 1].
+double eval_bpc(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t warm, size_t *count, Progress *pr);
 // The parts of eval_bpc, for ranks that each evaluate some of the stripes (dist_stripes,
 // warm = 0 only): B stripes of a span (dies if they are shorter than 2 bytes), and the summed
 // loss in nats of the a->B = s->B stripes of s over their scored predictions.
@@ -25,6 +27,6 @@ Stripes eval_stripes_warm(const uint8_t *bytes, size_t len, int B, int T, size_t
 size_t eval_count(const Stripes *s);
 double eval_nats(Model *m, Acts *a, const Stripes *s);
 // eval_nats with after(ctx, m, a, T) called after each window's forward, before its state is
-// carried (dynamic evaluation's update, dyneval.c); after NULL: eval_nats.
+// carried (dynamic evaluation's update, dyneval.c), and progress shown on pr (both NULL: none).
 typedef void (*EvalHook)(void *ctx, Model *m, Acts *a, int T);
-double eval_nats_then(Model *m, Acts *a, const Stripes *s, EvalHook after, void *ctx);
+double eval_nats_then(Model *m, Acts *a, const Stripes *s, EvalHook after, void *ctx, Progress *pr);

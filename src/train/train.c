@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 #include "io/atomic_file.h"
+#include "model/byte_set.h"
 #include "train/eval.h"
 #include "train/optim.h"
 #include "train/trainer.h"
@@ -152,6 +153,8 @@ static void setup(Trainer *tr) {
     else if (cfg->init_from[0]) init_from(tr);
     tr->ts.data_len = tr->ds.len;
     tr->ts.data_crc = dataset_fingerprint(&tr->ds);
+    byte_set_of(tr->ds.bytes, tr->ds.len, tr->ts.bytes);
+    tr->ts.has_bytes = 1;
     if (cfg->eval_every > 0) setup_eval(tr);
     dist_trainer_setup(tr);
     if (!lead(tr)) return;
@@ -242,7 +245,7 @@ static void validate(Trainer *tr) {
     double bpc = nats / (double)count / log(2.0);
     int best = bpc < tr->ts.best_valid_bpc;
     if (best) tr->ts.best_valid_bpc = bpc;
-    if (lead(tr)) train_log_eval(&tr->log, tr->ts.step, bpc, count, now_sec() - t0, best);
+    if (lead(tr)) train_log_eval(&tr->log, tr->ts.step, bpc, count, tr->eval_B, now_sec() - t0, best);
     save(tr, best);
 }
 
@@ -272,8 +275,10 @@ static void finish(Trainer *tr) {
     if (lead(tr)) {
         if (tr->stop) printf("stopped by a signal at step %ld; saved %s/latest.ckpt (resume with --resume)\n", tr->ts.step, tr->cfg.out_dir);
         else {
-            char best[32] = "none";  // no evaluation ran
-            if (isfinite(tr->ts.best_valid_bpc)) snprintf(best, sizeof best, "%.4f", tr->ts.best_valid_bpc);
+            char best[160] = "none";  // no evaluation ran
+            if (isfinite(tr->ts.best_valid_bpc))
+                snprintf(best, sizeof best, "%.4f (protocol stripes over the first %zu bytes of the valid split)",
+                         tr->ts.best_valid_bpc, valid_len(tr));
             printf("done: %ld steps in %.1f s; best valid bpc %s; checkpoints in %s\n", tr->ts.step, tr->ts.elapsed_sec, best, tr->cfg.out_dir);
         }
         train_log_close(&tr->log);
@@ -296,8 +301,9 @@ static void train_rank(Trainer *tr) {
     finish(tr);
 }
 
-void train_run(Trainer *proto) {
+int train_run(Trainer *proto) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     train_ranks(proto, train_rank);
+    return stop_signal ? 128 + stop_signal : 0;  // the shell's status for a run a signal ended
 }

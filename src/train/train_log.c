@@ -1,5 +1,6 @@
 // train_log.c: progress lines and JSON-lines records of training.
 #include "train/train_log.h"
+#include "base/progress.h"
 #include <math.h>
 #include <string.h>
 
@@ -36,12 +37,6 @@ void train_log_open(TrainLog *log, const Model *m, const Config *cfg, int append
     fflush(stdout);
 }
 
-static void fmt_eta(char *out, size_t n, double secs) {
-    long s = (long)(secs + 0.5);
-    if (s >= 3600) snprintf(out, n, "%ldh%02ldm", s / 3600, s / 60 % 60);
-    else snprintf(out, n, "%ldm%02lds", s / 60, s % 60);
-}
-
 void train_log_step(TrainLog *log, long step, const StepStats *s, double elapsed, int print) {
     double bpc = s->loss / M_LN2, cps = log->chars_per_step / (s->ms / 1e3);
     fprintf(log->jsonl, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f,\"bpc\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"ms\":%.3f,\"chars_per_sec\":%.1f}\n",
@@ -55,8 +50,9 @@ void train_log_step(TrainLog *log, long step, const StepStats *s, double elapsed
     fflush(log->jsonl);
 }
 
-void train_log_eval(TrainLog *log, long step, double bpc, size_t bytes, double secs, int best) {
-    printf("eval step %ld | valid bpc %.4f over %zu bytes | %.1f s%s\n", step, bpc, bytes, secs, best ? " | best" : "");
+void train_log_eval(TrainLog *log, long step, double bpc, size_t bytes, int stripes, double secs, int best) {
+    printf("eval step %ld | valid bpc %.4f over %zu bytes (protocol stripes: %d from zero states) | %.1f s%s\n",
+           step, bpc, bytes, stripes, secs, best ? " | best" : "");
     fprintf(log->jsonl, "{\"type\":\"eval\",\"step\":%ld,\"valid_bpc\":%.6f,\"bytes\":%zu,\"seconds\":%.3f,\"best\":%s}\n",
             step, bpc, bytes, secs, best ? "true" : "false");
     fflush(stdout);

@@ -18,5 +18,7 @@ typedef struct {
 void train_log_open(TrainLog *log, const Model *m, const Config *cfg, int append);
 // Every step goes to the JSON log; `print` also shows a progress line.
 void train_log_step(TrainLog *log, long step, const StepStats *s, double elapsed, int print);
-void train_log_eval(TrainLog *log, long step, double bpc, size_t bytes, double secs, int best);
+// A validation: bpc over `bytes` predictions of `stripes` stripes each from a zero state
+// (swlstm eval --protocol stripes).
+void train_log_eval(TrainLog *log, long step, double bpc, size_t bytes, int stripes, double secs, int best);
 void train_log_close(TrainLog *log);

@@ -32,8 +32,9 @@ typedef struct {
 } Trainer;
 
 // The training run of the `train` verb: every rank of this process (train_ranks) sets up,
-// loops until the last step or a signal, and finishes. proto: config and options.
-void train_run(Trainer *proto);
+// loops until the last step or a signal, and finishes. proto: config and options. Returns the
+// exit status: 0, or 128 + the signal that stopped it (after its checkpoint was saved).
+int train_run(Trainer *proto);
 // Before the step after tr->ts.step: prunes the masks or moves some of their blocks where the
 // config's schedules say so, rebuilding tr->m, its Adam moments and windows on the new masks
 // (train_masks.c). Needs this step's window in tr->tok, tr->tgt and the carried state in tr->a.

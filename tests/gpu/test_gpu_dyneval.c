@@ -16,7 +16,7 @@ static DynRun dyn_run(const Shape *sh, const Backend *be, const unsigned char *t
     Acts *a = acts_create(m, 1, 16);
     DynRun r;
     size_t count;
-    r.stat = eval_bpc(m, a, eval, n, 0, &count);
+    r.stat = eval_bpc(m, a, eval, n, 0, &count, NULL);
     DynEval *d = dyn_create(m, train, 4000, 4, 16);
     r.dyn = dyn_bpc(d, a, (DynHyper){3e-3, 0.05, d->mean_rms}, eval, n, &count);
     r.w = h_from(be, m->params, m->nparams);
