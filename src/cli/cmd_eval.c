@@ -13,7 +13,7 @@
 #define WARMUP_DEFAULT 2048
 // Dynamic evaluation's defaults (README "Dynamic evaluation" says how they were chosen).
 #define DYN_SEGMENT 20
-#define DYN_ETA 3e-4
+#define DYN_ETA 3e-5
 #define DYN_LAMBDA 1e-3
 #define DYN_EPS 2e-5
 #define DYN_STATS 1000000
