@@ -72,7 +72,7 @@ static void feed_prime(Model *m, Infer *s, const char *prime, size_t len, float 
         int b = (unsigned char)prime[i];
         infer_step(m, s, &b, 1, i + 1 == len ? logits : NULL);
     }
-    fwrite(prime, 1, len, stdout);
+    if (len) fwrite(prime, 1, len, stdout);  // prime is NULL when there is none
 }
 
 // The per-step path: infer_step and sample_byte on the host, a byte at a time.
@@ -96,7 +96,7 @@ static void sample_device(Gen *g, const SampleArgs *a, const char *prime, size_t
     int nfeed = (int)plen + 1, *feed = xmalloc(sizeof(int) * (size_t)nfeed);
     feed[0] = '\n';
     for (int i = 1; i < nfeed; i++) feed[i] = (unsigned char)prime[i - 1];
-    fwrite(prime, 1, plen, stdout);
+    if (plen) fwrite(prime, 1, plen, stdout);
     unsigned char out[SAMPLE_CHUNK];
     for (long done = 0; done < a->n;) {
         int k = a->n - done < SAMPLE_CHUNK ? (int)(a->n - done) : SAMPLE_CHUNK;
