@@ -1,5 +1,6 @@
 // api_cuda.cu: the binding's products on the device (src/api/api_cuda.h): the backend's
-// kernels on operands as the caller holds them (fp32 or bf16) and on the caller's stream.
+// kernels on operands and outputs as the caller holds them (fp32 or bf16) and on the caller's
+// stream.
 #include <atomic>
 #include "ops/common.cuh"
 #include "bsmm/bsmm_tile.cuh"
@@ -21,13 +22,13 @@ extern "C" void api_cuda_init(int device) {
 extern "C" void api_cuda_upload(BsMat *w) { backend_cuda(PREC_FP32)->bsmat_upload(w); }
 extern "C" void api_cuda_release(BsMat *w) { backend_cuda(PREC_FP32)->bsmat_release(w); }
 
-extern "C" void api_cuda_product(int op, int bf, float *out, const void *a, const void *b, const BsMat *w, int N,
-                                 int acc, void *stream) {
+extern "C" void api_cuda_product(int op, int bf, void *out, int out_bf, const void *a, const void *b, const BsMat *w,
+                                 int N, int acc, void *stream) {
     cudaStream_t keep = g_cuda.stream;
     g_cuda.stream = (cudaStream_t)stream;
-    if (op == 0) bsmm_fwd_typed(out, a, w, b, N, acc, bf);
-    else if (op == 1) bsmm_bwd_data_typed(out, a, w, b, N, acc, bf);
-    else bsmm_bwd_weight_typed(out, a, b, w, N, bf);
+    if (op == 0) bsmm_fwd_typed({out, out_bf}, a, w, b, N, acc, bf);
+    else if (op == 1) bsmm_bwd_data_typed({out, out_bf}, a, w, b, N, acc, bf);
+    else bsmm_bwd_weight_typed((real *)out, a, b, w, N, bf);
     g_cuda.stream = keep;
     LAUNCH_CHECK();
 }

@@ -161,7 +161,7 @@ static void launch_mm_bs(const MmArgs &a, int npieces, int nob) {
 
 // The product's arguments but for its operands (in, w).
 template <bool FWD>
-static MmArgs mm_args(real *out, const BsMat *w, int N, int acc) {
+static MmArgs mm_args(MmOut out, const BsMat *w, int N, int acc) {
     const DevBsMat *d = dev_of(w);
     MmArgs a = {};
     a.out = out;
@@ -195,7 +195,7 @@ template <bool BF, bool FWD>
 static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals, int N, int acc) {
     if (N <= 0) return;
     twin_none(out, (size_t)N * (FWD ? w->rows : w->cols), FWD ? "bsmm_fwd" : "bsmm_bwd_data");
-    MmArgs a = mm_args<FWD>(out, w, N, acc);
+    MmArgs a = mm_args<FWD>({out, 0}, w, N, acc);
     a.w = weight_operand<BF>(vals, (size_t)bsmat_nvals(w));
     check_aligned(in, "input");
     check_aligned(a.w, "weight");
@@ -205,9 +205,9 @@ static void bsmm_mm(real *out, const real *in, const BsMat *w, const real *vals,
 }
 
 // The binding's products (cuda/api): operands as the caller holds them, fp32 or bf16 (bf);
-// out is the caller's memory, which has no twin.
+// out is the caller's memory (fp32 or bf16), which has no twin.
 template <bool FWD>
-static void mm_typed(real *out, const void *in, const BsMat *w, const void *vals, int N, int acc, int bf) {
+static void mm_typed(MmOut out, const void *in, const BsMat *w, const void *vals, int N, int acc, int bf) {
     if (N <= 0) return;
     MmArgs a = mm_args<FWD>(out, w, N, acc);
     a.in = in;
@@ -219,10 +219,10 @@ static void mm_typed(real *out, const void *in, const BsMat *w, const void *vals
     mm_launch<true, FWD>(a, w);
 }
 
-void bsmm_fwd_typed(real *y, const void *x, const BsMat *w, const void *vals, int N, int acc, int bf) {
+void bsmm_fwd_typed(MmOut y, const void *x, const BsMat *w, const void *vals, int N, int acc, int bf) {
     mm_typed<true>(y, x, w, vals, N, acc, bf);
 }
-void bsmm_bwd_data_typed(real *dx, const void *dy, const BsMat *w, const void *vals, int N, int acc, int bf) {
+void bsmm_bwd_data_typed(MmOut dx, const void *dy, const BsMat *w, const void *vals, int N, int acc, int bf) {
     mm_typed<false>(dx, dy, w, vals, N, acc, bf);
 }
 

@@ -40,7 +40,7 @@ struct St {
 };
 
 typedef struct {
-    real *out;
+    MmOut out;
     const bf16 *w;  // the stored blocks
     const MmPiece *pieces;
     const int *col_idx;
@@ -153,7 +153,7 @@ static CUtensorMap x_boxes(const void *x, bool xb, int N, int K) {
 bool bsmm_stream_takes(const BsMat *w, int N) { return w->bs == 32 && N <= ST_MAX_N; }
 
 template <bool XB>
-static void stream_launch(real *y, const void *x, const BsMat *w, const bf16 *wb, int N, int acc) {
+static void stream_launch(MmOut y, const void *x, const BsMat *w, const bf16 *wb, int N, int acc) {
     const DevBsMat *d = (const DevBsMat *)w->dev;
     static thread_local bool ready;  // the attribute is per device: one per rank thread
     if (!ready) allow_smem(bsmm_stream_kernel<XB>, St<XB>::SMEM), ready = true;
@@ -168,9 +168,9 @@ static void stream_launch(real *y, const void *x, const BsMat *w, const bf16 *wb
 }
 
 void bsmm_stream_fwd(real *y, const real *x, const BsMat *w, const bf16 *wb, int N, int acc) {
-    if (const bf16 *xb = twin_in(x, (size_t)N * w->cols)) stream_launch<true>(y, xb, w, wb, N, acc);
-    else stream_launch<false>(y, x, w, wb, N, acc);
+    if (const bf16 *xb = twin_in(x, (size_t)N * w->cols)) stream_launch<true>({y, 0}, xb, w, wb, N, acc);
+    else stream_launch<false>({y, 0}, x, w, wb, N, acc);
 }
-void bsmm_stream_fwd_bf16(real *y, const bf16 *xb, const BsMat *w, const bf16 *wb, int N, int acc) {
+void bsmm_stream_fwd_bf16(MmOut y, const bf16 *xb, const BsMat *w, const bf16 *wb, int N, int acc) {
     stream_launch<true>(y, xb, w, wb, N, acc);
 }

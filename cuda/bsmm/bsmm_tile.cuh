@@ -246,12 +246,29 @@ __device__ inline bool pieces_done(float *red, int R, const MmPiece &pc, TileAt 
     return true;
 }
 
+// A product's output: fp32, or bf16 (bf: the binding's, for callers that hold their
+// activations in bf16, so that no conversion pass follows the product). A bf16 element is the
+// fp32 sum rounded once; += adds the sum to the stored value widened to fp32, then rounds.
+struct MmOut {
+    void *p;
+    int bf;
+};
+__device__ inline void out_put(MmOut o, long i, float v, int acc) {
+    if (o.bf) {
+        bf16 *b = (bf16 *)o.p + i;
+        *b = __float2bfloat16_rn(acc ? __bfloat162float(*b) + v : v);
+    } else {
+        real *f = (real *)o.p + i;
+        *f = acc ? *f + v : v;
+    }
+}
+
 // The end of a block-sparse product's CTA (bsmm.cu's and bsmm_stream.cu's kernels): red holds
 // G partial tiles of rows x BS (one per thread group or warp, written before a barrier); they
 // are summed in group order, a cut list is finished by its last piece (pieces_done), and the
 // tile's rows below N go to out (=|+=) along rows, coalesced.
 template <int BS, int G>
-__device__ inline void tile_finish(float *red, int rows, const MmPiece &pc, float *part, int *count, int *s_last, real *out,
+__device__ inline void tile_finish(float *red, int rows, const MmPiece &pc, float *part, int *count, int *s_last, MmOut out,
                                    long ld_out, int n0, int N, int acc) {
     const int R = rows * BS;
     for (int i = threadIdx.x; i < R; i += blockDim.x) {
@@ -264,17 +281,15 @@ __device__ inline void tile_finish(float *red, int rows, const MmPiece &pc, floa
     if (!pieces_done(red, R, pc, tile_here(), part, count, s_last)) return;
     __syncthreads();
     const int valid = min(rows, N - n0);
-    for (int i = threadIdx.x; i < valid * BS; i += blockDim.x) {
-        real *o = out + (long)(n0 + i / BS) * ld_out + (long)pc.ob * BS + i % BS;
-        *o = acc ? *o + red[i] : red[i];
-    }
+    for (int i = threadIdx.x; i < valid * BS; i += blockDim.x)
+        out_put(out, (long)(n0 + i / BS) * ld_out + (long)pc.ob * BS + i % BS, red[i], acc);
 }
 
 // ---- bsmm.cu's products (fwd, bwd_data): their arguments, for both copy forms ----
 #define MM_LIST 256
 static_assert(MM_LIST >= 2048 / 8, "a piece's indices (mm_piece_len) fit in shared memory");
 typedef struct {
-    real *out;
+    MmOut out;
     const void *in;               // activations: bf16 or float, like the blocks
     const void *w;
     const MmPiece *pieces;        // one per blockIdx.x
@@ -285,11 +300,12 @@ typedef struct {
 } MmArgs;
 // bf16 block 32 on the bulk copy engine (bsmm_bulk.cu).
 void bsmm_bulk_launch(const MmArgs &a, int npieces, int nob, long nnzb, int tm, bool fwd);
-// The products on operands already in the kernel's type (bf16 when bf; the binding, src/api).
-void bsmm_fwd_typed(real *y, const void *x, const BsMat *w, const void *vals, int N, int acc, int bf);
-void bsmm_bwd_data_typed(real *dx, const void *dy, const BsMat *w, const void *vals, int N, int acc, int bf);
+// The products on operands already in the kernel's type (bf16 when bf), into an fp32 or
+// bf16 output (the binding, src/api).
+void bsmm_fwd_typed(MmOut y, const void *x, const BsMat *w, const void *vals, int N, int acc, int bf);
+void bsmm_bwd_data_typed(MmOut dx, const void *dy, const BsMat *w, const void *vals, int N, int acc, int bf);
 // bsmm_stream_fwd with x already in bf16.
-void bsmm_stream_fwd_bf16(real *y, const bf16 *xb, const BsMat *w, const bf16 *wb, int N, int acc);
+void bsmm_stream_fwd_bf16(MmOut y, const bf16 *xb, const BsMat *w, const bf16 *wb, int N, int acc);
 
 // ---- host: the launchers' checks ----
 static inline const DevBsMat *dev_of(const BsMat *w) {

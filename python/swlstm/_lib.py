@@ -3,7 +3,7 @@ import ctypes
 import os
 from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_int32, c_int64, c_uint8, c_uint64, c_void_p
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 CPU, CUDA = 0, 1
 F32, BF16 = 0, 1
 _ERRORS = {1: ValueError, 2: RuntimeError, 3: RuntimeError}
@@ -43,8 +43,9 @@ def _load():
         "swlstm_layout_free": (None, [c_void_p]),
         "swlstm_layout_shape": (None, [c_void_p] + [POINTER(c_int)] * 4),
         "swlstm_layout_indices": (None, [c_void_p, POINTER(c_int32), POINTER(c_int32)]),
-        "swlstm_fwd": (c_int, [c_void_p, c_int, c_int, c_void_p, c_void_p, c_void_p, c_int, c_int, c_void_p]),
-        "swlstm_bwd_data": (c_int, [c_void_p, c_int, c_int, c_void_p, c_void_p, c_void_p, c_int, c_int, c_void_p]),
+        "swlstm_fwd": (c_int, [c_void_p, c_int, c_int, c_int, c_void_p, c_void_p, c_void_p, c_int, c_int, c_void_p]),
+        "swlstm_bwd_data": (c_int, [c_void_p, c_int, c_int, c_int, c_void_p, c_void_p, c_void_p, c_int, c_int,
+                                    c_void_p]),
         "swlstm_bwd_weight": (c_int, [c_void_p, c_int, c_int, c_void_p, c_void_p, c_void_p, c_int, c_void_p]),
         "swlstm_ckpt_open": (c_int, [c_char_p, POINTER(c_void_p)]),
         "swlstm_ckpt_close": (None, [c_void_p]),

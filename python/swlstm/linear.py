@@ -12,10 +12,6 @@ from .masks import Layout
 _DTYPES = (torch.float32, torch.bfloat16)
 
 
-def _device_arg(t):
-    return _lib.CPU if t.device.type == "cpu" else _lib.CUDA + t.device.index
-
-
 def _check_operand(t, what, dtype, device):
     if not isinstance(t, torch.Tensor):
         raise TypeError("swlstm: %s is a %s: expected a torch.Tensor" % (what, type(t).__name__))
@@ -29,20 +25,31 @@ def _check_operand(t, what, dtype, device):
         raise ValueError("swlstm: %s starts at an address that is not 16-byte aligned (a slice? pass a copy)" % what)
 
 
-def _call(fn, layout, out, a, b, n):
-    """out (fp32) = fn(a, b) over n rows; bf16 a and b run bf16 math on CUDA and are widened on the CPU."""
+def _kernel_args(a, b):
+    """a and b as the kernels take them, their dtype code, device and stream: bf16 runs bf16
+    math on CUDA (on torch's current stream); the CPU products are fp32, so bf16 is widened."""
     if a.device.type == "cpu":
-        a, b = a.float(), b.float()
-        dtype, stream = _lib.F32, None
-    else:
-        dtype = _lib.BF16 if a.dtype == torch.bfloat16 else _lib.F32
-        stream = torch.cuda.current_stream(a.device).cuda_stream
-    args = (layout._h, _device_arg(a), dtype, out.data_ptr(), a.data_ptr(), b.data_ptr(), n)
-    if fn is _lib.lib.swlstm_bwd_weight:
-        _lib.check(fn(*args, stream))
-    else:
-        _lib.check(fn(*args, 0, stream))
-    return out
+        return a.float(), b.float(), _lib.F32, _lib.CPU, None
+    dtype = _lib.BF16 if a.dtype == torch.bfloat16 else _lib.F32
+    return a, b, dtype, _lib.CUDA + a.device.index, torch.cuda.current_stream(a.device).cuda_stream
+
+
+def _product(fn, layout, a, b, width):
+    """fn(a, b) (fwd or bwd_data) over a's rows: [N, width] in a's dtype. CUDA writes it in that
+    dtype from fp32 sums; the CPU writes fp32, rounded here."""
+    ka, kb, dtype, dev, stream = _kernel_args(a, b)
+    out = torch.empty(a.shape[0], width, dtype=ka.dtype, device=a.device)
+    _lib.check(fn(layout._h, dev, dtype, dtype, out.data_ptr(), ka.data_ptr(), kb.data_ptr(), a.shape[0], 0, stream))
+    return out.to(a.dtype)
+
+
+def _weight_grad(layout, dy, x, vals):
+    """dy^T x on the stored blocks in vals' dtype: the ABI sums the gradient in fp32 (rounded here)."""
+    kdy, kx, dtype, dev, stream = _kernel_args(dy, x)
+    dvals = torch.zeros(vals.shape, dtype=torch.float32, device=vals.device)
+    _lib.check(_lib.lib.swlstm_bwd_weight(layout._h, dev, dtype, dvals.data_ptr(), kdy.data_ptr(), kx.data_ptr(),
+                                          dy.shape[0], stream))
+    return dvals.to(vals.dtype)
 
 
 class _Product(torch.autograd.Function):
@@ -50,8 +57,7 @@ class _Product(torch.autograd.Function):
     def forward(ctx, x, vals, layout):
         ctx.layout = layout
         ctx.save_for_backward(x, vals)
-        y = torch.empty(x.shape[0], layout.rows, dtype=torch.float32, device=x.device)
-        return _call(_lib.lib.swlstm_fwd, layout, y, x, vals, x.shape[0]).to(x.dtype)
+        return _product(_lib.lib.swlstm_fwd, layout, x, vals, layout.rows)
 
     @staticmethod
     def backward(ctx, dy):
@@ -62,11 +68,9 @@ class _Product(torch.autograd.Function):
             dy = dy.clone()
         dx = dvals = None
         if ctx.needs_input_grad[0]:
-            dx = torch.empty(x.shape[0], layout.cols, dtype=torch.float32, device=x.device)
-            dx = _call(_lib.lib.swlstm_bwd_data, layout, dx, dy, vals, x.shape[0]).to(x.dtype)
+            dx = _product(_lib.lib.swlstm_bwd_data, layout, dy, vals, layout.cols)
         if ctx.needs_input_grad[1]:
-            dvals = torch.zeros(vals.shape, dtype=torch.float32, device=x.device)
-            dvals = _call(_lib.lib.swlstm_bwd_weight, layout, dvals, dy, x, x.shape[0]).to(vals.dtype)
+            dvals = _weight_grad(layout, dy, x, vals)
         return dx, dvals, None
 
 

@@ -1,6 +1,6 @@
 """BlockSparseLinear and swlstm.product on the device under test (cpu, or cuda with --cuda):
 forward and both gradients against the dense masked product in float64, gradcheck, dtypes,
-and every bad input raising."""
+every bad input raising, and the C ABI's output types (bf16 outputs on CUDA)."""
 import copy
 import pickle
 import unittest
@@ -131,3 +131,62 @@ class ProductTest(unittest.TestCase):
             with self.assertRaises((TypeError, ValueError), msg="%s %s" % (args[:2], kw)):
                 swlstm.BlockSparseLinear(*args, **kw)
         self.assertTrue(torch.isfinite(lin(x)).all())  # still usable after the errors
+
+
+# Shapes for each of the CUDA products' kernels: (features, block, mask, rows of x). Block 32 at
+# 32 rows is the forward's weight stream and bwd_data's bulk kernel; at 100 rows both take the
+# bulk kernel (a partial row tile); blocks 16 and 8 the cp.async kernel; the dense 4096 rows'
+# lists are cut into pieces that the last CTA sums.
+OUT_CASES = [(512, 32, "ws_2_0.2", 32), (512, 32, "ws_2_0.2", 100), (256, 16, "ba_2", 7), (128, 8, "ba_2", 300),
+             (4096, 32, "dense", 32), (4096, 32, "dense", 64)]
+
+
+def abi_product(op, layout, a, b, out, acc=0):
+    """The C ABI's fwd or bwd_data: out (=|+=) a by b's blocks, out in its own dtype."""
+    import swlstm._lib as L
+    code = {torch.float32: L.F32, torch.bfloat16: L.BF16}
+    fn = L.lib.swlstm_fwd if op == "fwd" else L.lib.swlstm_bwd_data
+    cpu = a.device.type == "cpu"
+    dev = L.CPU if cpu else L.CUDA + a.device.index
+    stream = None if cpu else torch.cuda.current_stream(a.device).cuda_stream
+    L.check(fn(layout._h, dev, code[a.dtype], code.get(out.dtype, 7), out.data_ptr(), a.data_ptr(), b.data_ptr(),
+               a.shape[0], acc, stream))
+    return out
+
+
+@need_torch
+class OutputDtypeTest(unittest.TestCase):
+    def setUp(self):
+        self.dev = device_or_skip(self)
+        torch.manual_seed(1)
+
+    def test_cpu_writes_fp32_only(self):
+        layout = swlstm.Layout(swlstm.mask("ws_2_0.2", 64, 64, 16, 1), 16)
+        x, vals = torch.randn(4, 64), torch.randn(layout.nnzb, 16, 16)
+        y = abi_product("fwd", layout, x, vals, torch.empty(4, 64))
+        self.assertTrue(torch.isfinite(y).all())
+        for out in (torch.empty(4, 64, dtype=torch.bfloat16), torch.empty(4, 64, dtype=torch.float64)):
+            for op in ("fwd", "bwd_data"):
+                with self.assertRaises(ValueError, msg="%s into %s" % (op, out.dtype)):
+                    abi_product(op, layout, x, vals, out)
+
+    def test_bf16_output_is_the_fp32_sum_rounded(self):
+        if self.dev != "cuda":
+            self.skipTest("bf16 outputs are the CUDA products' (the CPU's write float32)")
+        for dtype in (torch.bfloat16, torch.float32):
+            for n_feat, bs, kind, n in OUT_CASES:
+                lin = swlstm.BlockSparseLinear(n_feat, n_feat, swlstm.mask(kind, n_feat, n_feat, bs, 3), block=bs,
+                                               bias=False, dtype=dtype).to(self.dev)
+                w, L = lin.weight.detach(), lin._layout
+                wd = lin.dense_weight().detach().double()
+                a = torch.randn(n, n_feat, dtype=dtype, device=self.dev)
+                for op, ref in (("fwd", a.double() @ wd.t()), ("bwd_data", a.double() @ wd)):
+                    what = "%s %s, %s block %d, %d rows" % (op, dtype, kind, bs, n)
+                    y32 = abi_product(op, L, a, w, torch.empty(n, n_feat, device=self.dev))
+                    y16 = abi_product(op, L, a, w, torch.empty(n, n_feat, dtype=torch.bfloat16, device=self.dev))
+                    self.assertTrue(torch.equal(y16, y32.to(torch.bfloat16)), "bf16 out is not fp32's rounded: " + what)
+                    self.assertLessEqual(rel_err(y16, ref), 8e-3, what)  # 2^-8 relative, and bf16 inputs' sums
+                    # += reads the bf16 value, adds the fp32 sum and rounds once
+                    y0 = torch.randn(n, n_feat, device=self.dev).to(torch.bfloat16)
+                    acc = abi_product(op, L, a, w, y0.clone(), acc=1)
+                    self.assertTrue(torch.equal(acc, (y0.float() + y32).to(torch.bfloat16)), "bf16 += " + what)

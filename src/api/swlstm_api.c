@@ -11,7 +11,7 @@
 #include "model/model_io.h"
 #include "ops/backend.h"
 
-#define SWLSTM_ABI_VERSION 1
+#define SWLSTM_ABI_VERSION 2
 
 static _Thread_local char last_error[2048];
 static _Thread_local jmp_buf *catch_at;
@@ -120,14 +120,17 @@ void swlstm_layout_indices(const swlstm_layout *l, int32_t *row_ptr, int32_t *co
 }
 
 // ---- products ----
-static int product(int op, const swlstm_layout *l, int device, int dtype, float *out, const void *a, const void *b,
-                   int N, int acc, void *stream) {
+static int product(int op, const swlstm_layout *l, int device, int dtype, int out_dtype, void *out, const void *a,
+                   const void *b, int N, int acc, void *stream) {
     static const char *names[] = {"fwd", "bwd_data", "bwd_weight"};
     if (!l || !out || !a || !b) return fail(SWLSTM_ERR_ARG, "%s: a NULL layout or pointer", names[op]);
     if (N < 0) return fail(SWLSTM_ERR_ARG, "%s: %d rows: expected >= 0", names[op], N);
     if (dtype != SWLSTM_F32 && dtype != SWLSTM_BF16) return fail(SWLSTM_ERR_ARG, "%s: dtype %d: expected f32 (0) or bf16 (1)", names[op], dtype);
+    if (out_dtype != SWLSTM_F32 && out_dtype != SWLSTM_BF16)
+        return fail(SWLSTM_ERR_ARG, "%s: out_dtype %d: expected f32 (0) or bf16 (1)", names[op], out_dtype);
     if (device == SWLSTM_CPU) {
-        if (dtype != SWLSTM_F32) return fail(SWLSTM_ERR_ARG, "%s: the CPU products take float32 only", names[op]);
+        if (dtype != SWLSTM_F32 || out_dtype != SWLSTM_F32)
+            return fail(SWLSTM_ERR_ARG, "%s: the CPU products take and write float32 only", names[op]);
         const Backend *be = backend_cpu();
         BsMat *w = (BsMat *)l;
         if (op == 0) GUARDED(be->bsmm_fwd(out, a, w, b, N, acc));
@@ -140,24 +143,24 @@ static int product(int op, const swlstm_layout *l, int device, int dtype, float 
     BsMat *w = (BsMat *)l;
     GUARDED(api_cuda_init(device - SWLSTM_CUDA));
     if (!w->dev) GUARDED(api_cuda_upload(w));
-    GUARDED(api_cuda_product(op, dtype == SWLSTM_BF16, out, a, b, w, N, acc, stream));
+    GUARDED(api_cuda_product(op, dtype == SWLSTM_BF16, out, out_dtype == SWLSTM_BF16, a, b, w, N, acc, stream));
     return SWLSTM_OK;
 #else
     return fail(SWLSTM_ERR_NO_CUDA, "%s: this libswlstm.so was built without CUDA (make python on a machine with nvcc)", names[op]);
 #endif
 }
 
-int swlstm_fwd(const swlstm_layout *l, int device, int dtype, float *y, const void *x, const void *vals, int N,
-               int accumulate, void *stream) {
-    return product(0, l, device, dtype, y, x, vals, N, accumulate, stream);
+int swlstm_fwd(const swlstm_layout *l, int device, int dtype, int out_dtype, void *y, const void *x,
+               const void *vals, int N, int accumulate, void *stream) {
+    return product(0, l, device, dtype, out_dtype, y, x, vals, N, accumulate, stream);
 }
-int swlstm_bwd_data(const swlstm_layout *l, int device, int dtype, float *dx, const void *dy, const void *vals, int N,
-                    int accumulate, void *stream) {
-    return product(1, l, device, dtype, dx, dy, vals, N, accumulate, stream);
+int swlstm_bwd_data(const swlstm_layout *l, int device, int dtype, int out_dtype, void *dx, const void *dy,
+                    const void *vals, int N, int accumulate, void *stream) {
+    return product(1, l, device, dtype, out_dtype, dx, dy, vals, N, accumulate, stream);
 }
 int swlstm_bwd_weight(const swlstm_layout *l, int device, int dtype, float *dvals, const void *dy, const void *x,
                       int N, void *stream) {
-    return product(2, l, device, dtype, dvals, dy, x, N, 1, stream);
+    return product(2, l, device, dtype, SWLSTM_F32, dvals, dy, x, N, 1, stream);
 }
 
 // ---- checkpoints ----

@@ -12,7 +12,7 @@ extern "C" {
 
 enum { SWLSTM_OK = 0, SWLSTM_ERR_ARG = 1, SWLSTM_ERR_FAILED = 2, SWLSTM_ERR_NO_CUDA = 3 };
 enum { SWLSTM_CPU = 0, SWLSTM_CUDA = 1 };  // where the pointers of a product live
-enum { SWLSTM_F32 = 0, SWLSTM_BF16 = 1 };  // the type of a product's inputs (outputs are fp32)
+enum { SWLSTM_F32 = 0, SWLSTM_BF16 = 1 };  // element types of a product's inputs and outputs
 
 const char *swlstm_last_error(void);
 int swlstm_abi_version(void);
@@ -41,15 +41,19 @@ void swlstm_layout_indices(const swlstm_layout *l, int32_t *row_ptr, int32_t *co
 
 // ---- products: W from l and vals [nnzb, bs, bs] ----
 // On SWLSTM_CUDA the pointers are device memory of the current device, 16-byte aligned, and
-// the kernels run on `stream` (a cudaStream_t; NULL the legacy default stream). BF16 inputs
-// (x, dy, vals) run bf16 tensor-core math with fp32 sums; CPU takes F32 only.
+// the kernels run on `stream` (a cudaStream_t; NULL the legacy default stream). dtype is the
+// inputs' type (x, dy, vals): BF16 runs bf16 tensor-core math; the sums are fp32 either way.
+// out_dtype is y's or dx's: BF16 stores each fp32 sum rounded once to bf16 (no conversion pass
+// after the product), and accumulate then adds the sum to y's value widened to fp32 and rounds
+// the total once. The CPU takes and writes F32 only.
 // y[N, rows] (= or += when accumulate) x[N, cols] W^T
-int swlstm_fwd(const swlstm_layout *l, int device, int dtype, float *y, const void *x, const void *vals,
-               int N, int accumulate, void *stream);
+int swlstm_fwd(const swlstm_layout *l, int device, int dtype, int out_dtype, void *y, const void *x,
+               const void *vals, int N, int accumulate, void *stream);
 // dx[N, cols] (= or +=) dy[N, rows] W
-int swlstm_bwd_data(const swlstm_layout *l, int device, int dtype, float *dx, const void *dy, const void *vals,
-                    int N, int accumulate, void *stream);
-// dvals += dy^T x on the stored blocks
+int swlstm_bwd_data(const swlstm_layout *l, int device, int dtype, int out_dtype, void *dx, const void *dy,
+                    const void *vals, int N, int accumulate, void *stream);
+// dvals += dy^T x on the stored blocks, fp32 whatever dtype (a gradient summed over calls in
+// bf16 would lose the small terms)
 int swlstm_bwd_weight(const swlstm_layout *l, int device, int dtype, float *dvals, const void *dy, const void *x,
                       int N, void *stream);
 
