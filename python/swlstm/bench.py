@@ -113,7 +113,7 @@ def row(dim, block, density, rows, dtype, l2, args, dense_cache):
 
 def cli_figures(exe):
     """`swlstm bench --bs 32`'s forward at N = 32: {(dtype, density text): us}, fp32's "fwd" and
-    bf16's "fwd, x bf16" (x already bf16, as the binding gets it)."""
+    bf16's "fwd, x bf16" (x already bf16, as the binding gets it; y in fp32, the binding's in bf16)."""
     out = subprocess.run([exe, "bench", "--bs", "32"], capture_output=True, text=True, check=True).stdout
     figs = {}
     for line in out.splitlines():
