@@ -2,6 +2,7 @@
 // updates against ones computed here by hand, the decay towards the trained weights, the
 // `eval --dynamic` verb leaving its checkpoint's bytes alone, and its bad options.
 #ifndef SW_DOUBLE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +229,24 @@ TEST(eval_dynamic_verb_leaves_the_checkpoint) {
     CHECK(!memcmp(before, after, SHA256_BYTES));
 }
 
+// --static warm: the static reference is `eval --protocol warm`'s bpc over the same bytes.
+TEST(eval_dynamic_static_warm_matches) {
+    const char *ckpt = small_ckpt();
+    char args[1024], out[4096];
+    snprintf(args, sizeof args, "eval %s --split test --max-bytes 1000 --protocol warm --warmup 64 --json", ckpt);
+    CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+    double warm = json_num(out, "\"bpc\": ");
+    snprintf(args, sizeof args, "eval %s --split test --max-bytes 1000 --dynamic --static warm --warmup 64 --segment 16 "
+             "--dyn-stats 3000 --json", ckpt);
+    CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+    CHECK_MSG(strstr(out, "\"static_protocol\": \"warm\""), "%s", out);
+    CHECK_NEAR(json_num(out, "\"static_bpc\": "), warm, 1e-6);
+    snprintf(args, sizeof args, "eval %s --split test --max-bytes 1000 --dynamic --segment 16 --dyn-stats 3000 --json", ckpt);
+    CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+    CHECK_MSG(strstr(out, "\"static_protocol\": \"stream\""), "%s", out);
+    CHECK_MSG(fabs(json_num(out, "\"static_bpc\": ") - warm) > 1e-6, "stream and warm static bpc alike: %s", out);
+}
+
 static void expect_error(const char *ckpt, const char *opts, const char *needle, int *ok) {
     char args[1024], out[4096];
     snprintf(args, sizeof args, "eval %s --split test --max-bytes 200 %s", ckpt, opts);
@@ -250,6 +269,8 @@ TEST(eval_dynamic_bad_options_are_clear_errors) {
     expect_error(ckpt, "--dynamic --dyn-tune --tune-bytes 3001", "eval: --tune-bytes 3001: the valid split holds 3000 bytes", &ok);
     expect_error(ckpt, "--dyn-tune", "eval: --dyn-tune tunes --dynamic; add --dynamic", &ok);
     expect_error(ckpt, "--dynamic --protocol warm", "eval: --dynamic reads one stream", &ok);
+    expect_error(ckpt, "--dynamic --static stripes", "eval: --static 'stripes': expected stream or warm", &ok);
+    expect_error(ckpt, "--static warm", "eval: --static names --dynamic's reference; add --dynamic", &ok);
     CHECK(ok);
 }
 #endif

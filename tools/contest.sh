@@ -6,7 +6,9 @@
 #   bash tools/contest.sh [SECONDS] [DATA]     (178 and /usr/share/dictd/gcide.dict.dz by default)
 # CONFIGS (default configs/mlstm_3min.cfg) and HIDDEN (cuDNN widths, default "2048 4096") pick
 # the runs; CFG:SEED or H:SEED runs another seed than the config's or 1, e.g. CONFIGS="c.cfg
-# c.cfg:2" HIDDEN="4096 4096:2" (a test bpc moves about 0.01 between seeds, on both sides).
+# c.cfg:2" HIDDEN="4096 4096:2" (a test bpc moves about 0.01 between seeds, on both sides), and
+# H@LR a cuDNN width at another peak learning rate than 1e-3 (H@LR:SEED with both). SPLIT
+# (default 0.98,0.01,0.01, GCIDE's) cuts DATA for both sides: 0.9,0.05,0.05 for the stand-in.
 # OUT (default checkpoints/contest) keeps their logs and checkpoints. GPUS (default "0") lists
 # the GPUs: the runs go to them in turn, one run a GPU at a time, so on a machine of
 # several GPUs the runs of one call train side by side for the same seconds. A swlstm run is
@@ -19,6 +21,7 @@ SECONDS_=${1:-178}
 DATA=${2:-/usr/share/dictd/gcide.dict.dz}
 CONFIGS=${CONFIGS:-configs/mlstm_3min.cfg}
 HIDDEN=${HIDDEN:-2048 4096}
+SPLIT=${SPLIT:-0.98,0.01,0.01}
 OUT=${OUT:-checkpoints/contest}
 read -r -a GPU_LIST <<< "${GPUS:-0}"
 [ -f "$DATA" ] || { echo "contest.sh: error: data file '$DATA' not found" >&2; exit 1; }
@@ -33,7 +36,7 @@ split_bpc() {
 
 # A swlstm run's directory (its log and row beside it), CFG or CFG:SEED; a cuDNN run's log (H or H:SEED).
 swlstm_dir() { [[ $1 == *:* ]] && echo "$OUT/$(basename "${1%%:*}" .cfg)-s${1#*:}-${SECONDS_}s" || echo "$OUT/$(basename "$1" .cfg)-${SECONDS_}s"; }
-cudnn_log() { [[ $1 == *:* ]] && echo "$OUT/cudnn-${1%%:*}-s${1#*:}-${SECONDS_}s.log" || echo "$OUT/cudnn-$1-${SECONDS_}s.log"; }
+cudnn_log() { local h=${1//@/-lr}; [[ $h == *:* ]] && echo "$OUT/cudnn-${h%%:*}-s${h#*:}-${SECONDS_}s.log" || echo "$OUT/cudnn-$h-${SECONDS_}s.log"; }
 
 # One swlstm run, CFG or CFG:SEED, on the GPU of CUDA_VISIBLE_DEVICES: its row beside its directory.
 swlstm_run() {
@@ -42,7 +45,7 @@ swlstm_run() {
     [[ $1 == *:* ]] && seed=(--seed "${1#*:}") && label+=", seed ${1#*:}"
     dir=$(swlstm_dir "$1")
     rm -rf "$dir"
-    timeout -s TERM "$SECONDS_" ./swlstm train "$cfg" "${seed[@]}" --data "$DATA" --out_dir "$dir" > "$dir.log" 2>&1 || true
+    timeout -s TERM "$SECONDS_" ./swlstm train "$cfg" "${seed[@]}" --data "$DATA" --split "$SPLIT" --out_dir "$dir" > "$dir.log" 2>&1 || true
     [ -f "$dir/latest.ckpt" ] || { echo "contest.sh: error: $cfg left no checkpoint (see $dir.log)" >&2; return 1; }
     steps=$(sed -n 's/.* at step \([0-9]*\);.*/\1/p; s/^done: \([0-9]*\) steps.*/\1/p' "$dir.log")
     v=$(split_bpc "$dir/latest.ckpt" valid)
@@ -50,20 +53,22 @@ swlstm_run() {
     echo "| swlstm $label | $SECONDS_ | $steps | $v | $t |" > "$dir.row"
 }
 
-# One cuDNN run, H or H:SEED, on the GPU of CUDA_VISIBLE_DEVICES: its row beside its log.
+# One cuDNN run, H[@LR][:SEED], on the GPU of CUDA_VISIBLE_DEVICES: its row beside its log.
 cudnn_run() {
-    local h=${1%%:*} seed=1 rate_var rate log line steps v t label
+    local h=${1%%[:@]*} seed=1 lr=1e-3 rate_var rate log line steps v t label
     [[ $1 == *:* ]] && seed=${1#*:}
+    [[ $1 == *@* ]] && lr=${1#*@} && lr=${lr%%:*}
     rate_var=CUDNN_RATE_$h
     rate=${!rate_var:-$([ "$h" -le 2048 ] && echo 109 || echo 41)}
     log=$(cudnn_log "$1")
-    python3 tools/cudnn_lm.py "$DATA" --hidden "$h" --seed "$seed" --seconds "$SECONDS_" --max-steps $((SECONDS_ * rate)) \
+    python3 tools/cudnn_lm.py "$DATA" --split "$SPLIT" --hidden "$h" --lr "$lr" --min-lr "$(awk -v l="$lr" 'BEGIN { print l / 10 }')" --seed "$seed" --seconds "$SECONDS_" --max-steps $((SECONDS_ * rate)) \
         > "$log" 2>&1
     line=$(tail -1 "$log")
     steps=$(echo "$line" | sed -n 's/.*: \([0-9]*\) steps in.*/\1/p')
     v=$(echo "$line" | sed -n 's/.*valid bpc \([0-9.]*\).*/\1/p')
     t=$(echo "$line" | sed -n 's/.*test bpc \([0-9.]*\).*/\1/p')
     label="H=$h"
+    [ "$lr" = 1e-3 ] || label+=", lr $lr"
     [ "$seed" = 1 ] || label+=", seed $seed"
     echo "| cuDNN dense LSTM $label | $SECONDS_ | $steps | $v | $t |" > "${log%.log}.row"
 }

@@ -20,8 +20,9 @@
 #define DYN_TUNE_BYTES 50000
 
 typedef struct {
-    int on, tune;
+    int on, tune, static_warm;        // static_warm: the static reference by --protocol warm
     long segment, stats, tune_bytes;  // stats, tune_bytes: 0 = the default, capped at the split
+    long warmup;
     DynHyper h;
 } DynOpts;
 
@@ -55,7 +56,10 @@ static void eval_usage(void) {
            "  --eta X --lambda X --eps X   (defaults %g, %g, %g)\n"
            "  --dyn-stats BYTES   training bytes whose gradients give rms (default %d, or the split)\n"
            "  --dyn-tune          first pick eta and lambda from a grid around them by the dynamic bpc\n"
-           "                      of the valid split's first --tune-bytes N (default %d)\n",
+           "                      of the valid split's first --tune-bytes N (default %d)\n"
+           "  --static stream|warm  the static reference: the same stream (default), or the warm\n"
+           "                      protocol (stripes side by side: seconds where the stream takes\n"
+           "                      minutes on a long split; docs/QUALITY.md measures the two alike)\n",
            WARMUP_DEFAULT, DYN_SEGMENT, DYN_ETA, DYN_LAMBDA, DYN_EPS, DYN_STATS, DYN_TUNE_BYTES);
 }
 
@@ -70,13 +74,25 @@ static size_t split_span(const Dataset *ds, int which, long want, long dflt, con
     return len;
 }
 
+// The static bpc that --dynamic compares against: the same stream through the dynamic pass's
+// activations, or the warm protocol over stripes of the config's batch.
+static double static_reference(Model *m, Acts *stream, const uint8_t *bytes, size_t len, DynOpts o) {
+    size_t count;
+    if (!o.static_warm) return eval_bpc(m, stream, bytes, len, 0, &count, NULL);
+    int B = eval_batch_for(len, m->cfg.batch_size, m->cfg.seq_length);
+    Acts *a = acts_create(m, B, m->cfg.seq_length);
+    double bpc = eval_bpc(m, a, bytes, len, B > 1 ? eval_warm_for(len, B, (size_t)o.warmup) : 0, &count, NULL);
+    acts_free(m, a);
+    return bpc;
+}
+
 // --dynamic: static and dynamic bpc of the span, one stream in segments, after the gradient
 // statistics (and --dyn-tune's search).
 static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, const char *split, DynOpts o, int json) {
     const uint8_t *bytes = ds->bytes + ds->off[which];
     Acts *a = acts_create(m, 1, (int)o.segment);
     size_t count;
-    double t0 = now_sec(), static_bpc = eval_bpc(m, a, bytes, len, 0, &count, NULL);
+    double t0 = now_sec(), static_bpc = static_reference(m, a, bytes, len, o);
     double static_secs = now_sec() - t0;
     size_t stats = split_span(ds, SPLIT_TRAIN, o.stats, DYN_STATS, "--dyn-stats");
     t0 = now_sec();
@@ -92,20 +108,25 @@ static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, con
     double bpc = dyn_bpc(d, a, o.h, bytes, len, &count);
     double secs = now_sec() - t0;
     if (json)
-        printf("{\"bpc\": %.6f, \"static_bpc\": %.6f, \"bytes\": %zu, \"split\": \"%s\", \"protocol\": \"dynamic-stream\", "
+        printf("{\"bpc\": %.6f, \"static_bpc\": %.6f, \"static_protocol\": \"%s\", \"bytes\": %zu, \"split\": \"%s\", \"protocol\": \"dynamic-stream\", "
                "\"streams\": 1, \"segment\": %ld, \"eta\": %g, \"lambda\": %g, \"eps\": %g, \"stats_bytes\": %zu, "
                "\"mean_rms\": %.6g, \"tuned\": %s, \"tune_bytes\": %zu, \"tune_bpc\": %.6f, \"seconds\": %.3f, \"static_seconds\": %.3f, "
                "\"stats_seconds\": %.3f, \"tune_seconds\": %.3f}\n",
-               bpc, static_bpc, count, split, o.segment, o.h.eta, o.h.lambda, o.h.eps, stats, d->mean_rms, o.tune ? "true" : "false",
+               bpc, static_bpc, o.static_warm ? "warm" : "stream", count, split, o.segment, o.h.eta, o.h.lambda, o.h.eps, stats, d->mean_rms, o.tune ? "true" : "false",
                tune, o.tune ? tune_bpc : 0.0, secs, static_secs, stats_secs, tune_secs);
     else
-        printf("%s bpc %.4f dynamic, %.4f static, over %zu bytes (protocol dynamic: one stream, state carried, "
+        printf("%s bpc %.4f dynamic, %.4f static (%s), over %zu bytes (protocol dynamic: one stream, state carried, "
                "weights adapted after each %ld-byte segment; eta %g lambda %g eps %g%s, rms over %zu training bytes; "
                "%.1f s dynamic, %.1f s static, %.1f s statistics%s)\n",
-               split, bpc, static_bpc, count, o.segment, o.h.eta, o.h.lambda, o.h.eps, o.tune ? " (tuned)" : "", stats,
+               split, bpc, static_bpc, o.static_warm ? "warm" : "stream", count, o.segment, o.h.eta, o.h.lambda, o.h.eps, o.tune ? " (tuned)" : "", stats,
                secs, static_secs, stats_secs, o.tune ? ", tuning too" : "");
     dyn_free(d);
     acts_free(m, a);
+}
+
+static int static_protocol(const char *v) {
+    if (strcmp(v, "stream") && strcmp(v, "warm")) die("eval: --static '%s': expected stream or warm", v);
+    return !strcmp(v, "warm");
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -113,7 +134,7 @@ int cmd_eval(int argc, char **argv) {
     int device = CKPT_CHOICE, precision = CKPT_CHOICE;
     long max_bytes = 0, batch = 0, warmup = WARMUP_DEFAULT;
     int json = 0, raw = 0, quiet = 0;
-    DynOpts dyn = {0, 0, DYN_SEGMENT, 0, 0, {DYN_ETA, DYN_LAMBDA, DYN_EPS}};
+    DynOpts dyn = {0, 0, 0, DYN_SEGMENT, 0, 0, WARMUP_DEFAULT, {DYN_ETA, DYN_LAMBDA, DYN_EPS}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { eval_usage(); return 0; }
@@ -137,11 +158,14 @@ int cmd_eval(int argc, char **argv) {
         else if (!strcmp(a, "--lambda")) dyn.h.lambda = parse_double("eval --lambda", argv[++i], 0, 1e3);
         else if (!strcmp(a, "--eps")) dyn.h.eps = parse_double("eval --eps", argv[++i], 1e-30, 1e3);
         else if (!strcmp(a, "--dyn-stats")) dyn.stats = parse_long("eval --dyn-stats", argv[++i], 2, LONG_MAX);
+        else if (!strcmp(a, "--static")) dyn.static_warm = static_protocol(argv[++i]);
         else if (!strcmp(a, "--tune-bytes")) dyn.tune_bytes = parse_long("eval --tune-bytes", argv[++i], 2, LONG_MAX);
         else die("eval: unknown option '%s' (see swlstm eval --help)", a);
     }
     if (!ckpt) die("eval: missing checkpoint path (usage: swlstm eval CKPT [options])");
     if (dyn.tune && !dyn.on) die("eval: --dyn-tune tunes --dynamic; add --dynamic");
+    if (dyn.static_warm && !dyn.on) die("eval: --static names --dynamic's reference; add --dynamic");
+    dyn.warmup = warmup;
     if (dyn.on && (batch > 1 || (protocol && strcmp(protocol, "stream"))))
         die("eval: --dynamic reads one stream (the published protocol); drop --batch-size and --protocol");
     if (!protocol) protocol = "warm";
