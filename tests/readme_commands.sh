@@ -22,7 +22,7 @@
 #
 # --list prints each block and its commands as they would run, and runs none. The last line
 # says how many blocks ran (their names), were skipped (names and reasons) and failed; the exit
-# status is 1 if any failed.
+# status is 1 if any failed, 2 for a bad option or README.
 set -uo pipefail
 
 budget_pattern=(
