@@ -2,6 +2,7 @@
 # quickstart.sh: build, get a corpus, train configs/tiny.cfg (a small-world model; two to four minutes
 # on 2 CPU cores), print a sample and the statistics of the model's mask.
 # Uses the GPU when swlstm was built with CUDA and nvidia-smi sees a device, else the CPU.
+# Options given go to swlstm train (e.g. --max_steps=50: a short run, as CI's README check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -j"$(nproc)" swlstm
@@ -13,7 +14,7 @@ fi
 echo "quickstart: training configs/tiny.cfg on $corpus ($device)"
 data=()
 [ "$corpus" = "$PWD/data/tinyshakespeare.txt" ] || data=(--data="$corpus")   # tiny.cfg's default
-./swlstm train configs/tiny.cfg ${data[@]+"${data[@]}"} --device="$device"
+./swlstm train configs/tiny.cfg ${data[@]+"${data[@]}"} --device="$device" "$@"
 echo; echo "quickstart: a sample from checkpoints/tiny/best.ckpt:"; echo
 ./swlstm sample checkpoints/tiny/best.ckpt -n 600 -t 0.8 -i "The "
 echo

@@ -17,6 +17,10 @@
 //   Spans holding spaces, '=', ':' or quotes, or starting with '-' or '#', are commands or
 //   settings, not names, and are not checked (their paths are, by the first rule).
 //
+// README.md's command blocks are run by tests/readme_commands.sh (in .ci/run); here, that it
+// sees every fenced block of README.md, runs or skips each by the README's markers, applies its
+// budgets, and that a failing command fails the run.
+//
 // A config header is its leading '#' lines. A measured figure there is a number followed
 // (after at most one space, and an optional k or M) by a unit of time (us ms s min h),
 // memory (GB GiB) or rate (chars/s bytes/s steps/s), or a number next to "bpc" (within three
@@ -340,5 +344,73 @@ TEST(doc_figure_rule_on_sample_lines) {
         CHECK_MSG(figure_in(flagged[i], strlen(flagged[i])), "not flagged: %s", flagged[i]);
     for (size_t i = 0; i < sizeof clean / sizeof clean[0]; i++)
         CHECK_MSG(!figure_in(clean[i], strlen(clean[i])), "flagged: %s", clean[i]);
+}
+
+// Fenced blocks of a Markdown file (its ``` lines, two a block).
+static int fenced_blocks(const char *path) {
+    char *text = slurp(path);
+    int fences = 0;
+    for (const char *p = text; p && *p; p += strcspn(p, "\n"), p += *p == '\n')
+        if (!strncmp(p + strspn(p, " \t"), "```", 3)) fences++;
+    free(text);
+    return fences / 2;
+}
+
+static int count_of(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+TEST(doc_readme_commands_sees_every_block) {
+    CHECK_MSG(find_root(), "the repository root (docs/ARCHITECTURE.md beside src/) is not the working directory or above it");
+    static char out[1 << 16];
+    int rc = run_shell("bash tests/readme_commands.sh --list README.md 2>&1", out, sizeof out);
+    CHECK_MSG(rc == 0, "readme_commands.sh --list exit %d:\n%s", rc, out);
+    int blocks = fenced_blocks("README.md");
+    CHECK(blocks >= 8);
+    CHECK_MSG(count_of(out, "\n== ") + !strncmp(out, "== ", 3) == blocks, "%d blocks in README.md, listed:\n%s", blocks, out);
+    CHECK_MSG(count_of(out, "): runs\n") + count_of(out, "): skipped: ") == blocks, "each block runs or is skipped:\n%s", out);
+    // the quick start runs with its training cut short, every training command too
+    CHECK_MSG(strstr(out, "== Quick start (README.md:") && strstr(out, "$ bash data/quickstart.sh --max_steps=50"), "%s", out);
+    CHECK_MSG(strstr(out, "$ ./swlstm train configs/tiny.cfg --max_steps=50   # "), "%s", out);
+    CHECK_MSG(strstr(out, "$ ./swlstm train --help   #"), "train --help gets no budget:\n%s", out);
+    CHECK_MSG(strstr(out, "\nreadme_commands: ") && strstr(out, " 0 failed\n"), "no summary line:\n%s", out);
+}
+
+TEST(doc_readme_commands_failing_block_fails) {
+    CHECK_MSG(find_root(), "the repository root (docs/ARCHITECTURE.md beside src/) is not the working directory or above it");
+    char dir[600], readme[700], cmd[1600];
+    snprintf(dir, sizeof dir, "%s/readme", test_tmpdir());
+    snprintf(readme, sizeof readme, "%s/README.md", dir);
+    CHECK(mkdir(dir, 0755) == 0);
+    const char *text =
+        "# T\n## One\n```sh\necho one > one.txt\n```\n"
+        "## Two\n<!-- readme_commands: skip: not here -->\n\n```sh\ntouch skipped.txt\n```\n"
+        "## Three\n```sh\n# a comment\ntrue   # runs\nfalse\ntouch never.txt\n```\n"
+        "## Four\n```bash\necho \"a # b\" \\\n   > four.txt\n```\n"
+        "## Five\n```sh\nsleep 30\n```\n"
+        "## Six\n```python\nprint(1)\n```\n";
+    write_file(readme, text, strlen(text));
+    static char out[1 << 14];
+    snprintf(cmd, sizeof cmd, "bash tests/readme_commands.sh --block-seconds 2 %s 2>&1", readme);
+    int rc = run_shell(cmd, out, sizeof out);
+    CHECK_MSG(rc == 1, "exit %d:\n%s", rc, out);
+    const char *sum = strstr(out, "\nreadme_commands: ");
+    CHECK_MSG(sum && !strcmp(sum + 1, "readme_commands: 2 blocks run (One; Four), 1 skipped (Two: not here), 3 failed "
+                                      "(Three (exit 1): false; Five (still running after 2 s): sleep 30; "
+                                      "Six: not a shell block and no skip marker)\n"), "%s", out);
+    char path[800];
+    snprintf(path, sizeof path, "%s/one.txt", dir);
+    CHECK_MSG(access(path, F_OK) == 0, "block One did not run in the README's folder");
+    snprintf(path, sizeof path, "%s/skipped.txt", dir);
+    CHECK(access(path, F_OK) != 0);
+    snprintf(path, sizeof path, "%s/never.txt", dir);
+    CHECK_MSG(access(path, F_OK) != 0, "block Three went on after its failing command");
+    snprintf(path, sizeof path, "%s/four.txt", dir);
+    char *four = slurp(path);
+    CHECK_MSG(four && !strcmp(four, "a # b\n"), "block Four: '%s'", four ? four : "(none)");
+    free(four);
+    CHECK(strstr(out, "$ false\n"));   // each command printed before it runs
 }
 #endif

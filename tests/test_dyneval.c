@@ -62,14 +62,14 @@ static void check_eta0(int mlstm) {
     size_t c1, c2;
     double stat = eval_bpc(m, a, eval, 500, 0, &c1, NULL);
     real *p0 = copy_params(m);
-    DynEval *d = dyn_create(m, train, 3000, 4, SEG);
-    double dyn = dyn_bpc(d, a, (DynHyper){0, 0.5, 1e-5}, eval, 500, &c2);
+    DynEval *d = dyn_create(m, train, 3000, 4, SEG, NULL);
+    double dyn = dyn_bpc(d, a, (DynHyper){0, 0.5, 1e-5}, eval, 500, &c2, NULL);
     CHECK_EQ(c1, c2);
     CHECK_EQ(c1, 499);
     CHECK_MSG(dyn == stat, "%s: dynamic %.17g, static %.17g", mlstm ? "mlstm" : "lstm", dyn, stat);
     CHECK(!memcmp(p0, m->params, m->nparams * sizeof(real)));
     // and with eta > 0 the weights move and the bpc differs
-    dyn = dyn_bpc(d, a, (DynHyper){1e-3, 0.01, 1e-5}, eval, 500, &c2);
+    dyn = dyn_bpc(d, a, (DynHyper){1e-3, 0.01, 1e-5}, eval, 500, &c2, NULL);
     CHECK(dyn != stat && memcmp(p0, m->params, m->nparams * sizeof(real)));
     dyn_free(d);
     acts_free(m, a);
@@ -93,7 +93,7 @@ static void check_by_hand(int mlstm) {
     window_grad(m, a, sb, SEG, gs);
     acts_reset_state(m, a);
     window_grad(m, a, eb, SEG, g1);
-    DynEval *d = dyn_create(m, sb, SEG + 1, 1, SEG);
+    DynEval *d = dyn_create(m, sb, SEG + 1, 1, SEG, NULL);
     CHECK_EQ(d->windows, 1);
     double mean = 0;
     for (int k = 0; k < m->ntensor; k++) {
@@ -105,7 +105,7 @@ static void check_by_hand(int mlstm) {
     for (size_t i = 0; i < n; i++) CHECK_MSG(d->rms[i] == fabsf(gs[i]), "rms[%zu] %g, |g| %g", i, d->rms[i], gs[i]);
     DynHyper h = {2e-3, 0.3, 1e-4};
     size_t count;
-    dyn_bpc(d, a, h, eb, SEG + 1, &count);  // one segment: the decay has nothing to pull yet
+    dyn_bpc(d, a, h, eb, SEG + 1, &count, NULL);  // one segment: the decay has nothing to pull yet
     for (size_t i = 0; i < n; i++) {  // float rounding, of the operands' size where they cancel
         double step = h.eta * g1[i] / (fabs(gs[i]) + h.eps);
         CHECK_NEAR(m->params[i], p0[i] - step, 1e-6 * (fabs(p0[i]) + fabs(step)) + 1e-9);
@@ -117,7 +117,7 @@ static void check_by_hand(int mlstm) {
     window_grad(m, a, eb, SEG, NULL);
     memcpy(m->params, p1, n * sizeof(real));
     window_grad(m, a, eb + SEG, SEG, g2);
-    dyn_bpc(d, a, h, eb, 2 * SEG + 1, &count);
+    dyn_bpc(d, a, h, eb, 2 * SEG + 1, &count, NULL);
     CHECK_EQ(count, 2 * SEG);
     int pulled = 0;
     for (size_t i = 0; i < n; i++) {
@@ -156,11 +156,11 @@ TEST(dyneval_decay_pulls_back_to_trained) {
     Acts *a = acts_create(m, 1, SEG);
     uint8_t *train = text(2000, 5), *eval = text(800, 6);
     real *t0 = copy_params(m);
-    DynEval *d = dyn_create(m, train, 2000, 4, SEG);
+    DynEval *d = dyn_create(m, train, 2000, 4, SEG, NULL);
     double dist[2];
     for (int k = 0; k < 2; k++) {  // eps at the mean rms: no weight's steps run away
         size_t count;
-        dyn_bpc(d, a, (DynHyper){1e-3, k ? 0.5 : 0, d->mean_rms}, eval, 800, &count);
+        dyn_bpc(d, a, (DynHyper){1e-3, k ? 0.5 : 0, d->mean_rms}, eval, 800, &count, NULL);
         dist[k] = 0;
         for (size_t i = 0; i < m->nparams; i++) dist[k] += (m->params[i] - t0[i]) * (double)(m->params[i] - t0[i]);
     }
@@ -225,6 +225,7 @@ TEST(eval_dynamic_verb_leaves_the_checkpoint) {
              "--dyn-tune --tune-bytes 200", ckpt);
     CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
     CHECK_MSG(strstr(out, "dyn-tune: eta ") && strstr(out, "(tuned)"), "%s", out);
+    CHECK_MSG(!strstr(out, "| done"), "progress off a terminal without --progress: %s", out);
     file_hash(ckpt, after);
     CHECK(!memcmp(before, after, SHA256_BYTES));
 }
@@ -245,6 +246,26 @@ TEST(eval_dynamic_static_warm_matches) {
     CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
     CHECK_MSG(strstr(out, "\"static_protocol\": \"stream\""), "%s", out);
     CHECK_MSG(fabs(json_num(out, "\"static_bpc\": ") - warm) > 1e-6, "stream and warm static bpc alike: %s", out);
+}
+
+// --progress: each phase of --dynamic ends with its line on stderr (not a terminal here),
+// stdout keeps only the answer.
+TEST(eval_dynamic_progress_a_line_a_phase) {
+    char cmd[2048], err[4096], out[4096];
+    const char *bin = getenv("SWLSTM_BIN") ? getenv("SWLSTM_BIN") : "./swlstm";
+    snprintf(cmd, sizeof cmd, "%s eval %s --split test --max-bytes 200 --dynamic --segment 16 --dyn-stats 2000 "
+             "--dyn-tune --tune-bytes 200 --json --progress 2>%s", bin, small_ckpt(), tmp_path("dyn-progress.err"));
+    CHECK_EQ(run_shell(cmd, out, sizeof out), 0);
+    CHECK_MSG(!strncmp(out, "{\"bpc\": ", 8) && !strchr(out, '\n')[1], "stdout: %s", out);
+    snprintf(cmd, sizeof cmd, "cat %s", tmp_path("dyn-progress.err"));
+    CHECK_EQ(run_shell(cmd, err, sizeof err), 0);
+    const char *p = err;
+    static const char *phase[] = {"eval static: 100.0% | ", "eval rms statistics: 100.0% | ",
+                                  "eval dyn-tune: 15/15 pairs, 100.0% | ", "eval dynamic: 100.0% | "};
+    for (int i = 0; i < 4; i++) {   // in order, each ending "| done" (earlier lines a second may precede)
+        p = strstr(p, phase[i]);
+        CHECK_MSG(p && strstr(p, " | done\n") == strchr(p, '\n') - 7, "phase '%s' in: %s", phase[i], err);
+    }
 }
 
 static void expect_error(const char *ckpt, const char *opts, const char *needle, int *ok) {

@@ -167,8 +167,16 @@ TEST(train_writes_log_best_and_info) {
     snprintf(args, sizeof args, "info %s/best.ckpt", dir);
     CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
     CHECK_MSG(strstr(log, "format version 1") && strstr(log, "step 8") && strstr(log, "hidden_size = 32"), "%s", log);
-    CHECK_MSG(strstr(log, " (protocol stripes over the valid split's first 2000 bytes)\n") &&
+    CHECK_MSG(strstr(log, " (protocol stripes over the first 2000 bytes of the valid split)\n") &&
               strstr(log, "byte values in the corpus: "), "%s", log);
+    // eval_bytes past the valid split: the bytes scored are the split's, as train says
+    char big[600];
+    snprintf(big, sizeof big, "%s-big", dir);
+    CHECK_EQ(train(big, "--eval_bytes=100000 --max_steps=4", log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "(protocol stripes over the first 4000 bytes of the valid split); checkpoints in"), "%s", log);
+    snprintf(args, sizeof args, "info %s/best.ckpt", big);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, " (protocol stripes over the first 4000 bytes of the valid split)\n"), "%s", log);
     snprintf(args, sizeof args, "%s/log.jsonl", dir);
     size_t n;
     char *jl = read_text_file(args, &n, "log");

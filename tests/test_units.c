@@ -41,6 +41,7 @@ TEST(units_verb_matches_the_model_byte_by_byte) {
     char cmd[1024], out[4096];
     snprintf(cmd, sizeof cmd, "units %s --unit 5 --input %s --out %s", ck, in, tmp_path("u.html"));
     CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
+    CHECK_MSG(!strstr(out, "units: "), "progress off a terminal without --progress: %s", out);
     size_t len;
     char *page = read_text_file(tmp_path("u.html"), &len, "page");
     CHECK_EQ(count(page, "<span"), (int)strlen(text));
@@ -58,6 +59,10 @@ TEST(units_verb_matches_the_model_byte_by_byte) {
     CHECK(strstr(page, ">&lt;</span>") && strstr(page, ">&amp;</span>"));
     snprintf(cmd, sizeof cmd, "units %s --unit 32 --input %s --out %s", ck, in, tmp_path("v.html"));
     CHECK(run_swlstm(cmd, out, sizeof out) != 0 && strstr(out, "--unit = '32': expected 0 to 31"));
+    // with --progress, off a terminal, a last line of the bytes, the time and "done"
+    snprintf(cmd, sizeof cmd, "units %s --unit 5 --input %s --out %s --progress", ck, in, tmp_path("w.html"));
+    CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
+    CHECK_MSG(!strncmp(out, "units: 13/13 bytes, 100.0% | 0m0", 32) && strstr(out, "s | done\n"), "%s", out);
     infer_free(m, s);
     free(page);
     model_free(m);

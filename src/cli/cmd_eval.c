@@ -29,7 +29,8 @@ typedef struct {
 static void eval_usage(void) {
     printf("usage: swlstm eval CKPT [--data PATH] [--split valid|test|train] [--max-bytes N]\n"
            "                  [--batch-size B] [--device cpu|cuda] [--precision fp32|bf16] [--json]\n"
-           "                  [--protocol warm|stripes|stream] [--warmup N] [--raw-weights] [--quiet]\n"
+           "                  [--protocol warm|stripes|stream] [--warmup N] [--raw-weights]\n"
+           "                  [--quiet | --progress]\n"
            "Bits per character of CKPT over a split of its data file (or --data), the state carried\n"
            "across windows of seq_length. The split is cut into B stripes (--batch-size, else the\n"
            "config's batch_size) that run side by side:\n"
@@ -46,7 +47,7 @@ static void eval_usage(void) {
            "                      (slow: one byte a step).\n"
            "The output names the protocol. A checkpoint trained with ema > 0 is evaluated with the\n"
            "weights' moving average unless --raw-weights. On a terminal, progress and an ETA go to\n"
-           "stderr unless --quiet.\n"
+           "stderr unless --quiet (--dynamic: a line a phase); --progress shows them off a terminal too.\n"
            "Dynamic evaluation (Krause et al. 2018), one stream with carried state:\n"
            "  --dynamic           score each segment, then adapt the weights to it before the next:\n"
            "                      theta -= eta g / (rms + eps), theta += min(lambda rms / mean(rms), 1)\n"
@@ -74,38 +75,53 @@ static size_t split_span(const Dataset *ds, int which, long want, long dflt, con
     return len;
 }
 
+// A progress line for one phase of a long evaluation (done with progress_done).
+// mode: as progress_init's (-1 on a terminal, 0 --quiet, 1 --progress).
+static Progress *phase(Progress *p, const char *what, const char *unit, double total, int mode) {
+    progress_init(p, what, unit, total, mode);
+    return p;
+}
+
 // The static bpc that --dynamic compares against: the same stream through the dynamic pass's
 // activations, or the warm protocol over stripes of the config's batch.
-static double static_reference(Model *m, Acts *stream, const uint8_t *bytes, size_t len, DynOpts o) {
+static double static_reference(Model *m, Acts *stream, const uint8_t *bytes, size_t len, DynOpts o, Progress *pr) {
     size_t count;
-    if (!o.static_warm) return eval_bpc(m, stream, bytes, len, 0, &count, NULL);
+    if (!o.static_warm) return eval_bpc(m, stream, bytes, len, 0, &count, pr);
     int B = eval_batch_for(len, m->cfg.batch_size, m->cfg.seq_length);
     Acts *a = acts_create(m, B, m->cfg.seq_length);
-    double bpc = eval_bpc(m, a, bytes, len, B > 1 ? eval_warm_for(len, B, (size_t)o.warmup) : 0, &count, NULL);
+    double bpc = eval_bpc(m, a, bytes, len, B > 1 ? eval_warm_for(len, B, (size_t)o.warmup) : 0, &count, pr);
     acts_free(m, a);
     return bpc;
 }
 
 // --dynamic: static and dynamic bpc of the span, one stream in segments, after the gradient
-// statistics (and --dyn-tune's search).
-static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, const char *split, DynOpts o, int json) {
+// statistics (and --dyn-tune's search); each phase shows its progress.
+static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, const char *split, DynOpts o, int json,
+                         int mode) {
     const uint8_t *bytes = ds->bytes + ds->off[which];
     Acts *a = acts_create(m, 1, (int)o.segment);
     size_t count;
-    double t0 = now_sec(), static_bpc = static_reference(m, a, bytes, len, o);
+    Progress pr;
+    double t0 = now_sec(), static_bpc = static_reference(m, a, bytes, len, o, phase(&pr, "eval static", NULL, 1, mode));
+    progress_done(&pr);
     double static_secs = now_sec() - t0;
     size_t stats = split_span(ds, SPLIT_TRAIN, o.stats, DYN_STATS, "--dyn-stats");
     t0 = now_sec();
-    DynEval *d = dyn_create(m, ds->bytes + ds->off[SPLIT_TRAIN], stats, m->cfg.batch_size, (int)o.segment);
+    DynEval *d = dyn_create(m, ds->bytes + ds->off[SPLIT_TRAIN], stats, m->cfg.batch_size, (int)o.segment,
+                            phase(&pr, "eval rms statistics", NULL, 1, mode));
+    progress_done(&pr);
     double stats_secs = now_sec() - t0, tune_bpc = NAN;
     size_t tune = 0;
     if (o.tune) {
         tune = split_span(ds, SPLIT_VALID, o.tune_bytes, DYN_TUNE_BYTES, "--tune-bytes");
-        o.h = dyn_tune(d, a, o.h, ds->bytes + ds->off[SPLIT_VALID], tune, &tune_bpc, !json);
+        o.h = dyn_tune(d, a, o.h, ds->bytes + ds->off[SPLIT_VALID], tune, &tune_bpc, !json,
+                       phase(&pr, "eval dyn-tune", "pairs", DYN_TUNE_PAIRS, mode));
+        progress_done(&pr);
     }
     double tune_secs = now_sec() - t0 - stats_secs;
     t0 = now_sec();
-    double bpc = dyn_bpc(d, a, o.h, bytes, len, &count);
+    double bpc = dyn_bpc(d, a, o.h, bytes, len, &count, phase(&pr, "eval dynamic", NULL, 1, mode));
+    progress_done(&pr);
     double secs = now_sec() - t0;
     if (json)
         printf("{\"bpc\": %.6f, \"static_bpc\": %.6f, \"static_protocol\": \"%s\", \"bytes\": %zu, \"split\": \"%s\", \"protocol\": \"dynamic-stream\", "
@@ -133,7 +149,7 @@ int cmd_eval(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL, *split = "valid", *protocol = NULL;
     int device = CKPT_CHOICE, precision = CKPT_CHOICE;
     long max_bytes = 0, batch = 0, warmup = WARMUP_DEFAULT;
-    int json = 0, raw = 0, quiet = 0;
+    int json = 0, raw = 0, progress = -1;
     DynOpts dyn = {0, 0, 0, DYN_SEGMENT, 0, 0, WARMUP_DEFAULT, {DYN_ETA, DYN_LAMBDA, DYN_EPS}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -142,7 +158,8 @@ int cmd_eval(int argc, char **argv) {
         else if (!strcmp(a, "--raw-weights")) raw = 1;
         else if (!strcmp(a, "--dynamic")) dyn.on = 1;
         else if (!strcmp(a, "--dyn-tune")) dyn.tune = 1;
-        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) progress = 0;
+        else if (!strcmp(a, "--progress")) progress = 1;
         else if (a[0] != '-' && !ckpt) ckpt = a;
         else if (!v) die("eval: option '%s' needs a value (see swlstm eval --help)", a);
         else if (!strcmp(a, "--data")) data = argv[++i];
@@ -183,7 +200,7 @@ int cmd_eval(int argc, char **argv) {
     if (max_bytes && (size_t)max_bytes < len) len = (size_t)max_bytes;
     if (len < 2) die("eval: split '%s' of '%s' holds %zu bytes; nothing to evaluate", split, data ? data : m->cfg.data, len);
     if (dyn.on) {
-        eval_dynamic(m, &ds, which, len, split, dyn, json);
+        eval_dynamic(m, &ds, which, len, split, dyn, json, progress);
         model_free(m);
         dataset_close(&ds);
         return 0;
@@ -192,8 +209,7 @@ int cmd_eval(int argc, char **argv) {
     Acts *a = acts_create(m, B, m->cfg.seq_length);
     size_t count, w = warm && B > 1 ? eval_warm_for(len, B, (size_t)warmup) : 0;
     Progress pr;
-    progress_init(&pr, "eval", NULL, 1, quiet ? 0 : -1);
-    double t0 = now_sec(), bpc = eval_bpc(m, a, ds.bytes + ds.off[which], len, w, &count, &pr);
+    double t0 = now_sec(), bpc = eval_bpc(m, a, ds.bytes + ds.off[which], len, w, &count, phase(&pr, "eval", NULL, 1, progress));
     progress_done(&pr);
     double secs = now_sec() - t0;
     // One stripe is the stream protocol, whichever option asked for it.

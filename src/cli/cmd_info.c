@@ -4,6 +4,7 @@
 #include <string.h>
 #include "model/byte_set.h"
 #include "model/model_io.h"
+#include "train/data.h"
 #include "cli/verbs.h"
 
 static void print_sections(const Ckpt *c) {
@@ -79,13 +80,22 @@ static void print_model(const Ckpt *c, const Config *cfg) {
            (unsigned long long)(p->len / 4), model_dense_params(cfg));
 }
 
+// The bytes training's evaluations scored, as train prints them: eval_bytes, or the whole valid
+// split of the corpus the checkpoint records when that is shorter.
+static size_t valid_bytes(const Config *cfg, const TrainState *ts, const char *path) {
+    size_t n[3];
+    split_sizes(cfg->split, (size_t)ts->data_len, n, path);
+    return cfg->eval_bytes && (size_t)cfg->eval_bytes < n[1] ? (size_t)cfg->eval_bytes : n[1];
+}
+
 static void print_state(const Ckpt *c, const Config *cfg) {
     TrainState ts;
     if (!ckpt_train_state(c, &ts)) { printf("training state: none (weights only)\n"); return; }
     printf("training state: step %ld, %llu chars seen, %.1f s of training, best valid bpc ",
            ts.step, (unsigned long long)ts.bytes_seen, ts.elapsed_sec);
     if (!isfinite(ts.best_valid_bpc)) printf("none yet\n");
-    else if (cfg->eval_bytes) printf("%.4f (protocol stripes over the valid split's first %ld bytes)\n", ts.best_valid_bpc, cfg->eval_bytes);
+    else if (ts.data_len) printf("%.4f (protocol stripes over the first %zu bytes of the valid split)\n", ts.best_valid_bpc, valid_bytes(cfg, &ts, c->path));
+    else if (cfg->eval_bytes) printf("%.4f (protocol stripes over at most the valid split's first %ld bytes)\n", ts.best_valid_bpc, cfg->eval_bytes);
     else printf("%.4f (protocol stripes over the whole valid split)\n", ts.best_valid_bpc);
     if (ts.data_len) printf("trained on: %llu bytes of data, fingerprint %08x\n", (unsigned long long)ts.data_len, ts.data_crc);
     if (ts.has_bytes) printf("byte values in the corpus: %d of 256 (sample draws only these)\n", byte_set_count(ts.bytes));

@@ -4,19 +4,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include "base/progress.h"
 #include "cli/verbs.h"
 #include "model/model_io.h"
 #include "model/prune.h"
 #include "model/remask.h"
 
 static void usage(void) {
-    printf("usage: swlstm prune CKPT --density D --out NEW.ckpt\n"
+    printf("usage: swlstm prune CKPT --density D --out NEW.ckpt [--quiet | --progress]\n"
            "Keeps, in each block-sparse matrix of CKPT (the LSTM's W_h and W_x, the mLSTM's internal\n"
            "and gate matrices; the four gates share one mask), the fraction D in (0, 1] of its blocks\n"
            "with the largest norms, at least one in every block row and column. The weights, their\n"
            "moving average and, in a training checkpoint, Adam's moments, the step and the data\n"
            "position of the blocks that stay are kept: `swlstm train CONFIG --resume NEW.ckpt` (or\n"
-           "init_from = NEW.ckpt) fine-tunes the pruned model, whose masks come from NEW.ckpt.\n");
+           "init_from = NEW.ckpt) fine-tunes the pruned model, whose masks come from NEW.ckpt.\n"
+           "On a terminal, progress and an ETA go to stderr unless --quiet; --progress shows them\n"
+           "even when stderr is not a terminal.\n");
 }
 
 // Adam's moment `tag` of checkpoint c (laid out for `from`), moved to `to`'s layout.
@@ -36,12 +40,22 @@ static void report(const Model *from, const Model *to) {
     printf("parameters: %zu -> %zu (%.1f%%)\n", from->nparams, to->nparams, 100.0 * to->nparams / from->nparams);
 }
 
+// The progress line counts bytes: prune reads CKPT twice (the model, then the sections it
+// copies) and writes NEW, about CKPT's size times the share of parameters kept.
+static double file_bytes(const char *path) {
+    struct stat st;
+    return stat(path, &st) ? 0 : (double)st.st_size;
+}
+
 int cmd_prune(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *dens = NULL;
+    int progress = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(); return 0; }
-        if (!strcmp(a, "--density") || !strcmp(a, "--out")) {
+        if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) progress = 0;
+        else if (!strcmp(a, "--progress")) progress = 1;
+        else if (!strcmp(a, "--density") || !strcmp(a, "--out")) {
             if (i + 1 >= argc) die("prune: option %s needs a value (see swlstm prune --help)", a);
             *(a[2] == 'd' ? &dens : &out) = argv[++i];
         } else if (a[0] != '-' && !in) in = a;
@@ -50,15 +64,22 @@ int cmd_prune(int argc, char **argv) {
     if (!in || !dens || !out) die("prune: usage: swlstm prune CKPT --density D --out NEW.ckpt");
     double density = parse_double("prune --density", dens, 0, 1);
     if (!(density > 0)) die("prune: --density %s: expected a fraction of each matrix's blocks in (0, 1]", dens);
+    double size = file_bytes(in);
+    Progress pr;
+    progress_init(&pr, "prune", NULL, 3 * size, progress);
     Model *from = model_load(in, DEVICE_CPU, PREC_FP32);
+    progress_show(&pr, size);
     Mask masks[SW_MAX_MASKS];
     model_prune_masks(from, from->params, density, masks);
     Model *to = model_remask(from, masks);
+    pr.total = size * (2 + (double)to->nparams / (double)from->nparams);
     Ckpt c;
     ckpt_read(&c, in);
+    progress_show(&pr, 2 * size);
     int train = ckpt_find(&c, "state", 0) != NULL;
     real *m = train ? moment_for(&c, "adam_m", from, to) : NULL, *v = train ? moment_for(&c, "adam_v", from, to) : NULL;
     model_save_like(out, to, &c, m, v);
+    progress_done(&pr);
     report(from, to);
     printf("wrote %s (%s)\n", out, train ? "weights and training state" : "weights");
     ckpt_close(&c);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/progress.h"
 #include "io/atomic_file.h"
 #include "features/feature_extract.h"
 #include "features/unit_page.h"
@@ -19,9 +20,12 @@ typedef struct {
 static void units_usage(void) {
     printf("usage: swlstm units CKPT --unit K --input FILE --out PAGE.html [--max-bytes N]\n"
            "                   [--state c|h] [--tanh] [--layer N] [--device cpu|cuda] [--precision fp32|bf16]\n"
+           "                   [--quiet | --progress]\n"
            "Runs the bytes of FILE (as they are, from a zero state) through the model and writes the\n"
            "value of unit K (cell state c by default) after every byte as an HTML page: the text\n"
-           "coloured green (positive) to red (negative), each character's value in its tooltip.\n");
+           "coloured green (positive) to red (negative), each character's value in its tooltip.\n"
+           "On a terminal, progress and an ETA go to stderr unless --quiet; --progress shows them\n"
+           "even when stderr is not a terminal.\n");
 }
 
 static void parse_units_args(int argc, char **argv, UnitsArgs *a) {
@@ -51,13 +55,17 @@ static void parse_units_args(int argc, char **argv, UnitsArgs *a) {
 static float *unit_values(Model *m, const FeatOpts *o, int k, const uint8_t *text, size_t n) {
     Infer *s = infer_create(m, 1, 0);
     float *row = xmalloc(m->H * sizeof(float)), *val = xmalloc((n + 1) * sizeof(float));
+    Progress pr;
+    progress_init(&pr, "units", "bytes", (double)n, o->progress);
     infer_reset(m, s);
     for (size_t t = 0; t < n; t++) {
         int tok = text[t];
         infer_step(m, s, &tok, 1, NULL);
         infer_get(m, s, o->layer, o->state, 1, row);
         val[t] = o->tanh_c ? tanhf(row[k]) : row[k];
+        progress_show(&pr, (double)(t + 1));
     }
+    progress_done(&pr);
     infer_free(m, s);
     free(row);
     return val;

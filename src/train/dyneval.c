@@ -24,7 +24,7 @@ static void stats_hook(void *ctx, Model *m, Acts *a, int T) {
     c->windows++;
 }
 
-DynEval *dyn_create(Model *m, const uint8_t *bytes, size_t len, int B, int T) {
+DynEval *dyn_create(Model *m, const uint8_t *bytes, size_t len, int B, int T, Progress *pr) {
     const Backend *be = m->be;
     DynEval *d = xcalloc(1, sizeof *d);
     d->m = m;
@@ -35,7 +35,7 @@ DynEval *dyn_create(Model *m, const uint8_t *bytes, size_t len, int B, int T) {
     Acts *a = acts_create(m, B, T);
     Stripes s = eval_stripes(bytes, len, B, T);
     StatsCtx c = {xcalloc(m->nparams, sizeof(double)), xmalloc(m->nparams * sizeof(real)), 0};
-    eval_nats_then(m, a, &s, stats_hook, &c, NULL);
+    eval_nats_then(m, a, &s, stats_hook, &c, pr);
     acts_free(m, a);
     d->windows = c.windows;
     for (size_t i = 0; i < m->nparams; i++) c.g[i] = (real)sqrt(c.ms[i] / (double)d->windows);
@@ -75,24 +75,27 @@ static void step_hook(void *ctx, Model *m, Acts *a, int T) {
     m->be->dyn_update(m->params, m->grads, c->d->p0, c->d->rms, m->nparams, c->args);
 }
 
-double dyn_bpc(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, size_t *count) {
+double dyn_bpc(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, size_t *count, Progress *pr) {
     if (a->B != 1) die("internal: dynamic evaluation reads one stream, buffers for %d", a->B);
     dyn_restore(d);
     StepCtx c = {d, {(real)h.eta, (real)(h.lambda / d->mean_rms), (real)h.eps}};
     Stripes s = eval_stripes(bytes, len, 1, a->T);
     *count = eval_count(&s);
-    return eval_nats_then(d->m, a, &s, step_hook, &c, NULL) / (double)*count / log(2.0);
+    return eval_nats_then(d->m, a, &s, step_hook, &c, pr) / (double)*count / log(2.0);
 }
 
-DynHyper dyn_tune(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, double *best_bpc, int verbose) {
+DynHyper dyn_tune(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, double *best_bpc, int verbose,
+                  Progress *pr) {
     static const double eta_x[] = {0.1, 0.3, 1, 3, 10}, lambda_x[] = {0, 1, 10};
+    _Static_assert(sizeof eta_x / sizeof *eta_x * (sizeof lambda_x / sizeof *lambda_x) == DYN_TUNE_PAIRS, "grid size");
     DynHyper best = h;
     *best_bpc = INFINITY;
     for (size_t i = 0; i < sizeof eta_x / sizeof *eta_x; i++)
         for (size_t j = 0; j < sizeof lambda_x / sizeof *lambda_x; j++) {
             DynHyper t = {h.eta * eta_x[i], h.lambda * lambda_x[j], h.eps};
             size_t count;
-            double bpc = dyn_bpc(d, a, t, bytes, len, &count);
+            double bpc = dyn_bpc(d, a, t, bytes, len, &count, NULL);
+            if (pr) progress_show(pr, (double)(i * (sizeof lambda_x / sizeof *lambda_x) + j + 1));
             if (verbose) printf("dyn-tune: eta %.3g lambda %.3g: valid bpc %.4f over %zu bytes\n", t.eta, t.lambda, bpc, count);
             if (bpc < *best_bpc) *best_bpc = bpc, best = t;
         }

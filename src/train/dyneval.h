@@ -10,6 +10,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include "base/progress.h"
 #include "model/model.h"
 
 typedef struct {
@@ -25,16 +26,19 @@ typedef struct {
 
 // Keeps m's weights as the trained ones and gathers the gradients' RMS over len bytes (of the
 // training split) in B stripes with windows of T and carried state, the gradient of each
-// window's mean loss (B is lowered for a short span).
-DynEval *dyn_create(Model *m, const uint8_t *bytes, size_t len, int B, int T);
+// window's mean loss (B is lowered for a short span). Progress (a share) on pr unless NULL.
+DynEval *dyn_create(Model *m, const uint8_t *bytes, size_t len, int B, int T, Progress *pr);
 void dyn_free(DynEval *d);
 // Puts the trained weights back into the model.
 void dyn_restore(DynEval *d);
 // The dynamic bits per character of len bytes read as one stream in segments of a->T
 // (a->B = 1), from the trained weights; predictions counted as eval_bpc's (into *count).
-// The model keeps the adapted weights (dyn_restore brings back the trained ones).
-double dyn_bpc(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, size_t *count);
+// The model keeps the adapted weights (dyn_restore brings back the trained ones). Progress (a
+// share) on pr unless NULL.
+double dyn_bpc(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, size_t *count, Progress *pr);
 // The small search of `eval --dyn-tune`: dyn_bpc over len bytes (of the valid split) for a grid
-// of eta and lambda around h (eps kept); returns the best pair, its bpc in *best_bpc. Prints a
-// line per pair when verbose.
-DynHyper dyn_tune(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, double *best_bpc, int verbose);
+// of DYN_TUNE_PAIRS pairs of eta and lambda around h (eps kept); returns the best pair, its bpc
+// in *best_bpc. Prints a line per pair when verbose; pairs done on pr unless NULL.
+#define DYN_TUNE_PAIRS 15
+DynHyper dyn_tune(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, double *best_bpc, int verbose,
+                  Progress *pr);

@@ -17,8 +17,8 @@ static DynRun dyn_run(const Shape *sh, const Backend *be, const unsigned char *t
     DynRun r;
     size_t count;
     r.stat = eval_bpc(m, a, eval, n, 0, &count, NULL);
-    DynEval *d = dyn_create(m, train, 4000, 4, 16);
-    r.dyn = dyn_bpc(d, a, (DynHyper){3e-3, 0.05, d->mean_rms}, eval, n, &count);
+    DynEval *d = dyn_create(m, train, 4000, 4, 16, NULL);
+    r.dyn = dyn_bpc(d, a, (DynHyper){3e-3, 0.05, d->mean_rms}, eval, n, &count, NULL);
     r.w = h_from(be, m->params, m->nparams);
     dyn_free(d);
     acts_free(m, a);
