@@ -7,7 +7,9 @@
 # CONFIGS (default configs/mlstm_3min.cfg) and HIDDEN (cuDNN widths, default "2048 4096") pick
 # the runs; CFG:SEED or H:SEED runs another seed than the config's or 1, e.g. CONFIGS="c.cfg
 # c.cfg:2" HIDDEN="4096 4096:2" (a test bpc moves about 0.01 between seeds, on both sides), and
-# H@LR a cuDNN width at another peak learning rate than 1e-3 (H@LR:SEED with both). SPLIT
+# H@LR a cuDNN width at another peak learning rate than 1e-3 (H@LR:SEED with both), and
+# CFG+KEY=VALUE a config with keys overridden, for screens without a config file, e.g.
+# CONFIGS="configs/lstm_3min.cfg+sparsity=ba_12+learning_rate=3e-3:2". SPLIT
 # (default 0.98,0.01,0.01, GCIDE's) cuts DATA for both sides: 0.9,0.05,0.05 for the stand-in.
 # OUT (default checkpoints/contest) keeps their logs and checkpoints. GPUS (default "0") lists
 # the GPUs: the runs go to them in turn, one run a GPU at a time, so on a machine of
@@ -34,18 +36,24 @@ split_bpc() {
     ./swlstm eval "$1" --split "$2" --data "$DATA" --protocol stripes --batch-size 128 | sed -n 's/.* bpc \([0-9.]*\) over.*/\1/p'
 }
 
+# A swlstm run's name: the config's, then its overrides (CFG+KEY=VALUE...).
+swlstm_name() { local run=${1%%:*}; local cfg=${run%%+*}; echo "$(basename "$cfg" .cfg)${run#"$cfg"}"; }
 # A swlstm run's directory (its log and row beside it), CFG or CFG:SEED; a cuDNN run's log (H or H:SEED).
-swlstm_dir() { [[ $1 == *:* ]] && echo "$OUT/$(basename "${1%%:*}" .cfg)-s${1#*:}-${SECONDS_}s" || echo "$OUT/$(basename "$1" .cfg)-${SECONDS_}s"; }
+swlstm_dir() { local n; n=$(swlstm_name "$1" | tr '+=' '-_'); [[ $1 == *:* ]] && echo "$OUT/$n-s${1#*:}-${SECONDS_}s" || echo "$OUT/$n-${SECONDS_}s"; }
 cudnn_log() { local h=${1//@/-lr}; [[ $h == *:* ]] && echo "$OUT/cudnn-${h%%:*}-s${h#*:}-${SECONDS_}s.log" || echo "$OUT/cudnn-$h-${SECONDS_}s.log"; }
 
-# One swlstm run, CFG or CFG:SEED, on the GPU of CUDA_VISIBLE_DEVICES: its row beside its directory.
+# One swlstm run, CFG[+KEY=VALUE...][:SEED], on the GPU of CUDA_VISIBLE_DEVICES: its row beside
+# its directory.
 swlstm_run() {
-    local cfg=${1%%:*} seed=() label dir steps v t
-    label=$(basename "$cfg" .cfg)
+    local run=${1%%:*} seed=() over=() kv label dir steps v t
+    local cfg=${run%%+*}
+    IFS=+ read -r -a kv <<< "${run#"$cfg"}"
+    for k in "${kv[@]}"; do [ -n "$k" ] && over+=("--$k"); done
+    label=$(swlstm_name "$1")
     [[ $1 == *:* ]] && seed=(--seed "${1#*:}") && label+=", seed ${1#*:}"
     dir=$(swlstm_dir "$1")
     rm -rf "$dir"
-    timeout -s TERM "$SECONDS_" ./swlstm train "$cfg" "${seed[@]}" --data "$DATA" --split "$SPLIT" --out_dir "$dir" > "$dir.log" 2>&1 || true
+    timeout -s TERM "$SECONDS_" ./swlstm train "$cfg" "${over[@]}" "${seed[@]}" --data "$DATA" --split "$SPLIT" --out_dir "$dir" > "$dir.log" 2>&1 || true
     [ -f "$dir/latest.ckpt" ] || { echo "contest.sh: error: $cfg left no checkpoint (see $dir.log)" >&2; return 1; }
     steps=$(sed -n 's/.* at step \([0-9]*\);.*/\1/p; s/^done: \([0-9]*\) steps.*/\1/p' "$dir.log")
     v=$(split_bpc "$dir/latest.ckpt" valid)
