@@ -184,11 +184,13 @@ TEST(train_writes_log_best_and_info) {
     free(jl);
 }
 
-// info names the path CUDA takes: the mlstm's per-step ops replayed a window at a time, or
-// issued one by one with engine = steps.
+// info names the path CUDA would take for a CPU checkpoint: the mlstm's per-step ops replayed
+// a window at a time, or issued one by one with engine = steps.
 TEST(info_names_the_mlstm_path) {
     char log[16384], dir[512], args[1024];
-    const char *engines[] = {"auto", "steps"}, *want[] = {"per-step ops, each window's steps replayed", "per-step ops\n"};
+    const char *engines[] = {"auto", "steps"},
+               *want[] = {"\nrecurrent path on cuda (train --device cuda): per-step ops, each window's steps replayed",
+                          "\nrecurrent path on cuda (train --device cuda): per-step ops; layer 0's"};
     for (int i = 0; i < 2; i++) {
         snprintf(dir, sizeof dir, "%s-%s", tmp_path("info-mlstm"), engines[i]);
         snprintf(args, sizeof args, "--cell=mlstm --depth=2 --engine=%s --max_steps=1 --warmup_steps=0 --eval_every=0",
@@ -198,6 +200,24 @@ TEST(info_names_the_mlstm_path) {
         CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
         CHECK_MSG(strstr(log, want[i]) != NULL, "engine %s: %s", engines[i], log);
     }
+}
+
+// info names the path of the checkpoint's own device first, in the words training's log used
+// (a CPU checkpoint runs per-step ops, not CUDA's engine), then where CUDA would take it.
+TEST(info_names_the_path_of_the_checkpoints_device) {
+    char log[16384], dir[512], args[1024], path[512];
+    snprintf(dir, sizeof dir, "%s", tmp_path("info-route"));
+    CHECK_EQ(train(dir, "--block_size=32 --hidden_size=128 --sparsity=ba_1 --max_steps=1 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
+    const char *p = strstr(log, "  recurrent path: ");
+    CHECK_MSG(p && strchr(p, '\n'), "%s", log);
+    p += 18;
+    int len = (int)(strchr(p, '\n') - p);
+    CHECK_MSG(!strncmp(p, "per-step ops;", 13), "%.*s", len, p);
+    snprintf(path, sizeof path, "\nrecurrent path on cpu: %.*s\n", len, p);
+    snprintf(args, sizeof args, "info %s/latest.ckpt", dir);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, path) && strstr(log, "\nrecurrent path on cuda (train --device cuda): fused engine"),
+              "want '%s' then CUDA's engine: %s", path + 1, log);
 }
 
 TEST(eval_json_matches_model) {
