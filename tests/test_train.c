@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 #include "io/ckpt.h"
 #include "model/byte_set.h"
@@ -444,6 +446,55 @@ TEST(sample_is_deterministic) {
     CHECK(v && nv > strlen(say) + 50 && !memcmp(v, say, strlen(say)) && !memcmp(v + strlen(say), b1, 50));
     CHECK(v && strstr(v + strlen(say) + 50, "sample: checkpoint loaded in "));
     free(a1); free(a2); free(a3); free(b1); free(b2); free(v);
+}
+
+// Runs "$SWLSTM_BIN <args>" with stdout on a terminal (a pseudo-terminal that passes bytes
+// unchanged) and stderr to /dev/null; returns the bytes written (up to n) or -1.
+static long swlstm_on_terminal(const char *args, char *out, size_t n) {
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) || unlockpt(master)) return -1;
+    const char *bin = getenv("SWLSTM_BIN") ? getenv("SWLSTM_BIN") : "./swlstm";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", bin, args);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int tty = open(ptsname(master), O_RDWR | O_NOCTTY);
+        struct termios t;
+        if (tty < 0 || tcgetattr(tty, &t)) _exit(127);
+        t.c_oflag &= ~(tcflag_t)OPOST;  // no "\r\n" for "\n"
+        tcsetattr(tty, TCSANOW, &t);
+        dup2(tty, STDOUT_FILENO);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    size_t got = 0;
+    ssize_t k;
+    while (got < n && (k = read(master, out + got, n - got)) > 0) got += (size_t)k;  // EIO once the child closes it
+    int status;
+    waitpid(pid, &status, 0);
+    close(master);
+    return WIFEXITED(status) && !WEXITSTATUS(status) ? (long)got : -1;
+}
+
+// On a terminal the text ends with a newline (the prompt gets a line of its own); through a
+// pipe or into a file the bytes are exactly the prime and the bytes drawn.
+TEST(sample_ends_its_line_on_a_terminal_only) {
+    char log[4096], dir[512], args[1024], tty[4096];
+    snprintf(dir, sizeof dir, "%s", tmp_path("sample-tty"));
+    CHECK_EQ(train(dir, "--max_steps=2 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
+    static const char *opts[] = {"-n 37 -t 1 -s 5 -i 'The '", "-n 0 -i 'ab'", "-n 0 -i 'ab\n'"};
+    for (int i = 0; i < 3; i++) {
+        size_t n;
+        char *piped = sample_to(dir, opts[i], "tty-pipe", &n);
+        CHECK(piped && n == (i ? 2 + (size_t)(i == 2) : 41));
+        CHECK_MSG(i == 2 || piped[n - 1] != '\n', "%s: pick another seed, this text ends a line", opts[i]);
+        snprintf(args, sizeof args, "sample %s/latest.ckpt %s", dir, opts[i]);
+        long k = swlstm_on_terminal(args, tty, sizeof tty);
+        int add = piped[n - 1] != '\n';
+        CHECK_MSG(k == (long)(n + add) && !memcmp(tty, piped, n) && tty[k - 1] == '\n', "%s: %ld bytes on a terminal, %zu piped",
+                  opts[i], k, n);
+        free(piped);
+    }
 }
 
 // The checkpoint records its corpus's byte values; sample draws only those (here at a
