@@ -24,8 +24,11 @@ import math
 import os
 import sys
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    sys.exit("dyneval_ref: error: PyTorch is missing: apt-get install python3-torch (or pip install torch)")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from swlstm_torch import (Progress, SwLSTM, die, eval_batch_for, eval_bpc, progress_wanted, read_data,  # noqa: E402
