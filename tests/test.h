@@ -47,6 +47,10 @@ int run_shell(const char *cmd, char *out, size_t outlen);
 // Runs "$SWLSTM_BIN <args>" through the shell with stderr merged into stdout. Returns the
 // exit status; the output (truncated to outlen-1) goes to out if non-NULL.
 int run_swlstm(const char *args, char *out, size_t outlen);
+// Runs "$SWLSTM_BIN VERB ARGS" as given, with --quiet and with --progress, stderr to a file (not
+// a terminal). Returns NULL when the first two write nothing on stderr, the third one line
+// "VERB: 100.0% | TIME | done", and all three the same stdout; else what differs.
+const char *progress_off_a_terminal(const char *verb, const char *args);
 // A fresh directory for this test run (removed at exit unless KEEP_TEST_TMP is set).
 const char *test_tmpdir(void);
 // Joins test_tmpdir() and name into a static rotating buffer.

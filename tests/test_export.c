@@ -294,4 +294,17 @@ TEST(export_errors_are_clear) {
     CHECK_DIES(export_missing, (void *)tmp_path("x.safetensors"), "missing.ckpt': cannot open");
     model_free(m);
 }
+
+// Progress goes to stderr only when asked off a terminal: none by default (stderr is a file
+// here) or with --quiet; with --progress a last line with the time and "done".
+TEST(export_progress_on_stderr_only_when_asked) {
+    Model *m = small_model();
+    char ck[512], args[2048];
+    snprintf(ck, sizeof ck, "%s", tmp_path("progress.ckpt"));
+    save_with_ema(m, ck, m->params, m->nparams);
+    model_free(m);
+    snprintf(args, sizeof args, "%s --out %s", ck, tmp_path("progress.safetensors"));
+    const char *why = progress_off_a_terminal("export", args);
+    CHECK_MSG(!why, "%s", why);
+}
 #endif

@@ -141,6 +141,25 @@ int run_swlstm(const char *args, char *out, size_t outlen) {
     return run_shell(cmd, out, outlen);
 }
 
+const char *progress_off_a_terminal(const char *verb, const char *args) {
+    static char why[8192];
+    static const char *opt[] = {"", " --quiet", " --progress"};
+    const char *bin = getenv("SWLSTM_BIN") ? getenv("SWLSTM_BIN") : "./swlstm";
+    char cmd[4096], err[4096], out[3][4096], errf[512], head[64];
+    snprintf(errf, sizeof errf, "%s", tmp_path("progress.err"));
+    snprintf(head, sizeof head, "%s: 100.0%% | 0m0", verb);
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s %s%s 2>%s", bin, verb, args, opt[i], errf);
+        if (run_shell(cmd, out[i], sizeof out[i])) return snprintf(why, sizeof why, "%s: failed: %s", cmd, out[i]), why;
+        snprintf(cmd, sizeof cmd, "cat %s", errf);
+        if (run_shell(cmd, err, sizeof err)) return snprintf(why, sizeof why, "%s: no stderr file", verb), why;
+        int ok = i < 2 ? !err[0] : !strncmp(err, head, strlen(head)) && strstr(err, "s | done\n") && !strchr(err, '\n')[1];
+        if (!ok) return snprintf(why, sizeof why, "%s%s: stderr '%s'", verb, opt[i], err), why;
+        if (strcmp(out[i], out[0])) return snprintf(why, sizeof why, "%s%s: stdout '%s', without: '%s'", verb, opt[i], out[i], out[0]), why;
+    }
+    return NULL;
+}
+
 static void cleanup_tmp(void) {
     if (tmpdir[0] && getpid() == tmpdir_owner && !getenv("KEEP_TEST_TMP")) {
         char cmd[300];

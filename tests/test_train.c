@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 #include "io/ckpt.h"
 #include "model/byte_set.h"
@@ -184,11 +186,13 @@ TEST(train_writes_log_best_and_info) {
     free(jl);
 }
 
-// info names the path CUDA takes: the mlstm's per-step ops replayed a window at a time, or
-// issued one by one with engine = steps.
+// info names the path CUDA would take for a CPU checkpoint: the mlstm's per-step ops replayed
+// a window at a time, or issued one by one with engine = steps.
 TEST(info_names_the_mlstm_path) {
     char log[16384], dir[512], args[1024];
-    const char *engines[] = {"auto", "steps"}, *want[] = {"per-step ops, each window's steps replayed", "per-step ops\n"};
+    const char *engines[] = {"auto", "steps"},
+               *want[] = {"\nrecurrent path on cuda (train --device cuda): per-step ops, each window's steps replayed",
+                          "\nrecurrent path on cuda (train --device cuda): per-step ops; layer 0's"};
     for (int i = 0; i < 2; i++) {
         snprintf(dir, sizeof dir, "%s-%s", tmp_path("info-mlstm"), engines[i]);
         snprintf(args, sizeof args, "--cell=mlstm --depth=2 --engine=%s --max_steps=1 --warmup_steps=0 --eval_every=0",
@@ -198,6 +202,24 @@ TEST(info_names_the_mlstm_path) {
         CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
         CHECK_MSG(strstr(log, want[i]) != NULL, "engine %s: %s", engines[i], log);
     }
+}
+
+// info names the path of the checkpoint's own device first, in the words training's log used
+// (a CPU checkpoint runs per-step ops, not CUDA's engine), then where CUDA would take it.
+TEST(info_names_the_path_of_the_checkpoints_device) {
+    char log[16384], dir[512], args[1024], path[512];
+    snprintf(dir, sizeof dir, "%s", tmp_path("info-route"));
+    CHECK_EQ(train(dir, "--block_size=32 --hidden_size=128 --sparsity=ba_1 --max_steps=1 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
+    const char *p = strstr(log, "  recurrent path: ");
+    CHECK_MSG(p && strchr(p, '\n'), "%s", log);
+    p += 18;
+    int len = (int)(strchr(p, '\n') - p);
+    CHECK_MSG(!strncmp(p, "per-step ops;", 13), "%.*s", len, p);
+    snprintf(path, sizeof path, "\nrecurrent path on cpu: %.*s\n", len, p);
+    snprintf(args, sizeof args, "info %s/latest.ckpt", dir);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, path) && strstr(log, "\nrecurrent path on cuda (train --device cuda): fused engine"),
+              "want '%s' then CUDA's engine: %s", path + 1, log);
 }
 
 TEST(eval_json_matches_model) {
@@ -424,6 +446,55 @@ TEST(sample_is_deterministic) {
     CHECK(v && nv > strlen(say) + 50 && !memcmp(v, say, strlen(say)) && !memcmp(v + strlen(say), b1, 50));
     CHECK(v && strstr(v + strlen(say) + 50, "sample: checkpoint loaded in "));
     free(a1); free(a2); free(a3); free(b1); free(b2); free(v);
+}
+
+// Runs "$SWLSTM_BIN <args>" with stdout on a terminal (a pseudo-terminal that passes bytes
+// unchanged) and stderr to /dev/null; returns the bytes written (up to n) or -1.
+static long swlstm_on_terminal(const char *args, char *out, size_t n) {
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) || unlockpt(master)) return -1;
+    const char *bin = getenv("SWLSTM_BIN") ? getenv("SWLSTM_BIN") : "./swlstm";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", bin, args);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int tty = open(ptsname(master), O_RDWR | O_NOCTTY);
+        struct termios t;
+        if (tty < 0 || tcgetattr(tty, &t)) _exit(127);
+        t.c_oflag &= ~(tcflag_t)OPOST;  // no "\r\n" for "\n"
+        tcsetattr(tty, TCSANOW, &t);
+        dup2(tty, STDOUT_FILENO);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    size_t got = 0;
+    ssize_t k;
+    while (got < n && (k = read(master, out + got, n - got)) > 0) got += (size_t)k;  // EIO once the child closes it
+    int status;
+    waitpid(pid, &status, 0);
+    close(master);
+    return WIFEXITED(status) && !WEXITSTATUS(status) ? (long)got : -1;
+}
+
+// On a terminal the text ends with a newline (the prompt gets a line of its own); through a
+// pipe or into a file the bytes are exactly the prime and the bytes drawn.
+TEST(sample_ends_its_line_on_a_terminal_only) {
+    char log[4096], dir[512], args[1024], tty[4096];
+    snprintf(dir, sizeof dir, "%s", tmp_path("sample-tty"));
+    CHECK_EQ(train(dir, "--max_steps=2 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
+    static const char *opts[] = {"-n 37 -t 1 -s 5 -i 'The '", "-n 0 -i 'ab'", "-n 0 -i 'ab\n'"};
+    for (int i = 0; i < 3; i++) {
+        size_t n;
+        char *piped = sample_to(dir, opts[i], "tty-pipe", &n);
+        CHECK(piped && n == (i ? 2 + (size_t)(i == 2) : 41));
+        CHECK_MSG(i == 2 || piped[n - 1] != '\n', "%s: pick another seed, this text ends a line", opts[i]);
+        snprintf(args, sizeof args, "sample %s/latest.ckpt %s", dir, opts[i]);
+        long k = swlstm_on_terminal(args, tty, sizeof tty);
+        int add = piped[n - 1] != '\n';
+        CHECK_MSG(k == (long)(n + add) && !memcmp(tty, piped, n) && tty[k - 1] == '\n', "%s: %ld bytes on a terminal, %zu piped",
+                  opts[i], k, n);
+        free(piped);
+    }
 }
 
 // The checkpoint records its corpus's byte values; sample draws only those (here at a

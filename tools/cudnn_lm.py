@@ -10,12 +10,15 @@ with swlstm's protocol so that the two valid bpc compare:
   - scoring: the valid and the test split each cut into B stripes, every byte after each
     stripe's first predicted once, the state carried across windows (swlstm eval --split
     valid, --split test).
+Training prints a line every 1000 steps with the time left of its budget; scoring shows a
+progress line on a terminal's stderr unless --quiet (as swlstm's verbs).
 Usage: python3 tools/cudnn_lm.py DATA [--hidden 2048] [--seconds 178] [--max-steps 17000] ...
 DATA may be gzip (dictzip) compressed, like /usr/share/dictd/gcide.dict.dz."""
 import argparse
 import copy
 import gzip
 import math
+import os
 import sys
 import time
 
@@ -24,6 +27,9 @@ try:
     import torch.nn.functional as F
 except ImportError:
     sys.exit("cudnn_lm: error: PyTorch is missing: apt-get install python3-torch (or pip install torch)")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from swlstm_torch import Progress, fmt_eta, progress_wanted  # noqa: E402
 
 
 def load_bytes(path):
@@ -76,13 +82,15 @@ def detach(state):
 
 
 @torch.no_grad()
-def split_bpc(model, data, B, T):
+def split_bpc(model, data, B, T, what, progress):
     s = stripes(data, B)
-    nats, state = 0.0, None
+    nats, state, pr = 0.0, None, Progress(what, s.shape[0] - 1, progress)
     for pos in range(0, s.shape[0] - 1, T):
         n = min(T, s.shape[0] - 1 - pos)
         logits, state = model(s[pos:pos + n], state)
         nats += F.cross_entropy(logits.view(-1, 256), s[pos + 1:pos + n + 1].reshape(-1), reduction="sum").item()
+        pr.show(pos + n)
+    pr.done()
     return nats / (B * (s.shape[0] - 1)) / math.log(2), B * (s.shape[0] - 1)
 
 
@@ -100,6 +108,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=178, help="wall-clock budget for training (stops early)")
     ap.add_argument("--clip", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr while scoring (shown only on a terminal)")
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     raw = load_bytes(a.data)
@@ -131,11 +140,15 @@ def main():
                 p16.copy_(p32)
         state, pos = detach(state), pos + T
         if step % 1000 == 0:
-            print(f"step {step} | loss {loss.item() / math.log(2):.4f} bpc | {time.perf_counter() - t0:.1f} s", flush=True)
+            spent = time.perf_counter() - t0
+            done = max(step / a.max_steps, spent / a.seconds)  # the share of the budget, steps or seconds
+            print(f"step {step} | loss {loss.item() / math.log(2):.4f} bpc | {spent:.1f} s | "
+                  f"eta {fmt_eta(spent / done * max(1 - done, 0))}", flush=True)
     torch.cuda.synchronize()
     wall = time.perf_counter() - t0
-    bpc, count = split_bpc(model.eval(), valid, B, T)
-    test_bpc, test_count = split_bpc(model, test, B, T)
+    progress = progress_wanted(a.quiet)
+    bpc, count = split_bpc(model.eval(), valid, B, T, "eval valid", progress)
+    test_bpc, test_count = split_bpc(model, test, B, T, "eval test", progress)
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
     print(f"cuDNN dense LSTM H={a.hidden}: {step} steps in {wall:.1f} s ({step * B * T / wall / 1e3:.0f}k chars/s); "
           f"valid bpc {bpc:.4f} over {count} bytes; test bpc {test_bpc:.4f} over {test_count} bytes")

@@ -15,6 +15,8 @@ rule with a global prior, as src/train/dyneval.h states it:
        p <- p - eta g / (rms + eps) + min(lambda rms / mean(rms), 1) (p_trained - p)
   where g is the gradient of the segment's mean loss and mean(rms) is the mean over the
   model's tensors of each tensor's mean rms.
+Each phase (static, rms statistics, dynamic) shows a progress line on a terminal's stderr
+unless --quiet, as `swlstm eval --dynamic`.
 """
 import argparse
 import json
@@ -22,22 +24,29 @@ import math
 import os
 import sys
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    sys.exit("dyneval_ref: error: PyTorch is missing: apt-get install python3-torch (or pip install torch)")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from swlstm_torch import SwLSTM, die, eval_batch_for, eval_bpc, read_data, split_sizes  # noqa: E402
+from swlstm_torch import (Progress, SwLSTM, die, eval_batch_for, eval_bpc, progress_wanted, read_data,  # noqa: E402
+                          split_sizes)
 
 
 def detach(state):
     return [(h.detach(), c.detach()) for h, c in state]
 
 
-def windows(rows, T):
-    """(inputs, targets) of the windows of T steps over rows [B, n], as src/train/eval.c runs them."""
+def windows(rows, T, pr):
+    """(inputs, targets) of the windows of T steps over rows [B, n], as src/train/eval.c runs
+    them; pr (a Progress over the steps) shows each window done."""
     for pos in range(0, rows.shape[1] - 1, T):
         n = min(T, rows.shape[1] - 1 - pos)
         yield rows[:, pos:pos + n], rows[:, pos + 1:pos + 1 + n]
+        pr.show(pos + n)
+    pr.done()
 
 
 def as_rows(data, B):
@@ -55,11 +64,11 @@ def mean_loss_grad(model, x, y, state):
     return nats, detach(state)
 
 
-def grad_rms(model, data, batch, T):
+def grad_rms(model, data, batch, T, progress):
     params = list(model.parameters())
     ms = [torch.zeros_like(p, dtype=torch.float64) for p in params]
-    state, count = None, 0
-    for x, y in windows(as_rows(data, eval_batch_for(len(data), batch, T)), T):
+    state, count, rows = None, 0, as_rows(data, eval_batch_for(len(data), batch, T))
+    for x, y in windows(rows, T, Progress("eval rms statistics", rows.shape[1] - 1, progress)):
         _, state = mean_loss_grad(model, x, y, state)
         for s, p in zip(ms, params):
             s += p.grad.double() ** 2
@@ -68,12 +77,12 @@ def grad_rms(model, data, batch, T):
     return rms, sum(r.double().mean().item() for r in rms) / len(rms)
 
 
-def dynamic_bpc(model, data, T, rms, mean_rms, eta, lam, eps):
+def dynamic_bpc(model, data, T, rms, mean_rms, eta, lam, eps, progress):
     params = list(model.parameters())
     trained = [p.detach().clone() for p in params]
     decay = [torch.clamp(lam * r / mean_rms, max=1.0) for r in rms]
     state, nats = None, 0.0
-    for x, y in windows(as_rows(data, 1), T):
+    for x, y in windows(as_rows(data, 1), T, Progress("eval dynamic", len(data) - 1, progress)):
         n, state = mean_loss_grad(model, x, y, state)
         nats += n
         with torch.no_grad():
@@ -98,7 +107,9 @@ def main():
     ap.add_argument("--dyn-stats", type=int, default=1000000)
     ap.add_argument("--raw-weights", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr (shown only on a terminal)")
     a = ap.parse_args()
+    progress = progress_wanted(a.quiet)
     torch.set_num_threads(1)
     try:
         model = SwLSTM.load(a.model, ema=False if a.raw_weights else None)
@@ -112,9 +123,9 @@ def main():
     n = min(sizes[which], a.max_bytes) if a.max_bytes else sizes[which]
     span = data[start:start + n]
     stats = min(a.dyn_stats, sizes[0])
-    static, _ = eval_bpc(model, span, 1, a.segment)
-    rms, mean_rms = grad_rms(model, data[:stats], int(cfg["batch_size"]), a.segment)
-    dyn = dynamic_bpc(model, span, a.segment, rms, mean_rms, a.eta, a.lam, a.eps)
+    static, _ = eval_bpc(model, span, 1, a.segment, progress=progress, what="eval static")
+    rms, mean_rms = grad_rms(model, data[:stats], int(cfg["batch_size"]), a.segment, progress)
+    dyn = dynamic_bpc(model, span, a.segment, rms, mean_rms, a.eta, a.lam, a.eps, progress)
     if a.json:
         print(json.dumps({"bpc": round(dyn, 6), "static_bpc": round(static, 6), "bytes": n - 1, "split": a.split}))
     else:

@@ -271,15 +271,34 @@ def fmt_eta(secs):
     return f"{s // 3600}h{s // 60 % 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
-def show_progress(t0, done, total):
-    """swlstm's progress line (src/base/progress.c) on a terminal's stderr."""
-    spent = time.monotonic() - t0
-    print(f"\reval: {100 * done / total:5.1f}% | {fmt_eta(spent)} | eta {fmt_eta(spent / done * (total - done))}  ",
-          end="", file=sys.stderr, flush=True)
+class Progress:
+    """swlstm's progress line (src/base/progress.c) on stderr: "what: share | spent | eta ETA",
+    redrawn in place at most twice a second while `on` (progress_wanted), erased by done()."""
+
+    def __init__(self, what, total, on):
+        self.what, self.total, self.on = what, total, on
+        self.t0 = self.shown = time.monotonic()
+
+    def show(self, done):
+        now = time.monotonic()
+        if not self.on or now - self.shown < 0.5 or done <= 0:
+            return
+        self.shown, spent = now, now - self.t0
+        print(f"\r{self.what}: {100 * done / self.total:5.1f}% | {fmt_eta(spent)} | "
+              f"eta {fmt_eta(spent / done * (self.total - done))}  ", end="", file=sys.stderr, flush=True)
+
+    def done(self):
+        if self.on and self.shown > self.t0:
+            print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
+
+
+def progress_wanted(quiet):
+    """As swlstm's verbs: on a terminal's stderr, unless --quiet."""
+    return not quiet and sys.stderr.isatty()
 
 
 @torch.no_grad()
-def eval_bpc(model, data, batch, T, device="cpu", progress=False):
+def eval_bpc(model, data, batch, T, device="cpu", progress=False, what="eval"):
     """Mean bits per character over B stripes of `data`, each from a zero state, windows of
     T steps with carried state: what src/train/eval.c eval_bpc computes."""
     B = eval_batch_for(len(data), batch, T)
@@ -287,16 +306,13 @@ def eval_bpc(model, data, batch, T, device="cpu", progress=False):
     if stripe < 2:
         die(f"evaluation span of {len(data)} bytes is too short for {B} stripes")
     rows = torch.frombuffer(bytearray(data[:B * stripe]), dtype=torch.uint8).view(B, stripe).long().to(device)
-    state, nats, t0, shown = None, 0.0, time.monotonic(), time.monotonic()
+    state, nats, pr = None, 0.0, Progress(what, stripe - 1, progress)
     for pos in range(0, stripe - 1, T):
         n = min(T, stripe - 1 - pos)
         logits, state = model(rows[:, pos:pos + n], state)
         nats += F.cross_entropy(logits.reshape(-1, 256).double(), rows[:, pos + 1:pos + 1 + n].reshape(-1), reduction="sum").item()
-        if progress and time.monotonic() - shown >= 0.5:
-            shown = time.monotonic()
-            show_progress(t0, pos + n, stripe - 1)
-    if progress and shown > t0:
-        print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
+        pr.show(pos + n)
+    pr.done()
     count = B * (stripe - 1)
     return nats / count / math.log(2), count
 
@@ -332,7 +348,7 @@ def main():
     n = min(sizes[which], a.max_bytes) if a.max_bytes else sizes[which]
     B = eval_batch_for(n, a.batch_size or int(cfg["batch_size"]), int(cfg["seq_length"]))
     bpc, count = eval_bpc(model, data[start:start + n], B, int(cfg["seq_length"]), a.device,
-                          progress=not a.quiet and sys.stderr.isatty())
+                          progress=progress_wanted(a.quiet))
     if a.json:
         print(json.dumps({"bpc": round(bpc, 6), "bytes": count, "split": a.split, "protocol": "stripes", "stripes": B}))
     else:

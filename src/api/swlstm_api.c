@@ -179,8 +179,8 @@ static void ckpt_fill(swlstm_ckpt *c, const char *path) {
     c->config[cfg->len] = 0;
     TrainState ts;
     c->step = ckpt_train_state(&k, &ts) ? ts.step : -1;
+    c->m = model_from_ckpt(&k, DEVICE_CPU, PREC_FP32);
     ckpt_close(&k);
-    c->m = model_load(path, DEVICE_CPU, PREC_FP32);
 }
 
 int swlstm_ckpt_open(const char *path, swlstm_ckpt **out) {

@@ -97,6 +97,11 @@ int ends_with(const char *s, const char *suffix) {
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
+double file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) ? 0 : (double)st.st_size;
+}
+
 int mkdir_p(const char *path) {
     char *tmp = xstrdup(path);
     for (char *p = tmp + 1; *p; p++) {

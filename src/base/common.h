@@ -54,6 +54,7 @@ FILE *xfopen(const char *path, const char *mode, const char *what);
 char *read_text_file(const char *path, size_t *len, const char *what);
 int ends_with(const char *s, const char *suffix);
 int mkdir_p(const char *path);     // 0 on success
+double file_size(const char *path);  // bytes; 0 when it cannot be stat'ed (a progress line's total)
 // Command-line numbers: die "<what> = '<s>': expected ..." unless s is a number in [lo, hi].
 long parse_long(const char *what, const char *s, long lo, long hi);
 double parse_double(const char *what, const char *s, double lo, double hi);

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/progress.h"
 #include "model/model_io.h"
 #include "io/safetensors.h"
 #include "cli/verbs.h"
@@ -15,13 +16,15 @@ static const struct { const char *tag, *prefix; } copies[] = {{"params", ""}, {"
 #define NCOPIES (int)(sizeof copies / sizeof copies[0])
 
 static void export_usage(void) {
-    printf("usage: swlstm export CKPT --out MODEL.safetensors\n"
+    printf("usage: swlstm export CKPT --out MODEL.safetensors [--quiet | --progress]\n"
            "Writes the weights of CKPT as named float32 tensors: dense matrices [rows, cols] (y = x W^T),\n"
            "block-sparse ones as their stored blocks NAME [nnzb, bs, bs] with int32 block indices\n"
            "NAME.row_ptr [block rows + 1] and NAME.col_idx [nnzb] (CSR: block k is rows\n"
            "[r*bs, (r+1)*bs) and columns [col_idx[k]*bs, ...) of the dense matrix), biases, layer-norm\n"
            "gains, and the EMA weights as ema.NAME when the checkpoint has them. The metadata holds\n"
-           "the config text and the format version. tools/swlstm_torch.py loads the file in PyTorch.\n");
+           "the config text and the format version. tools/swlstm_torch.py loads the file in PyTorch.\n"
+           "On a terminal, progress and an ETA go to stderr unless --quiet; --progress shows them\n"
+           "even when stderr is not a terminal.\n");
 }
 
 static void add_index(SafeTensors *st, const char *name, const char *what, const int *v, int n) {
@@ -68,23 +71,38 @@ static void add_metadata(SafeTensors *st, const Ckpt *c, const char *weights) {
     free(text);
 }
 
+// Bytes of CKPT read (not the optimizer's sections): the progress line counts them, then about
+// as many written.
+static double bytes_read(const Ckpt *c) {
+    double n = 0;
+    for (int i = 0; i < c->nsec; i++) n += c->sec[i].skipped ? 0 : (double)c->sec[i].len;
+    return n;
+}
+
 int cmd_export(int argc, char **argv) {
     const char *ckpt = NULL, *out = NULL;
+    int progress = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { export_usage(); return 0; }
-        if (!strcmp(a, "--out")) {
+        if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) progress = 0;
+        else if (!strcmp(a, "--progress")) progress = 1;
+        else if (!strcmp(a, "--out")) {
             if (i + 1 >= argc) die("export: option '--out' needs a value");
             out = argv[++i];
         } else if (a[0] != '-' && !ckpt) ckpt = a;
         else die("export: unexpected argument '%s' (usage: swlstm export CKPT --out MODEL.safetensors)", a);
     }
     if (!ckpt || !out) die("export: usage: swlstm export CKPT --out MODEL.safetensors");
-    Model *m = model_load(ckpt, DEVICE_CPU, PREC_FP32);
     static const char *const optimizer[] = {"adam_m", "adam_v", "hidden", NULL};
+    Progress pr;
+    progress_init(&pr, "export", NULL, 2 * file_size(ckpt), progress);
     Ckpt c;
     ckpt_read_except(&c, ckpt, optimizer);
     ckpt_warn_damaged(&c);
+    pr.total = 2 * bytes_read(&c);
+    progress_show(&pr, pr.total / 2);
+    Model *m = model_from_ckpt(&c, DEVICE_CPU, PREC_FP32);
     SafeTensors *st = st_new();
     char weights[64] = "";
     for (int k = 0; k < NCOPIES; k++) {
@@ -98,6 +116,7 @@ int cmd_export(int argc, char **argv) {
     }
     add_metadata(st, &c, weights);
     uint64_t bytes = st_write(st, out);
+    progress_done(&pr);
     printf("export: %s -> %s (%zu parameters, weights %s, %" PRIu64 " bytes)\n", ckpt, out, m->nparams, weights, bytes);
     ckpt_close(&c);
     model_free(m);

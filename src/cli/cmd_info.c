@@ -48,6 +48,22 @@ static void print_reach(int l, const Mask *steps, const Mask *drawn, int D) {
     printf("\n");
 }
 
+// The recurrent path training with cfg would take on a device, as its log prints it
+// (acts_route). The CPU runs per step; the CUDA backend's engine takes block-32 plain layers
+// (lstm_seq_host.cu), and CUDA replays the mlstm's per-step ops as a graph a window.
+static Route config_route(const Config *cfg, Device device, const Mask *masks, int n) {
+    int per = model_masks_per_layer(cfg), cuda = device == DEVICE_CUDA;
+    Route r = {.nlayers = cfg->num_layers, .table = 1};
+    for (int l = 0; l < cfg->num_layers; l++) {
+        const Mask *wh = l * per < n ? &masks[l * per] : NULL;  // W_h: a dense mask runs on cuBLAS
+        r.layer[l] = !cuda ? RECUR_STEPS
+                   : per > 2 ? (cfg->engine != ENGINE_STEPS ? RECUR_REPLAY : RECUR_STEPS)
+                   : cfg->block_size != 32 || !engine_wanted(cfg) ? RECUR_STEPS
+                   : wh && wh->nr && mask_count(wh) == (long)wh->nr * wh->nc ? RECUR_DENSE : RECUR_GRAPH;
+    }
+    return r;
+}
+
 static void print_model(const Ckpt *c, const Config *cfg) {
     Mask masks[SW_MAX_MASKS], drawn[SW_MAX_MASKS];
     int n = ckpt_masks_for(c, cfg, masks), per = model_masks_per_layer(cfg), mlstm = per > 2;
@@ -63,17 +79,13 @@ static void print_model(const Ckpt *c, const Config *cfg) {
         int first = i / per * per + (mlstm ? 2 : 0);
         if (i % per == per - 1 && n == per * cfg->num_layers) print_reach(i / per, &masks[first], &drawn[first], mlstm ? per - 2 : 1);
     }
-    // The CUDA backend's engine takes block-32 plain layers (lstm_seq_host.cu); the CPU always
-    // runs per step, and CUDA replays the mlstm's per-step ops as a graph a window.
-    Route r = {.nlayers = cfg->num_layers};
-    for (int l = 0; l < cfg->num_layers; l++) {
-        const Mask *wh = l * per < n ? &masks[l * per] : NULL;  // W_h: a dense mask runs on cuBLAS
-        r.layer[l] = mlstm ? (cfg->engine != ENGINE_STEPS ? RECUR_REPLAY : RECUR_STEPS)
-                   : cfg->block_size != 32 || !engine_wanted(cfg) ? RECUR_STEPS
-                   : wh && wh->nr && mask_count(wh) == (long)wh->nr * wh->nc ? RECUR_DENSE : RECUR_GRAPH;
-    }
     char route[512];
-    printf("recurrent path on cuda: %s\n", route_text(&r, route, sizeof route));
+    Route r = config_route(cfg, cfg->device, masks, n);
+    printf("recurrent path on %s: %s\n", CFG_NAME(cfg, device), route_text(&r, route, sizeof route));
+    if (cfg->device == DEVICE_CPU) {  // where a GPU would take it
+        r = config_route(cfg, DEVICE_CUDA, masks, n);
+        printf("recurrent path on cuda (train --device cuda): %s\n", route_text(&r, route, sizeof route));
+    }
     for (int i = 0; i < n; i++) mask_free(&masks[i]), mask_free(&drawn[i]);
     const CkptSection *p = ckpt_find(c, "params", 1);
     printf("parameters: %llu stored (fp32), %.0f for the same shapes dense\n",

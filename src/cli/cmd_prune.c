@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "base/progress.h"
 #include "cli/verbs.h"
 #include "model/model_io.h"
@@ -40,13 +39,6 @@ static void report(const Model *from, const Model *to) {
     printf("parameters: %zu -> %zu (%.1f%%)\n", from->nparams, to->nparams, 100.0 * to->nparams / from->nparams);
 }
 
-// The progress line counts bytes: prune reads CKPT twice (the model, then the sections it
-// copies) and writes NEW, about CKPT's size times the share of parameters kept.
-static double file_bytes(const char *path) {
-    struct stat st;
-    return stat(path, &st) ? 0 : (double)st.st_size;
-}
-
 int cmd_prune(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *dens = NULL;
     int progress = -1;
@@ -64,18 +56,17 @@ int cmd_prune(int argc, char **argv) {
     if (!in || !dens || !out) die("prune: usage: swlstm prune CKPT --density D --out NEW.ckpt");
     double density = parse_double("prune --density", dens, 0, 1);
     if (!(density > 0)) die("prune: --density %s: expected a fraction of each matrix's blocks in (0, 1]", dens);
-    double size = file_bytes(in);
+    double size = file_size(in);  // the progress line counts bytes: CKPT read, then NEW written
     Progress pr;
-    progress_init(&pr, "prune", NULL, 3 * size, progress);
-    Model *from = model_load(in, DEVICE_CPU, PREC_FP32);
+    progress_init(&pr, "prune", NULL, 2 * size, progress);
+    Ckpt c;
+    ckpt_read(&c, in);
     progress_show(&pr, size);
+    Model *from = model_from_ckpt(&c, DEVICE_CPU, PREC_FP32);
     Mask masks[SW_MAX_MASKS];
     model_prune_masks(from, from->params, density, masks);
     Model *to = model_remask(from, masks);
-    pr.total = size * (2 + (double)to->nparams / (double)from->nparams);
-    Ckpt c;
-    ckpt_read(&c, in);
-    progress_show(&pr, 2 * size);
+    pr.total = size * (1 + (double)to->nparams / (double)from->nparams);
     int train = ckpt_find(&c, "state", 0) != NULL;
     real *m = train ? moment_for(&c, "adam_m", from, to) : NULL, *v = train ? moment_for(&c, "adam_v", from, to) : NULL;
     model_save_like(out, to, &c, m, v);

@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "model/byte_set.h"
 #include "model/model_io.h"
 #include "model/gen.h"
@@ -23,7 +24,8 @@ static void sample_usage(void) {
     printf("usage: swlstm sample CKPT [-n LEN] [-t TEMP] [--top-k K] [--top-p P]\n"
            "                    [-i PRIME | --prime-file F] [-s SEED] [--device cpu|cuda] [--precision P]\n"
            "                    [--raw-weights] [--any-byte] [-v]\n"
-           "Streams the prime and then LEN sampled bytes (default 500) to stdout, unfiltered. It draws\n"
+           "Streams the prime and then LEN sampled bytes (default 500) to stdout, unfiltered (on a\n"
+           "terminal a newline follows unless the text ends with one; a pipe gets the bytes exact). It draws\n"
            "only the byte values its training corpus holds (the checkpoint records them; all 256 in\n"
            "checkpoints older than that record) unless --any-byte. The model first reads a newline, then\n"
            "the prime: the text starts at the start of a line, whatever the prime's length.\n"
@@ -75,23 +77,27 @@ static void feed_prime(Model *m, Infer *s, const char *prime, size_t len, float 
     if (len) fwrite(prime, 1, len, stdout);  // prime is NULL when there is none
 }
 
-// The per-step path: infer_step and sample_byte on the host, a byte at a time.
-static void sample_steps(Model *m, const SampleArgs *a, const char *prime, size_t plen, Rng *rng) {
+// The per-step path: infer_step and sample_byte on the host, a byte at a time. Returns the
+// last byte written (-1: none).
+static int sample_steps(Model *m, const SampleArgs *a, const char *prime, size_t plen, Rng *rng) {
     Infer *s = infer_create(m, 1, 0);
     float logits[256];
     feed_prime(m, s, prime, plen, logits);
+    int b = plen ? (unsigned char)prime[plen - 1] : -1;
     for (long i = 0; i < a->n; i++) {
-        int b = sample_byte(logits, &a->so, rng);
+        b = sample_byte(logits, &a->so, rng);
         putchar(b);
         if (b == '\n') fflush(stdout);
         if (i + 1 < a->n) infer_step(m, s, &b, 1, logits);
     }
     infer_free(m, s);
+    return b;
 }
 
 // The device loop: a newline and the prime fed (as feed_prime), then SAMPLE_CHUNK bytes a
-// launch, each launch feeding first the byte the one before drew last.
-static void sample_device(Gen *g, const SampleArgs *a, const char *prime, size_t plen, Rng *rng) {
+// launch, each launch feeding first the byte the one before drew last. Returns the last byte
+// written (-1: none).
+static int sample_device(Gen *g, const SampleArgs *a, const char *prime, size_t plen, Rng *rng) {
     if (plen >= INT_MAX) die("sample: a prime of %zu bytes; the device loop takes at most %d", plen, INT_MAX - 1);
     int nfeed = (int)plen + 1, *feed = xmalloc(sizeof(int) * (size_t)nfeed);
     feed[0] = '\n';
@@ -105,7 +111,9 @@ static void sample_device(Gen *g, const SampleArgs *a, const char *prime, size_t
         fflush(stdout);
         feed[0] = out[k - 1], nfeed = 1, done += k;
     }
+    int last = a->n ? feed[0] : plen ? (unsigned char)prime[plen - 1] : -1;
     free(feed);
+    return last;
 }
 
 int cmd_sample(int argc, char **argv) {
@@ -130,8 +138,9 @@ int cmd_sample(int argc, char **argv) {
         fprintf(stderr, "sample: %s\n", route_text(&r, route, sizeof route));
     }
     if (a.verbose && !g) fprintf(stderr, "sample: no device loop: %s\n", why);
-    if (g) sample_device(g, &a, prime ? prime : a.prime, plen, &rng);
-    else sample_steps(m, &a, prime ? prime : a.prime, plen, &rng);
+    const char *text = prime ? prime : a.prime;
+    int last = g ? sample_device(g, &a, text, plen, &rng) : sample_steps(m, &a, text, plen, &rng);
+    if (last >= 0 && last != '\n' && isatty(STDOUT_FILENO)) putchar('\n');  // the prompt on a line of its own; pipes get the bytes exact
     fflush(stdout);
     if (a.verbose)
         fprintf(stderr, "sample: checkpoint loaded in %.3f s, path set up in %.3f s, prime and %ld bytes in %.3f s\n",

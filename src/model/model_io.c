@@ -232,14 +232,19 @@ static Model *model_of_ckpt(const Ckpt *c, Config cfg, const char *weights, int 
     return m;
 }
 
+Model *model_from_ckpt(const Ckpt *c, int device, int precision) {
+    Config cfg;
+    ckpt_config(c, &cfg);
+    Model *m = model_of_ckpt(c, cfg, "params", device, precision, 1);
+    model_load_weights(m, c);
+    return m;
+}
+
 Model *model_load(const char *path, int device, int precision) {
     static const char *const training_only[] = {"adam_m", "adam_v", "state", "hidden", NULL};
     Ckpt c;
     ckpt_read_except(&c, path, training_only);
-    Config cfg;
-    ckpt_config(&c, &cfg);
-    Model *m = model_of_ckpt(&c, cfg, "params", device, precision, 1);
-    model_load_weights(m, &c);
+    Model *m = model_from_ckpt(&c, device, precision);
     ckpt_close(&c);
     return m;
 }

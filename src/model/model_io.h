@@ -35,6 +35,9 @@ void model_save_like(const char *path, const Model *m, const Ckpt *c, const real
 // precision reads as fp32, the CPU's only one.
 #define CKPT_CHOICE (-1)
 Model *model_load(const char *path, int device, int precision);
+// The same from a checkpoint already read (its config, masks, params and any ema), for verbs
+// that read other sections too (export, prune): the file is read once.
+Model *model_from_ckpt(const Ckpt *c, int device, int precision);
 // The same for inference (sample, eval, features): the weights are the checkpoint's moving
 // average where it has one and raw is 0, else its weights; only that section is read, and the
 // model keeps no moving average of its own.
