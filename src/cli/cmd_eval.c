@@ -227,7 +227,7 @@ int cmd_eval(int argc, char **argv) {
     dyn.warmup = warmup;
     dyn.streams.T = (int)dyn.segment;
     if (dyn.on && (batch > 1 || (protocol && strcmp(protocol, "stream"))))
-        die("eval: --dynamic reads one stream (the published protocol); drop --batch-size and --protocol");
+        die("eval: --dynamic reads one stream (the published protocol) or --streams N of its own; drop --batch-size and --protocol");
     if (!protocol) protocol = "warm";
     int which = split_from_name(split);
     if (which < 0) die("eval: --split '%s': expected valid, test or train", split);

@@ -23,7 +23,8 @@ typedef struct {
 } DynStreams;
 
 // The bits per character of the span read as s->streams pieces, over all of their predictions
-// (into *count): static when d is NULL (m's weights, forward only), else dynamic with h from
+// (into *count): static when d is NULL (m's weights as they are, forward only: after a dynamic
+// run, dyn_restore first; further devices load the checkpoint's), else dynamic with h from
 // d's statistics (d->m = m). The pieces' sums add in piece order, whichever device ran them.
 // Progress (a share) on pr unless NULL: within the one piece, or a step per piece done on m.
 double dyn_streams_bpc(Model *m, DynEval *d, DynHyper h, const DynStreams *s, const uint8_t *bytes, size_t len,
