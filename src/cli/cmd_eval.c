@@ -105,8 +105,28 @@ static double static_reference(Model *m, const uint8_t *bytes, size_t len, DynOp
     return bpc;
 }
 
-// --dynamic: static and dynamic bpc of the span, one stream in segments, after the gradient
-// statistics (and --dyn-tune's search); each phase shows its progress.
+// The words that name --dynamic's protocol in the output: the static reference's, json's
+// "protocol" and "streams" (and "devices" for several streams), the text's.
+typedef struct {
+    char json_static[16], text_static[32], json[96], text[96];
+} DynNames;
+
+static DynNames dyn_names(const DynOpts *o) {
+    int N = o->streams.streams, G = o->streams.devices;
+    DynNames n = {"stream", "stream", "\"protocol\": \"dynamic-stream\", \"streams\": 1", "one stream, state carried"};
+    if (N > 1) {
+        snprintf(n.json_static, sizeof n.json_static, "streams");
+        snprintf(n.text_static, sizeof n.text_static, "%d streams", N);
+        snprintf(n.json, sizeof n.json, "\"protocol\": \"dynamic-streams\", \"streams\": %d, \"devices\": %d", N, G);
+        snprintf(n.text, sizeof n.text, "%d streams (contiguous pieces, each from a zero state) on %d device%s", N, G,
+                 G > 1 ? "s" : "");
+    }
+    if (o->static_warm) snprintf(n.json_static, sizeof n.json_static, "warm"), snprintf(n.text_static, sizeof n.text_static, "warm");
+    return n;
+}
+
+// --dynamic: static and dynamic bpc of the span, one stream or --streams pieces in segments,
+// after the gradient statistics (and --dyn-tune's search); each phase shows its progress.
 static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, const char *split, DynOpts o, int json,
                          int mode) {
     const uint8_t *bytes = ds->bytes + ds->off[which];
@@ -134,27 +154,19 @@ static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, con
     double bpc = dyn_streams_bpc(m, d, o.h, &o.streams, bytes, len, &count, phase(&pr, "eval dynamic", NULL, 1, mode));
     progress_done(&pr);
     double secs = now_sec() - t0;
-    int N = o.streams.streams;
-    char sp[32] = "stream", jp[96] = "\"protocol\": \"dynamic-stream\", \"streams\": 1",
-         how[96] = "one stream, state carried";
-    if (N > 1) {
-        snprintf(sp, sizeof sp, "%d streams", N);
-        snprintf(jp, sizeof jp, "\"protocol\": \"dynamic-streams\", \"streams\": %d, \"devices\": %d", N, o.streams.devices);
-        snprintf(how, sizeof how, "%d streams (contiguous pieces, each from a zero state) on %d device%s", N,
-                 o.streams.devices, o.streams.devices > 1 ? "s" : "");
-    }
+    DynNames nm = dyn_names(&o);
     if (json)
         printf("{\"bpc\": %.6f, \"static_bpc\": %.6f, \"static_protocol\": \"%s\", \"bytes\": %zu, \"split\": \"%s\", %s, "
                "\"segment\": %ld, \"eta\": %g, \"lambda\": %g, \"eps\": %g, \"stats_bytes\": %zu, "
                "\"mean_rms\": %.6g, \"tuned\": %s, \"tune_bytes\": %zu, \"tune_bpc\": %.6f, \"seconds\": %.3f, \"static_seconds\": %.3f, "
                "\"stats_seconds\": %.3f, \"tune_seconds\": %.3f}\n",
-               bpc, static_bpc, o.static_warm ? "warm" : N > 1 ? "streams" : "stream", count, split, jp, o.segment, o.h.eta, o.h.lambda, o.h.eps, stats, d->mean_rms, o.tune ? "true" : "false",
+               bpc, static_bpc, nm.json_static, count, split, nm.json, o.segment, o.h.eta, o.h.lambda, o.h.eps, stats, d->mean_rms, o.tune ? "true" : "false",
                tune, o.tune ? tune_bpc : 0.0, secs, static_secs, stats_secs, tune_secs);
     else
         printf("%s bpc %.4f dynamic, %.4f static (%s), over %zu bytes (protocol dynamic: %s, "
                "weights adapted after each %ld-byte segment; eta %g lambda %g eps %g%s, rms over %zu training bytes; "
                "%.1f s dynamic, %.1f s static, %.1f s statistics%s)\n",
-               split, bpc, static_bpc, o.static_warm ? "warm" : sp, count, how, o.segment, o.h.eta, o.h.lambda, o.h.eps, o.tune ? " (tuned)" : "", stats,
+               split, bpc, static_bpc, nm.text_static, count, nm.text, o.segment, o.h.eta, o.h.lambda, o.h.eps, o.tune ? " (tuned)" : "", stats,
                secs, static_secs, stats_secs, o.tune ? ", tuning too" : "");
     dyn_free(d);
     acts_free(m, a);
