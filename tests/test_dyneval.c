@@ -8,6 +8,7 @@
 #include <string.h>
 #include "base/sha256.h"
 #include "model/model_io.h"
+#include "train/dyn_streams.h"
 #include "train/dyneval.h"
 #include "train/eval.h"
 #include "test.h"
@@ -230,6 +231,77 @@ TEST(eval_dynamic_verb_leaves_the_checkpoint) {
     CHECK(!memcmp(before, after, SHA256_BYTES));
 }
 
+// n streams of the span on m (d NULL: static), devices G, windows of SEG.
+static double streams_bpc(Model *m, DynEval *d, DynHyper h, int n, int G, const uint8_t *b, size_t len, size_t *count) {
+    DynStreams s = {n, G, small_ckpt(), 0, SEG};
+    return dyn_streams_bpc(m, d, h, &s, b, len, count, NULL);
+}
+
+// One stream is dyn_bpc's (and eval_bpc's) stream; three are the pieces [0, 333), [333, 666),
+// [666, 1000), each from the trained weights and a zero state, their nats summed; with eta = 0
+// the dynamic streams are the static ones; two CPU threads, each its own model from the
+// checkpoint, give the bits of one model running all three in turn.
+TEST(dyneval_streams_are_their_pieces) {
+    Model *m = model_load_infer(small_ckpt(), CKPT_CHOICE, CKPT_CHOICE, 0);
+    Acts *a = acts_create(m, 1, SEG);
+    uint8_t *train = text(3000, 8), *eval = text(1000, 9);
+    DynEval *d = dyn_create(m, train, 3000, 4, SEG, NULL);
+    DynHyper h = {1e-3, 0.01, 1e-5}, h0 = {0, 0.01, 1e-5};
+    size_t c1, c2;
+    double one_s = eval_bpc(m, a, eval, 1000, 0, &c2, NULL), one = dyn_bpc(d, a, h, eval, 1000, &c1, NULL);
+    CHECK(streams_bpc(m, d, h, 1, 1, eval, 1000, &c2) == one && c2 == c1);
+    dyn_restore(d);
+    CHECK(streams_bpc(m, NULL, h, 1, 1, eval, 1000, &c2) == one_s && c2 == c1);
+    static const size_t off[] = {0, 333, 666, 1000};
+    double nats = 0, nats_s = 0;
+    size_t count = 0;
+    for (int k = 0; k < 3; k++) {
+        dyn_restore(d);  // static: the trained weights
+        nats_s += eval_span_nats(m, a, eval + off[k], off[k + 1] - off[k], 0, &c1, NULL);
+        nats += dyn_nats(d, a, h, eval + off[k], off[k + 1] - off[k], &c1, NULL);
+        count += c1;
+    }
+    CHECK_EQ(count, 997);
+    double three = streams_bpc(m, d, h, 3, 1, eval, 1000, &c2);
+    dyn_restore(d);
+    double three_s = streams_bpc(m, NULL, h, 3, 1, eval, 1000, &c1);
+    CHECK_MSG(three == nats / count / log(2.0) && c2 == count, "3 streams %.17g, pieces %.17g", three, nats / count / log(2.0));
+    CHECK(three_s == nats_s / count / log(2.0) && c1 == count);
+    CHECK_MSG(three > one && three != three_s, "3 streams %.6f, one %.6f, static %.6f", three, one, three_s);
+    CHECK(streams_bpc(m, d, h0, 3, 1, eval, 1000, &c2) == three_s);
+    CHECK(streams_bpc(m, d, h, 3, 2, eval, 1000, &c2) == three && c2 == count);
+    dyn_restore(d);
+    CHECK(streams_bpc(m, NULL, h, 3, 2, eval, 1000, &c2) == three_s);
+    dyn_free(d);
+    acts_free(m, a);
+    model_free(m);
+    free(train), free(eval);
+}
+
+// The verb: --streams 1 is the default's answer; --streams 3 names its protocol, and with
+// eta = 0 its dynamic bpc is its static one.
+TEST(eval_dynamic_streams_verb) {
+    const char *ckpt = small_ckpt(), *base = "--split test --max-bytes 600 --dynamic --segment 16 --dyn-stats 3000 --json";
+    char args[1024], out[4096], one[4096];
+    snprintf(args, sizeof args, "eval %s %s", ckpt, base);
+    CHECK_EQ(run_swlstm(args, one, sizeof one), 0);
+    snprintf(args, sizeof args, "eval %s %s --streams 1 --gpus 1", ckpt, base);
+    CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+    CHECK_MSG(!strncmp(out, one, (size_t)(strstr(one, "\"seconds\"") - one)), "%s\nagainst\n%s", out, one);
+    snprintf(args, sizeof args, "eval %s %s --streams 3", ckpt, base);
+    CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+    CHECK_MSG(strstr(out, "\"static_protocol\": \"streams\", \"bytes\": 597, \"split\": \"test\", \"protocol\": "
+                          "\"dynamic-streams\", \"streams\": 3, \"devices\": 1, \"segment\": 16,"), "%s", out);
+    CHECK(json_num(out, "\"bpc\": ") != json_num(one, "\"bpc\": "));
+    snprintf(args, sizeof args, "eval %s %s --streams 3 --eta 0", ckpt, base);
+    CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+    CHECK_NEAR(json_num(out, "\"bpc\": "), json_num(out, "\"static_bpc\": "), 0);
+    snprintf(args, sizeof args, "eval %s --split test --max-bytes 600 --dynamic --segment 16 --dyn-stats 3000 --streams 3", ckpt);
+    CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+    CHECK_MSG(strstr(out, "static (3 streams), over 597 bytes (protocol dynamic: 3 streams (contiguous pieces, each "
+                          "from a zero state) on 1 device,"), "%s", out);
+}
+
 // --static warm: the static reference is `eval --protocol warm`'s bpc over the same bytes.
 TEST(eval_dynamic_static_warm_matches) {
     const char *ckpt = small_ckpt();
@@ -292,6 +364,10 @@ TEST(eval_dynamic_bad_options_are_clear_errors) {
     expect_error(ckpt, "--dynamic --protocol warm", "eval: --dynamic reads one stream", &ok);
     expect_error(ckpt, "--dynamic --static stripes", "eval: --static 'stripes': expected stream or warm", &ok);
     expect_error(ckpt, "--static warm", "eval: --static names --dynamic's reference; add --dynamic", &ok);
+    expect_error(ckpt, "--dynamic --streams 0", "eval --streams = '0': expected an integer from 1", &ok);
+    expect_error(ckpt, "--dynamic --streams 101", "eval: --streams 101: the span holds 200 bytes; a stream needs 2 at least (at most 100 streams)", &ok);
+    expect_error(ckpt, "--dynamic --streams 2 --gpus 2", "eval: --gpus 2: the CPU runs the streams one after another", &ok);
+    expect_error(ckpt, "--streams 2", "eval: --streams and --gpus split --dynamic; add --dynamic", &ok);
     CHECK(ok);
 }
 #endif

@@ -86,6 +86,13 @@ static void cuda_release(void) {
     memset(&g_cuda, 0, sizeof g_cuda);
 }
 
+extern "C" int backend_cuda_devices(void) {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+extern "C" void backend_cuda_bind(int device) { CUDA_CHECK(cudaSetDevice(device)); }
+
 static void cuda_init(void) {
     static thread_local int done;  // per thread, like g_cuda
     if (done) return;

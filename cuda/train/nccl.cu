@@ -94,10 +94,7 @@ void dist_nccl_get_unique_id(uint8_t id[DIST_ID_BYTES]) {
     memcpy(id, &u, DIST_ID_BYTES);
 }
 
-int dist_gpu_count(void) {
-    int n = 0;
-    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
+int dist_gpu_count(void) { return backend_cuda_devices(); }
 
 // The GPU of a rank: its local rank among the GPUs this process sees. One visible GPU
 // means the launcher bound one to each rank (CUDA_VISIBLE_DEVICES per task).
@@ -115,7 +112,7 @@ void dist_nccl_init(int rank, int world, int local_rank, const uint8_t id[DIST_I
     dist_nccl_env();
     g_dist.world = world;
     g_dist.timeout = timeout_sec;
-    CUDA_CHECK(cudaSetDevice(pick_device(rank, local_rank)));
+    backend_cuda_bind(pick_device(rank, local_rank));
     ncclUniqueId u;
     memcpy(&u, id, DIST_ID_BYTES);
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;

@@ -7,6 +7,7 @@
 #include "cli/verbs.h"
 #include "model/model_io.h"
 #include "train/data.h"
+#include "train/dyn_streams.h"
 #include "train/dyneval.h"
 #include "train/eval.h"
 
@@ -24,6 +25,7 @@ typedef struct {
     long segment, stats, tune_bytes;  // stats, tune_bytes: 0 = the default, capped at the split
     long warmup;
     DynHyper h;
+    DynStreams streams;  // --streams, --gpus (0 when not given), the checkpoint each GPU loads
 } DynOpts;
 
 static void eval_usage(void) {
@@ -48,7 +50,7 @@ static void eval_usage(void) {
            "The output names the protocol. A checkpoint trained with ema > 0 is evaluated with the\n"
            "weights' moving average unless --raw-weights. On a terminal, progress and an ETA go to\n"
            "stderr unless --quiet (--dynamic: a line a phase); --progress shows them off a terminal too.\n"
-           "Dynamic evaluation (Krause et al. 2018), one stream with carried state:\n"
+           "Dynamic evaluation (Krause et al. 2018), one stream with carried state (or --streams N):\n"
            "  --dynamic           score each segment, then adapt the weights to it before the next:\n"
            "                      theta -= eta g / (rms + eps), theta += min(lambda rms / mean(rms), 1)\n"
            "                      (theta_trained - theta); prints the static and the dynamic bpc.\n"
@@ -58,9 +60,18 @@ static void eval_usage(void) {
            "  --dyn-stats BYTES   training bytes whose gradients give rms (default %d, or the split)\n"
            "  --dyn-tune          first pick eta and lambda from a grid around them by the dynamic bpc\n"
            "                      of the valid split's first --tune-bytes N (default %d)\n"
-           "  --static stream|warm  the static reference: the same stream (default), or the warm\n"
+           "  --static stream|warm  the static reference: the same stream(s) (default), or the warm\n"
            "                      protocol (stripes side by side: seconds where the stream takes\n"
-           "                      minutes on a long split; docs/QUALITY.md measures the two alike)\n",
+           "                      minutes on a long split; docs/QUALITY.md measures the two alike)\n"
+           "  --streams N         N independent streams instead of one (default 1): the span cut\n"
+           "                      into N contiguous pieces (each span/N bytes, the last the rest),\n"
+           "                      each from a zero state and the trained weights, adapting its own\n"
+           "                      copy; bpc over all of their predictions, the static reference\n"
+           "                      alike (unless --static warm). Not the published protocol: each\n"
+           "                      piece starts cold, so it scores a little worse than one stream.\n"
+           "  --gpus G            spread the streams over G GPUs (default 1), one thread each, each\n"
+           "                      GPU taking its pieces in turn; on one GPU (or the CPU) they run\n"
+           "                      one after another, never side by side: --streams pays with G > 1\n",
            WARMUP_DEFAULT, DYN_SEGMENT, DYN_ETA, DYN_LAMBDA, DYN_EPS, DYN_STATS, DYN_TUNE_BYTES);
 }
 
@@ -82,11 +93,11 @@ static Progress *phase(Progress *p, const char *what, const char *unit, double t
     return p;
 }
 
-// The static bpc that --dynamic compares against: the same stream through the dynamic pass's
-// activations, or the warm protocol over stripes of the config's batch.
-static double static_reference(Model *m, Acts *stream, const uint8_t *bytes, size_t len, DynOpts o, Progress *pr) {
+// The static bpc that --dynamic compares against: the same streams with windows of a segment,
+// or the warm protocol over stripes of the config's batch.
+static double static_reference(Model *m, const uint8_t *bytes, size_t len, DynOpts o, Progress *pr) {
     size_t count;
-    if (!o.static_warm) return eval_bpc(m, stream, bytes, len, 0, &count, pr);
+    if (!o.static_warm) return dyn_streams_bpc(m, NULL, o.h, &o.streams, bytes, len, &count, pr);
     int B = eval_batch_for(len, m->cfg.batch_size, m->cfg.seq_length);
     Acts *a = acts_create(m, B, m->cfg.seq_length);
     double bpc = eval_bpc(m, a, bytes, len, B > 1 ? eval_warm_for(len, B, (size_t)o.warmup) : 0, &count, pr);
@@ -94,15 +105,35 @@ static double static_reference(Model *m, Acts *stream, const uint8_t *bytes, siz
     return bpc;
 }
 
-// --dynamic: static and dynamic bpc of the span, one stream in segments, after the gradient
-// statistics (and --dyn-tune's search); each phase shows its progress.
+// The words that name --dynamic's protocol in the output: the static reference's, json's
+// "protocol" and "streams" (and "devices" for several streams), the text's.
+typedef struct {
+    char json_static[16], text_static[32], json[96], text[96];
+} DynNames;
+
+static DynNames dyn_names(const DynOpts *o) {
+    int N = o->streams.streams, G = o->streams.devices;
+    DynNames n = {"stream", "stream", "\"protocol\": \"dynamic-stream\", \"streams\": 1", "one stream, state carried"};
+    if (N > 1) {
+        snprintf(n.json_static, sizeof n.json_static, "streams");
+        snprintf(n.text_static, sizeof n.text_static, "%d streams", N);
+        snprintf(n.json, sizeof n.json, "\"protocol\": \"dynamic-streams\", \"streams\": %d, \"devices\": %d", N, G);
+        snprintf(n.text, sizeof n.text, "%d streams (contiguous pieces, each from a zero state) on %d device%s", N, G,
+                 G > 1 ? "s" : "");
+    }
+    if (o->static_warm) snprintf(n.json_static, sizeof n.json_static, "warm"), snprintf(n.text_static, sizeof n.text_static, "warm");
+    return n;
+}
+
+// --dynamic: static and dynamic bpc of the span, one stream or --streams pieces in segments,
+// after the gradient statistics (and --dyn-tune's search); each phase shows its progress.
 static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, const char *split, DynOpts o, int json,
                          int mode) {
     const uint8_t *bytes = ds->bytes + ds->off[which];
     Acts *a = acts_create(m, 1, (int)o.segment);
     size_t count;
     Progress pr;
-    double t0 = now_sec(), static_bpc = static_reference(m, a, bytes, len, o, phase(&pr, "eval static", NULL, 1, mode));
+    double t0 = now_sec(), static_bpc = static_reference(m, bytes, len, o, phase(&pr, "eval static", NULL, 1, mode));
     progress_done(&pr);
     double static_secs = now_sec() - t0;
     size_t stats = split_span(ds, SPLIT_TRAIN, o.stats, DYN_STATS, "--dyn-stats");
@@ -120,24 +151,44 @@ static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, con
     }
     double tune_secs = now_sec() - t0 - stats_secs;
     t0 = now_sec();
-    double bpc = dyn_bpc(d, a, o.h, bytes, len, &count, phase(&pr, "eval dynamic", NULL, 1, mode));
+    double bpc = dyn_streams_bpc(m, d, o.h, &o.streams, bytes, len, &count, phase(&pr, "eval dynamic", NULL, 1, mode));
     progress_done(&pr);
     double secs = now_sec() - t0;
+    DynNames nm = dyn_names(&o);
     if (json)
-        printf("{\"bpc\": %.6f, \"static_bpc\": %.6f, \"static_protocol\": \"%s\", \"bytes\": %zu, \"split\": \"%s\", \"protocol\": \"dynamic-stream\", "
-               "\"streams\": 1, \"segment\": %ld, \"eta\": %g, \"lambda\": %g, \"eps\": %g, \"stats_bytes\": %zu, "
+        printf("{\"bpc\": %.6f, \"static_bpc\": %.6f, \"static_protocol\": \"%s\", \"bytes\": %zu, \"split\": \"%s\", %s, "
+               "\"segment\": %ld, \"eta\": %g, \"lambda\": %g, \"eps\": %g, \"stats_bytes\": %zu, "
                "\"mean_rms\": %.6g, \"tuned\": %s, \"tune_bytes\": %zu, \"tune_bpc\": %.6f, \"seconds\": %.3f, \"static_seconds\": %.3f, "
                "\"stats_seconds\": %.3f, \"tune_seconds\": %.3f}\n",
-               bpc, static_bpc, o.static_warm ? "warm" : "stream", count, split, o.segment, o.h.eta, o.h.lambda, o.h.eps, stats, d->mean_rms, o.tune ? "true" : "false",
+               bpc, static_bpc, nm.json_static, count, split, nm.json, o.segment, o.h.eta, o.h.lambda, o.h.eps, stats, d->mean_rms, o.tune ? "true" : "false",
                tune, o.tune ? tune_bpc : 0.0, secs, static_secs, stats_secs, tune_secs);
     else
-        printf("%s bpc %.4f dynamic, %.4f static (%s), over %zu bytes (protocol dynamic: one stream, state carried, "
+        printf("%s bpc %.4f dynamic, %.4f static (%s), over %zu bytes (protocol dynamic: %s, "
                "weights adapted after each %ld-byte segment; eta %g lambda %g eps %g%s, rms over %zu training bytes; "
                "%.1f s dynamic, %.1f s static, %.1f s statistics%s)\n",
-               split, bpc, static_bpc, o.static_warm ? "warm" : "stream", count, o.segment, o.h.eta, o.h.lambda, o.h.eps, o.tune ? " (tuned)" : "", stats,
+               split, bpc, static_bpc, nm.text_static, count, nm.text, o.segment, o.h.eta, o.h.lambda, o.h.eps, o.tune ? " (tuned)" : "", stats,
                secs, static_secs, stats_secs, o.tune ? ", tuning too" : "");
     dyn_free(d);
     acts_free(m, a);
+}
+
+// --streams and --gpus against the span and the devices (1 each when not given).
+static void dyn_streams_check(DynStreams *s, const Model *m, size_t len, const char *ckpt, int raw) {
+    if (!s->streams) s->streams = 1;
+    if (!s->devices) s->devices = 1;
+    if ((size_t)s->streams > len / 2)
+        die("eval: --streams %d: the span holds %zu bytes; a stream needs 2 at least (at most %zu streams)", s->streams,
+            len, len / 2);
+    if (s->devices > 1 && m->cfg.device != DEVICE_CUDA)
+        die("eval: --gpus %d: the CPU runs the streams one after another on one model; drop --gpus or use --device cuda",
+            s->devices);
+    int ndev = s->devices > 1 ? backend_cuda_devices() : 1;
+    if (s->devices > ndev)
+        die("eval: --gpus %d: this machine shows %d GPUs (CUDA_VISIBLE_DEVICES may hide some)", s->devices, ndev);
+    if (s->devices > s->streams)
+        die("eval: --gpus %d: more GPUs than --streams %d; each GPU takes a stream at least", s->devices, s->streams);
+    s->ckpt = ckpt;
+    s->raw = raw;
 }
 
 static int static_protocol(const char *v) {
@@ -150,7 +201,7 @@ int cmd_eval(int argc, char **argv) {
     int device = CKPT_CHOICE, precision = CKPT_CHOICE;
     long max_bytes = 0, batch = 0, warmup = WARMUP_DEFAULT;
     int json = 0, raw = 0, progress = -1;
-    DynOpts dyn = {0, 0, 0, DYN_SEGMENT, 0, 0, WARMUP_DEFAULT, {DYN_ETA, DYN_LAMBDA, DYN_EPS}};
+    DynOpts dyn = {0, 0, 0, DYN_SEGMENT, 0, 0, WARMUP_DEFAULT, {DYN_ETA, DYN_LAMBDA, DYN_EPS}, {0}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { eval_usage(); return 0; }
@@ -176,15 +227,19 @@ int cmd_eval(int argc, char **argv) {
         else if (!strcmp(a, "--eps")) dyn.h.eps = parse_double("eval --eps", argv[++i], 1e-30, 1e3);
         else if (!strcmp(a, "--dyn-stats")) dyn.stats = parse_long("eval --dyn-stats", argv[++i], 2, LONG_MAX);
         else if (!strcmp(a, "--static")) dyn.static_warm = static_protocol(argv[++i]);
+        else if (!strcmp(a, "--streams")) dyn.streams.streams = (int)parse_long("eval --streams", argv[++i], 1, INT_MAX);
+        else if (!strcmp(a, "--gpus")) dyn.streams.devices = (int)parse_long("eval --gpus", argv[++i], 1, 4096);
         else if (!strcmp(a, "--tune-bytes")) dyn.tune_bytes = parse_long("eval --tune-bytes", argv[++i], 2, LONG_MAX);
         else die("eval: unknown option '%s' (see swlstm eval --help)", a);
     }
     if (!ckpt) die("eval: missing checkpoint path (usage: swlstm eval CKPT [options])");
     if (dyn.tune && !dyn.on) die("eval: --dyn-tune tunes --dynamic; add --dynamic");
     if (dyn.static_warm && !dyn.on) die("eval: --static names --dynamic's reference; add --dynamic");
+    if ((dyn.streams.streams || dyn.streams.devices) && !dyn.on) die("eval: --streams and --gpus split --dynamic; add --dynamic");
     dyn.warmup = warmup;
+    dyn.streams.T = (int)dyn.segment;
     if (dyn.on && (batch > 1 || (protocol && strcmp(protocol, "stream"))))
-        die("eval: --dynamic reads one stream (the published protocol); drop --batch-size and --protocol");
+        die("eval: --dynamic reads one stream (the published protocol) or --streams N of its own; drop --batch-size and --protocol");
     if (!protocol) protocol = "warm";
     int which = split_from_name(split);
     if (which < 0) die("eval: --split '%s': expected valid, test or train", split);
@@ -200,6 +255,7 @@ int cmd_eval(int argc, char **argv) {
     if (max_bytes && (size_t)max_bytes < len) len = (size_t)max_bytes;
     if (len < 2) die("eval: split '%s' of '%s' holds %zu bytes; nothing to evaluate", split, data ? data : m->cfg.data, len);
     if (dyn.on) {
+        dyn_streams_check(&dyn.streams, m, len, ckpt, raw);
         eval_dynamic(m, &ds, which, len, split, dyn, json, progress);
         model_free(m);
         dataset_close(&ds);

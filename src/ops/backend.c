@@ -8,6 +8,10 @@ const Backend *backend_cuda(Precision precision) {
         "install the CUDA Toolkit and rebuild, or set device = cpu");
 }
 void backend_cuda_warm(void) {}
+int backend_cuda_devices(void) { return 0; }
+void backend_cuda_bind(int device) {
+    die("cuda device %d: this swlstm was built without CUDA (nvcc was not found by make)", device);
+}
 #endif
 
 const Backend *backend_get(Device device, Precision precision) {

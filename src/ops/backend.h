@@ -208,6 +208,11 @@ const Backend *backend_get(Device device, Precision precision);
 // thread can do it while the caller reads a checkpoint; errors are left for backend_cuda to
 // report. Nothing without CUDA.
 void backend_cuda_warm(void);
+// The CUDA devices this process sees (0 without CUDA or without a device), and binding the
+// calling thread to device k of them: its later CUDA calls, and the per-thread state its first
+// backend_cuda makes, go there (one thread a GPU: multi-GPU training, eval --dynamic --gpus).
+int backend_cuda_devices(void);
+void backend_cuda_bind(int device);
 
 #ifdef __cplusplus
 }

@@ -24,13 +24,28 @@ static void stats_hook(void *ctx, Model *m, Acts *a, int T) {
     c->windows++;
 }
 
-DynEval *dyn_create(Model *m, const uint8_t *bytes, size_t len, int B, int T, Progress *pr) {
+// m's weights kept as the trained ones; rms allocated, not filled.
+static DynEval *dyn_alloc(Model *m) {
     const Backend *be = m->be;
     DynEval *d = xcalloc(1, sizeof *d);
     d->m = m;
     d->p0 = be->alloc(m->nparams * sizeof(real));
     d->rms = be->alloc(m->nparams * sizeof(real));
     be->copy(d->p0, m->params, m->nparams * sizeof(real));
+    return d;
+}
+
+DynEval *dyn_like(Model *m, const DynEval *src, const real *rms_host) {
+    DynEval *d = dyn_alloc(m);
+    m->be->to_device(d->rms, rms_host, m->nparams * sizeof(real));
+    d->mean_rms = src->mean_rms;
+    d->windows = src->windows;
+    return d;
+}
+
+DynEval *dyn_create(Model *m, const uint8_t *bytes, size_t len, int B, int T, Progress *pr) {
+    const Backend *be = m->be;
+    DynEval *d = dyn_alloc(m);
     B = eval_batch_for(len, B, T);
     Acts *a = acts_create(m, B, T);
     Stripes s = eval_stripes(bytes, len, B, T);
@@ -75,13 +90,17 @@ static void step_hook(void *ctx, Model *m, Acts *a, int T) {
     m->be->dyn_update(m->params, m->grads, c->d->p0, c->d->rms, m->nparams, c->args);
 }
 
-double dyn_bpc(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, size_t *count, Progress *pr) {
+double dyn_nats(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, size_t *count, Progress *pr) {
     if (a->B != 1) die("internal: dynamic evaluation reads one stream, buffers for %d", a->B);
     dyn_restore(d);
     StepCtx c = {d, {(real)h.eta, (real)(h.lambda / d->mean_rms), (real)h.eps}};
     Stripes s = eval_stripes(bytes, len, 1, a->T);
     *count = eval_count(&s);
-    return eval_nats_then(d->m, a, &s, step_hook, &c, pr) / (double)*count / log(2.0);
+    return eval_nats_then(d->m, a, &s, step_hook, &c, pr);
+}
+
+double dyn_bpc(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, size_t *count, Progress *pr) {
+    return dyn_nats(d, a, h, bytes, len, count, pr) / (double)*count / log(2.0);
 }
 
 DynHyper dyn_tune(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, double *best_bpc, int verbose,

@@ -28,6 +28,9 @@ typedef struct {
 // training split) in B stripes with windows of T and carried state, the gradient of each
 // window's mean loss (B is lowered for a short span). Progress (a share) on pr unless NULL.
 DynEval *dyn_create(Model *m, const uint8_t *bytes, size_t len, int B, int T, Progress *pr);
+// The statistics of src for m, another copy of src's model (on another device): the trained
+// weights m holds, rms from rms_host (src's, on the host; m->nparams).
+DynEval *dyn_like(Model *m, const DynEval *src, const real *rms_host);
 void dyn_free(DynEval *d);
 // Puts the trained weights back into the model.
 void dyn_restore(DynEval *d);
@@ -36,6 +39,8 @@ void dyn_restore(DynEval *d);
 // The model keeps the adapted weights (dyn_restore brings back the trained ones). Progress (a
 // share) on pr unless NULL.
 double dyn_bpc(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, size_t *count, Progress *pr);
+// dyn_bpc's sum: the loss in nats over its *count predictions.
+double dyn_nats(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, size_t *count, Progress *pr);
 // The small search of `eval --dyn-tune`: dyn_bpc over len bytes (of the valid split) for a grid
 // of DYN_TUNE_PAIRS pairs of eta and lambda around h (eps kept); returns the best pair, its bpc
 // in *best_bpc. Prints a line per pair when verbose; pairs done on pr unless NULL.

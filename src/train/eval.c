@@ -66,8 +66,12 @@ double eval_nats_then(Model *m, Acts *a, const Stripes *s, EvalHook after, void 
 
 double eval_nats(Model *m, Acts *a, const Stripes *s) { return eval_nats_then(m, a, s, NULL, NULL, NULL); }
 
-double eval_bpc(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t warm, size_t *count, Progress *pr) {
+double eval_span_nats(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t warm, size_t *count, Progress *pr) {
     Stripes s = warm ? eval_stripes_warm(bytes, len, a->B, a->T, warm) : eval_stripes(bytes, len, a->B, a->T);
     *count = eval_count(&s);
-    return eval_nats_then(m, a, &s, NULL, NULL, pr) / (double)*count / log(2.0);
+    return eval_nats_then(m, a, &s, NULL, NULL, pr);
+}
+
+double eval_bpc(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t warm, size_t *count, Progress *pr) {
+    return eval_span_nats(m, a, bytes, len, warm, count, pr) / (double)*count / log(2.0);
 }

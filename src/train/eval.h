@@ -16,6 +16,8 @@ int eval_batch_for(size_t len, int batch, int T);
 // once (but the last < B), each with warm bytes of context or more; B = 1 is one stream.
 // pr (NULL: none) shows the share done, in [0, 1].
 double eval_bpc(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t warm, size_t *count, Progress *pr);
+// eval_bpc's sum: the loss in nats over its *count predictions.
+double eval_span_nats(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t warm, size_t *count, Progress *pr);
 // The parts of eval_bpc, for ranks that each evaluate some of the stripes (dist_stripes,
 // warm = 0 only): B stripes of a span (dies if they are shorter than 2 bytes), and the summed
 // loss in nats of the a->B = s->B stripes of s over their scored predictions.

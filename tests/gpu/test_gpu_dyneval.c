@@ -1,7 +1,10 @@
 // test_gpu_dyneval.c: dynamic evaluation on the GPU against the CPU reference: whole dynamic
 // streams (gradient statistics, segments scored and adapted) of both cells, per-step ops and
 // the recurrent engine, fp32 and bf16 (whose weight shadow each update must refresh): the
-// static and dynamic bpc and the adapted weights. The update op alone: test_gpu_ops.c.
+// static and dynamic bpc and the adapted weights; --streams' pieces on one GPU and on two.
+// The update op alone: test_gpu_ops.c.
+#include "model/model_io.h"
+#include "train/dyn_streams.h"
 #include "train/dyneval.h"
 #include "train/eval.h"
 #include "gpu_train.h"
@@ -56,3 +59,79 @@ static void check_dyneval(const char *prec, double tol_bpc, double tol_w) {
 // stream's 50 updates (docs/QUALITY.md, "Dynamic evaluation", gives how far apart they end).
 TEST(gpu_dyneval_fp32_matches_cpu) { check_dyneval("fp32", 1e-2, 2e-2); }
 TEST(gpu_dyneval_bf16_matches_cpu) { check_dyneval("bf16", 5e-2, 3e-2); }
+
+// --streams on the GPU: a checkpoint of an engine-path mLSTM loaded in prec, its statistics,
+// and the static and dynamic bpc of 2 streams over 800 bytes on `devices` GPUs (static first,
+// from the trained weights).
+typedef struct {
+    double stat, dyn;
+} StreamsRun;
+
+static const char *streams_ckpt(void) {
+    static char path[512];
+    if (path[0]) return path;
+    Model *m = make_model(&dshapes[2], backend_cpu());
+    snprintf(path, sizeof path, "%s", tmp_path("gpu_streams.ckpt"));
+    model_save(path, m, NULL, NULL, NULL, NULL);
+    model_free(m);
+    return path;
+}
+
+static Model *streams_model(const char *prec) {
+    return model_load_infer(streams_ckpt(), DEVICE_CUDA, config_parse_choice("precision", prec, "test"), 0);
+}
+
+static StreamsRun streams_run(const char *prec, int devices, const unsigned char *train, const unsigned char *eval) {
+    Model *m = streams_model(prec);
+    DynStreams s = {2, devices, streams_ckpt(), 0, 16};
+    StreamsRun r;
+    size_t count;
+    r.stat = dyn_streams_bpc(m, NULL, (DynHyper){0}, &s, eval, 800, &count, NULL);
+    DynEval *d = dyn_create(m, train, 4000, 4, 16, NULL);
+    r.dyn = dyn_streams_bpc(m, d, (DynHyper){3e-3, 0.05, d->mean_rms}, &s, eval, 800, &count, NULL);
+    dyn_free(d);
+    model_free(m);
+    return r;
+}
+
+// 2 streams on one GPU are the two halves, each its own stream from the trained weights.
+static void check_streams_one_gpu(const char *prec) {
+    unsigned char *train = toy_text(4000, 73), *eval = toy_text(800, 74);
+    StreamsRun r = streams_run(prec, 1, train, eval);
+    Model *m = streams_model(prec);
+    Acts *a = acts_create(m, 1, 16);
+    double stat = 0, dyn = 0;
+    size_t c, count = 0;
+    for (int k = 0; k < 2; k++) stat += eval_span_nats(m, a, eval + 400 * k, 400, 0, &c, NULL);
+    DynEval *d = dyn_create(m, train, 4000, 4, 16, NULL);
+    for (int k = 0; k < 2; k++) dyn += dyn_nats(d, a, (DynHyper){3e-3, 0.05, d->mean_rms}, eval + 400 * k, 400, &c, NULL), count += c;
+    CHECK_EQ(count, 798);
+    CHECK_MSG(r.stat == stat / count / log(2.0), "%s: static 2 streams %.17g, halves %.17g", prec, r.stat, stat / count / log(2.0));
+    CHECK_MSG(r.dyn == dyn / count / log(2.0), "%s: dynamic 2 streams %.17g, halves %.17g", prec, r.dyn, dyn / count / log(2.0));
+    CHECK_MSG(r.stat - r.dyn > 1e-3, "%s: the streams gain too little to tell (%.6f -> %.6f)", prec, r.stat, r.dyn);
+    dyn_free(d);
+    acts_free(m, a);
+    model_free(m);
+    free(train);
+    free(eval);
+}
+
+TEST(gpu_dyneval_streams_one_gpu_fp32) { check_streams_one_gpu("fp32"); }
+TEST(gpu_dyneval_streams_one_gpu_bf16) { check_streams_one_gpu("bf16"); }
+
+// 2 streams on 2 GPUs (a thread each, its own model and statistics) give the bits of 2 on one.
+TEST(gpu_dyneval_streams_two_gpus) {
+    if (backend_cuda_devices() < 2) {
+        test_skip("needs 2 GPUs");
+        return;
+    }
+    unsigned char *train = toy_text(4000, 73), *eval = toy_text(800, 74);
+    for (int p = 0; p < 2; p++) {
+        const char *prec = p ? "bf16" : "fp32";
+        StreamsRun one = streams_run(prec, 1, train, eval), two = streams_run(prec, 2, train, eval);
+        CHECK_MSG(one.stat == two.stat && one.dyn == two.dyn, "%s: 1 GPU static %.17g dynamic %.17g, 2 GPUs %.17g %.17g",
+                  prec, one.stat, one.dyn, two.stat, two.dyn);
+    }
+    free(train);
+    free(eval);
+}
