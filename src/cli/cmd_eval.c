@@ -130,7 +130,6 @@ static DynNames dyn_names(const DynOpts *o) {
 static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, const char *split, DynOpts o, int json,
                          int mode) {
     const uint8_t *bytes = ds->bytes + ds->off[which];
-    Acts *a = acts_create(m, 1, (int)o.segment);
     size_t count;
     Progress pr;
     double t0 = now_sec(), static_bpc = static_reference(m, bytes, len, o, phase(&pr, "eval static", NULL, 1, mode));
@@ -145,9 +144,11 @@ static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, con
     size_t tune = 0;
     if (o.tune) {
         tune = split_span(ds, SPLIT_VALID, o.tune_bytes, DYN_TUNE_BYTES, "--tune-bytes");
+        Acts *a = acts_create(m, 1, (int)o.segment);  // the streams make their own; the search reads one
         o.h = dyn_tune(d, a, o.h, ds->bytes + ds->off[SPLIT_VALID], tune, &tune_bpc, !json,
                        phase(&pr, "eval dyn-tune", "pairs", DYN_TUNE_PAIRS, mode));
         progress_done(&pr);
+        acts_free(m, a);
     }
     double tune_secs = now_sec() - t0 - stats_secs;
     t0 = now_sec();
@@ -169,7 +170,6 @@ static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, con
                split, bpc, static_bpc, nm.text_static, count, nm.text, o.segment, o.h.eta, o.h.lambda, o.h.eps, o.tune ? " (tuned)" : "", stats,
                secs, static_secs, stats_secs, o.tune ? ", tuning too" : "");
     dyn_free(d);
-    acts_free(m, a);
 }
 
 // --streams and --gpus against the span and the devices (1 each when not given).
