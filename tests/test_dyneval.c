@@ -172,21 +172,24 @@ TEST(dyneval_decay_pulls_back_to_trained) {
     free(t0), free(train), free(eval);
 }
 
-// A small checkpoint on a 30 kB corpus (train split 24 kB).
-static const char *small_ckpt(void) {
-    static char path[512];
+// A small checkpoint of either cell on a 30 kB corpus (train split 24 kB), written once.
+static const char *cell_ckpt(int mlstm) {
+    static char paths[2][512];
+    char *path = paths[mlstm];
     if (path[0]) return path;
     uint8_t *corpus = text(30000, 7);
     const char *data = write_file(tmp_path("dyn_corpus.txt"), corpus, 30000);
     free(corpus);
-    Model *m = small_model(1);
+    Model *m = small_model(mlstm);
     snprintf(m->cfg.data, sizeof m->cfg.data, "%s", data);
     snprintf(m->cfg.split, sizeof m->cfg.split, "0.8,0.1,0.1");
-    snprintf(path, sizeof path, "%s", tmp_path("dyn.ckpt"));
+    snprintf(path, 512, "%s", tmp_path(mlstm ? "dyn.ckpt" : "dyn_lstm.ckpt"));
     model_save(path, m, NULL, NULL, NULL, NULL);
     model_free(m);
     return path;
 }
+
+static const char *small_ckpt(void) { return cell_ckpt(1); }
 
 static void file_hash(const char *path, uint8_t out[SHA256_BYTES]) {
     FILE *f = fopen(path, "rb");
@@ -229,6 +232,17 @@ TEST(eval_dynamic_verb_leaves_the_checkpoint) {
     CHECK_MSG(!strstr(out, "| done"), "progress off a terminal without --progress: %s", out);
     file_hash(ckpt, after);
     CHECK(!memcmp(before, after, SHA256_BYTES));
+}
+
+// Without --eta each cell takes its own default: the plain LSTM loses bpc at the mlstm's.
+TEST(eval_dynamic_eta_default_by_cell) {
+    for (int mlstm = 0; mlstm < 2; mlstm++) {
+        char args[1024], out[4096];
+        snprintf(args, sizeof args, "eval %s --split test --max-bytes 100 --dynamic --segment 16 --dyn-stats 2000 --json",
+                 cell_ckpt(mlstm));
+        CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+        CHECK_MSG(strstr(out, mlstm ? "\"eta\": 3e-05," : "\"eta\": 3e-06,"), "%s: %s", mlstm ? "mlstm" : "lstm", out);
+    }
 }
 
 // n streams of the span on m (d NULL: static), devices G, windows of SEG.

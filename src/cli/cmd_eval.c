@@ -14,7 +14,8 @@
 #define WARMUP_DEFAULT 2048
 // Dynamic evaluation's defaults (README "Dynamic evaluation" says how they were chosen).
 #define DYN_SEGMENT 20
-#define DYN_ETA 3e-5
+#define DYN_ETA_MLSTM 3e-5
+#define DYN_ETA_LSTM 3e-6  // the plain cell loses bpc at the mlstm's eta
 #define DYN_LAMBDA 1e-3
 #define DYN_EPS 2e-5
 #define DYN_STATS 1000000
@@ -56,7 +57,7 @@ static void eval_usage(void) {
            "                      (theta_trained - theta); prints the static and the dynamic bpc.\n"
            "                      The weights change in memory only; the checkpoint is not written.\n"
            "  --segment N         bytes a segment (default %d)\n"
-           "  --eta X --lambda X --eps X   (defaults %g, %g, %g)\n"
+           "  --eta X --lambda X --eps X   (defaults %g, %g, %g; eta %g for the lstm cell)\n"
            "  --dyn-stats BYTES   training bytes whose gradients give rms (default %d, or the split)\n"
            "  --dyn-tune          first pick eta and lambda from a grid around them by the dynamic bpc\n"
            "                      of the valid split's first --tune-bytes N (default %d)\n"
@@ -72,7 +73,7 @@ static void eval_usage(void) {
            "  --gpus G            spread the streams over G GPUs (default 1), one thread each, each\n"
            "                      GPU taking its pieces in turn; on one GPU (or the CPU) they run\n"
            "                      one after another, never side by side: --streams pays with G > 1\n",
-           WARMUP_DEFAULT, DYN_SEGMENT, DYN_ETA, DYN_LAMBDA, DYN_EPS, DYN_STATS, DYN_TUNE_BYTES);
+           WARMUP_DEFAULT, DYN_SEGMENT, DYN_ETA_MLSTM, DYN_LAMBDA, DYN_EPS, DYN_ETA_LSTM, DYN_STATS, DYN_TUNE_BYTES);
 }
 
 // The span of a split: its first `want` bytes (0: `dflt` or the whole split when shorter);
@@ -201,7 +202,7 @@ int cmd_eval(int argc, char **argv) {
     int device = CKPT_CHOICE, precision = CKPT_CHOICE;
     long max_bytes = 0, batch = 0, warmup = WARMUP_DEFAULT;
     int json = 0, raw = 0, progress = -1;
-    DynOpts dyn = {0, 0, 0, DYN_SEGMENT, 0, 0, WARMUP_DEFAULT, {DYN_ETA, DYN_LAMBDA, DYN_EPS}, {0}};
+    DynOpts dyn = {0, 0, 0, DYN_SEGMENT, 0, 0, WARMUP_DEFAULT, {-1, DYN_LAMBDA, DYN_EPS}, {0}};  // eta -1: the cell's
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { eval_usage(); return 0; }
@@ -255,6 +256,7 @@ int cmd_eval(int argc, char **argv) {
     if (max_bytes && (size_t)max_bytes < len) len = (size_t)max_bytes;
     if (len < 2) die("eval: split '%s' of '%s' holds %zu bytes; nothing to evaluate", split, data ? data : m->cfg.data, len);
     if (dyn.on) {
+        if (dyn.h.eta < 0) dyn.h.eta = m->cfg.cell == CELL_MLSTM ? DYN_ETA_MLSTM : DYN_ETA_LSTM;
         dyn_streams_check(&dyn.streams, m, len, ckpt, raw);
         eval_dynamic(m, &ds, which, len, split, dyn, json, progress);
         model_free(m);
