@@ -172,16 +172,23 @@ TEST(dyneval_decay_pulls_back_to_trained) {
     free(t0), free(train), free(eval);
 }
 
-// A small checkpoint of either cell on a 30 kB corpus (train split 24 kB), written once.
+// The 30 kB corpus of the small checkpoints (train split 24 kB), written once.
+static const char *corpus_path(void) {
+    static char path[512];
+    if (path[0]) return path;
+    uint8_t *corpus = text(30000, 7);
+    snprintf(path, sizeof path, "%s", write_file(tmp_path("dyn_corpus.txt"), corpus, 30000));
+    free(corpus);
+    return path;
+}
+
+// A small checkpoint of either cell on that corpus, written once.
 static const char *cell_ckpt(int mlstm) {
     static char paths[2][512];
     char *path = paths[mlstm];
     if (path[0]) return path;
-    uint8_t *corpus = text(30000, 7);
-    const char *data = write_file(tmp_path("dyn_corpus.txt"), corpus, 30000);
-    free(corpus);
     Model *m = small_model(mlstm);
-    snprintf(m->cfg.data, sizeof m->cfg.data, "%s", data);
+    snprintf(m->cfg.data, sizeof m->cfg.data, "%s", corpus_path());
     snprintf(m->cfg.split, sizeof m->cfg.split, "0.8,0.1,0.1");
     snprintf(path, 512, "%s", tmp_path(mlstm ? "dyn.ckpt" : "dyn_lstm.ckpt"));
     model_save(path, m, NULL, NULL, NULL, NULL);
