@@ -94,12 +94,10 @@ void dist_nccl_get_unique_id(uint8_t id[DIST_ID_BYTES]) {
     memcpy(id, &u, DIST_ID_BYTES);
 }
 
-int dist_gpu_count(void) { return backend_cuda_devices(); }
-
 // The GPU of a rank: its local rank among the GPUs this process sees. One visible GPU
 // means the launcher bound one to each rank (CUDA_VISIBLE_DEVICES per task).
 static int pick_device(int rank, int local_rank) {
-    int ndev = dist_gpu_count();
+    int ndev = backend_cuda_devices();
     if (ndev == 0) die("no CUDA device visible (cudaGetDeviceCount gives none)");
     int local = local_rank >= 0 ? local_rank : rank;
     if (ndev > 1 && local_rank >= ndev)

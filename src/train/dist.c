@@ -342,7 +342,6 @@ void dist_nccl_init(int rank, int world, int local_rank, const uint8_t id[DIST_I
         die("rank %d of %d: several ranks need NCCL, but this swlstm was built without CUDA (nvcc was not found by make)", rank, world);
 }
 
-int dist_gpu_count(void) { return 0; }
 void dist_nccl_env(void) {}
 void dist_allreduce_sum(real *buf, size_t n) { (void)buf, (void)n; }
 void dist_allgather(real *full, const real *part, size_t n) { memmove(full, part, n * sizeof(real)); }

@@ -116,8 +116,6 @@ void dist_watch_close(void);
 // Sets NCCL_NVLS_ENABLE=0 unless the user set it; call it before starting rank threads.
 void dist_nccl_env(void);
 void dist_nccl_get_unique_id(uint8_t id[DIST_ID_BYTES]);
-// CUDA devices this process sees (0 without CUDA or without a device).
-int dist_gpu_count(void);
 // Sets NCCL_NVLS_ENABLE=0 unless the user set it, selects GPU local_rank (rank if -1) modulo
 // the visible GPUs, and joins the communicator; call it before backend_get. World 1: no-op.
 void dist_nccl_init(int rank, int world, int local_rank, const uint8_t id[DIST_ID_BYTES], double timeout_sec);

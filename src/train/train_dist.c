@@ -30,7 +30,7 @@ static void check_gpus(const Config *cfg, const DistEnv *de, int world) {
     if (cfg->device != DEVICE_CUDA)
         die("%d ranks (%d processes from %s, gpus = %d each) need device = cuda (device = %s)", world, de->world,
             de->source, cfg->gpus, CFG_NAME(cfg, device));
-    int ndev = dist_gpu_count(), need = cfg->gpus * (de->local_rank >= 0 ? de->local_rank + 1 : 1);
+    int ndev = backend_cuda_devices(), need = cfg->gpus * (de->local_rank >= 0 ? de->local_rank + 1 : 1);
     if (cfg->gpus > 1 && need > ndev)
         die("gpus = %d%s needs %d GPUs, but this machine shows %d (CUDA_VISIBLE_DEVICES may hide some)", cfg->gpus,
             de->local_rank > 0 ? " on a process of local rank > 0" : "", need, ndev);

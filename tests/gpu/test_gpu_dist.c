@@ -150,7 +150,7 @@ static int matches(const char *what, const char *ref_dir, const char *dir_b) {
 }
 
 static int two_gpus(void) {
-    if (dist_gpu_count() >= 2) return 1;
+    if (backend_cuda_devices() >= 2) return 1;
     test_skip("needs 2 GPUs");
     return 0;
 }
