@@ -2,7 +2,7 @@
 // kernels on operands and outputs as the caller holds them (fp32 or bf16) and on the caller's
 // stream.
 #include <atomic>
-#include "ops/common.cuh"
+#include "base/state.cuh"
 #include "bsmm/bsmm_tile.cuh"
 #include "api/api_cuda.h"
 

@@ -1,7 +1,7 @@
 // backend_cuda.cu: the top of cuda/: the CUDA backend table (twin of src/ops/backend_cpu.c),
 // device setup and memory operations. The ops live in cuda/ops, cuda/bsmm and cuda/engine
 // (backend_cuda.cuh names their entry points); the device copy of block-sparse indices in
-// cuda/bsmm/bsmat_dev.cu.
+// cuda/bsmm/bsmat_dev.cu; the state, memory and bf16 copies they all use in cuda/base.
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,47 +9,7 @@
 
 static_assert(sizeof(real) == 4, "the CUDA backend computes in float");
 
-thread_local CudaState g_cuda;
-
-void cuda_fail(const char *what, const char *err, const char *file, int line, const char *hint) {
-    die("CUDA call %s failed at %s:%d: %s (%s)", what, file, line, err, hint);
-}
-
-const char *cuda_hint(cudaError_t e) {
-    switch (e) {
-    case cudaErrorMemoryAllocation: return "out of GPU memory: lower batch_size, seq_length or hidden_size";
-    case cudaErrorNoKernelImageForDevice: return "this build targets sm_90 (H100/H200)";
-    case cudaErrorInsufficientDriver: return "the NVIDIA driver is older than this CUDA runtime";
-    default: return "a kernel fault often shows up at the next call; rerun with CUDA_LAUNCH_BLOCKING=1";
-    }
-}
-
-void *cuda_scratch(int slot, size_t bytes) {
-    if (bytes > g_cuda.scratch_bytes[slot]) {
-        if (g_cuda.scratch[slot]) CUDA_CHECK(cudaFree(g_cuda.scratch[slot]));
-        CUDA_CHECK(cudaMalloc(&g_cuda.scratch[slot], bytes));
-        CUDA_CHECK(cudaMemset(g_cuda.scratch[slot], 0, bytes));
-        g_cuda.scratch_bytes[slot] = bytes;
-        g_cuda.gen++;
-    }
-    return g_cuda.scratch[slot];
-}
-
-// ---- memory ----
-void *cu_alloc(size_t bytes) {
-    void *p = NULL;
-    bytes = bytes ? bytes : 1;
-    CUDA_CHECK(cudaMalloc(&p, bytes));
-    CUDA_CHECK(cudaMemset(p, 0, bytes));
-    return p;
-}
-void cu_free(void *p) {
-    if (!p) return;
-    if (p == g_cuda.params) register_params_cuda(NULL, 0, 0);  // a later buffer may reuse the address
-    twin_release((const real *)p);
-    CUDA_CHECK(cudaFree(p));
-    g_cuda.gen++;  // and a recorded graph may hold it
-}
+// ---- memory (cu_alloc and cu_free: base/state.cu) ----
 static void cu_to_device(void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
     CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));

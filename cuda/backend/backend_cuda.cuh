@@ -1,5 +1,6 @@
 // backend_cuda.cuh: the entry points that the CUDA table (backend_cuda.cu) names, one per
-// Backend op of backend.h, defined in cuda/ops, cuda/bsmm and cuda/engine.
+// Backend op of backend.h, defined in cuda/ops, cuda/bsmm and cuda/engine (and cuda/base:
+// register_params_cuda, keep_lowp_cuda, cu_alloc, cu_free).
 #pragma once
 #include "bsmm/bsmat_dev.cuh"
 
@@ -58,5 +59,3 @@ void dyn_update_cuda(real *p, const real *g, const real *p0, const real *rms, si
 
 void bsmat_upload_cuda(BsMat *w);   // bsmat_dev.cu
 void bsmat_release_cuda(BsMat *w);
-void register_params_cuda(real *params, size_t n, int want_shadow);  // shadow.cu
-void *cublas_lib(void);                                              // lazy_libs.cu

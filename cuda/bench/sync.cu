@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <vector>
 #include "bench/bench_cuda.h"
-#include "ops/common.cuh"
+#include "base/launch.cuh"
 #include "sparse/mask.h"
 
 namespace cg = cooperative_groups;

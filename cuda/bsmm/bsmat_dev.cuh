@@ -1,7 +1,9 @@
 // bsmat_dev.cuh: a block-sparse matrix on the device (bsmat_dev.cu): the pieces and groups
 // its products walk, and the block-sparse entry points other cuda folders call.
 #pragma once
-#include "ops/common.cuh"
+#include "base/launch.cuh"
+#include "base/lowp.cuh"
+#include "ops/backend.h"
 #include "sparse/list_pieces.h"
 
 // Most entries in a piece: long lists (hub nodes of small-world masks) are cut so that no

@@ -13,7 +13,7 @@
 
 // ---- fwd and bwd_data: out[:, ob] = sum over the list of ob of in[:, slab] x block ----
 // A CTA owns TM rows and one piece of the list of an output block column ob (a block row of
-// W in fwd; pieces: common.cuh). Its KG groups of TM threads take KB entries each per stage.
+// W in fwd; pieces: bsmat_dev.cuh). Its KG groups of TM threads take KB entries each per stage.
 // Stages stream through an S-deep ring of shared memory with cp.async, so S-1 stages of
 // weights (from DRAM) and activations (mostly L2) are in flight while one is multiplied:
 // with compute this light, bytes in flight are what sets the speed. bf16 mode reads a bf16

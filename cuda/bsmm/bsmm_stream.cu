@@ -7,7 +7,7 @@
 //     32 columns of x) are one box of a tensor map. Where x has a bf16 twin (twins.cu: the
 //     mlstm keeps one of each product's input) the boxes are bf16, 2 KB; else fp32, rounded to
 //     bf16 as fragments are read, so no conversion pass runs before the product.
-//   - A CTA is ST_WARPS warps on one piece of a block row's list (common.cuh); warp w takes
+//   - A CTA is ST_WARPS warps on one piece of a block row's list (bsmat_dev.cuh); warp w takes
 //     entries w, w + ST_WARPS, ... through its own ring of ST_S stages, so no warp waits for
 //     another until the end, where their tiles are summed in warp order (same bits every run).
 //   - Bank conflicts: a thread reads 16 or 32 bytes of a row (k = 8t..8t+7, t = lane % 4) and

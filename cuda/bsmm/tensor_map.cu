@@ -1,7 +1,7 @@
 // tensor_map.cu: 2-D and 3-D tensor maps for the bulk tensor copy engine (bulk.cuh tensor_load_2d),
 // encoded by the driver's entry point (the program links only the runtime).
 #include "bsmm/bulk.cuh"
-#include "ops/common.cuh"
+#include "base/check.cuh"
 
 static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void) {
     static PFN_cuTensorMapEncodeTiled_v12000 fn;

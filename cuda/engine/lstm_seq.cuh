@@ -6,6 +6,7 @@
 #pragma once
 #include "bsmm/bulk.cuh"
 #include "bsmm/bsmat_dev.cuh"
+#include "ops/ops.cuh"
 
 #define SQ_BS 32        // the engine's block size (8 and 16 run step by step)
 #define SQ_PIECE 32     // most list entries per CTA; longer lists (hubs) are cut into pieces
@@ -16,7 +17,7 @@
 enum { EPI_CELL, EPI_SUM };
 
 typedef struct {
-    const MmPiece *pieces;  // one per blockIdx.x (common.cuh), over the mask's lists
+    const MmPiece *pieces;  // one per blockIdx.x (bsmat_dev.cuh), over the mask's lists
     const int *idx, *blk;   // entry p: slab idx[p] (fwd: block column, bwd: block row), gate-0 block blk[p]
     long gstride;           // stored blocks from one gate's copy of a block to the next (nnzb / 4)
     const void *w;          // weights, bf16 or float like the kernel's T

@@ -1,7 +1,7 @@
 // adam.cu: AdamW step, axpy and the weights' moving average (CPU twins: adam_cpu, axpy_cpu,
 // ema_cpu in src/ops/adam_cpu.c), n elements.
 // Adam also refreshes the bf16 weight shadow of the range it updates (bf16 mode).
-#include "ops/common.cuh"
+#include "ops/ops.cuh"
 #include "ops/adam_step.h"
 
 __global__ void adam_kernel(real *p, const real *g, real *m, real *v, bf16 *shadow, size_t n, AdamArgs a,

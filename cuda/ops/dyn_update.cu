@@ -1,6 +1,6 @@
 // dyn_update.cu: dynamic evaluation's update over n elements (CPU twin: src/ops/dyn_update_cpu.c).
 // Like Adam, it refreshes the bf16 weight shadow of the range it updates (bf16 mode).
-#include "ops/common.cuh"
+#include "ops/ops.cuh"
 #include "ops/dyn_update.h"
 
 __global__ void dyn_update_kernel(real *p, const real *g, const real *p0, const real *rms, bf16 *shadow,

@@ -1,7 +1,7 @@
 // eltwise.cu: the backward of the mlstm's elementwise steps, h * m_t and relu(. + a_t) (their
 // forward is norm_act_fwd's, layernorm.cu), over n elements (CPU twin: src/ops/eltwise_cpu.c).
 // Outputs with a bf16 twin (keep_lowp) get it too.
-#include "ops/common.cuh"
+#include "ops/ops.cuh"
 
 #define GRID_STRIDE(i, n) \
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)

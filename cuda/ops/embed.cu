@@ -5,7 +5,7 @@
 //        increasing n, are cut into runs of SW_EMBED_RUN; each run is summed from zero in n
 //        order, and the runs' sums are added to dtable[v] in run order:
 //        dtable[v] = ((dtable[v] + run0) + run1) + ... Rows that do not occur are not touched.
-#include "ops/common.cuh"
+#include "ops/ops.cuh"
 
 // One CTA per row (grid.x) and tile of columns (grid.y): no division per element. V is
 // float4 where rows are 16-byte aligned (E counts V's).

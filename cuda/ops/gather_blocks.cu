@@ -1,7 +1,7 @@
 // gather_blocks.cu: blocks of weights moved onto other masks on the device, so that a mask
 // update sends no buffer it moves (weights, average, both moments) to the host and back (CPU
 // twin: src/ops/gather_blocks_cpu.c).
-#include "ops/common.cuh"
+#include "ops/ops.cuh"
 
 __global__ void gather_blocks_kernel(real *dst, const real *src, const int *from, int n, int bb) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (long)n * bb; i += (long)gridDim.x * blockDim.x) {

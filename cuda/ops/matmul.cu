@@ -4,7 +4,7 @@
 // Row-major X[a,b] is column-major X^T, so each product is written for cuBLAS on the
 // transposes. fp32 mode computes in plain fp32 (no TF32); bf16 mode multiplies bf16 operands
 // (the weights' shadow, activations' twins or copies) on the tensor cores, fp32 accumulate.
-#include "ops/common.cuh"
+#include "ops/ops.cuh"
 
 template <bool BF>
 void blas_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A, int lda,

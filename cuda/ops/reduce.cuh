@@ -1,7 +1,7 @@
 // reduce.cuh: warp and block sums in a fixed order (butterfly, then warps in order), so a
 // reduction gives the same bits every run.
 #pragma once
-#include "ops/common.cuh"
+#include "ops/ops.cuh"
 
 __device__ inline float vadd(float a, float b) { return a + b; }
 __device__ inline double vadd(double a, double b) { return a + b; }

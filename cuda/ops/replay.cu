@@ -4,7 +4,7 @@
 // The first call of an (owner, key, T) runs the ops as they are, growing any scratch they
 // need; the second records them on a side stream; later ones replay the record. The CPU
 // backend has no replay: the model runs the ops itself.
-#include "ops/common.cuh"
+#include "ops/ops.cuh"
 
 #define REPLAY_MAX 64  // windows recorded at once (train and eval acts, 8 layers, 2 directions, a few T)
 

@@ -1,6 +1,6 @@
 // logreg.cu: the probe solver's matrix products on the GPU (see src/probe/logreg_cuda.h).
 // E [n][d] row-major is, to cuBLAS, the column-major d x n matrix Et (ld = d).
-#include "ops/common.cuh"
+#include "base/state.cuh"
 #include "probe/logreg_cuda.h"
 
 struct LrCuda {

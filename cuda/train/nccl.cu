@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "ops/common.cuh"
+#include "base/check.cuh"
 #include "train/dist.h"
 
 static_assert(sizeof(ncclUniqueId) == DIST_ID_BYTES, "the id exchange moves NCCL_UNIQUE_ID_BYTES");

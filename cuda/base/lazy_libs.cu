@@ -6,7 +6,7 @@
 // while inference reads the checkpoint.
 #include <dlfcn.h>
 #include <cusparse.h>
-#include "ops/common.cuh"
+#include "base/state.cuh"
 
 #define SONAME_(lib, major) "lib" lib ".so." #major
 #define SONAME(lib, major) SONAME_(lib, major)

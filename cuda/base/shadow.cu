@@ -1,7 +1,8 @@
 // shadow.cu: the bf16 copy of the parameters that bf16 kernels read their weights from.
 // Adam keeps it current (adam.cu); so do to_device/copy writes into the params range.
 // The CPU backend has no twin (it ignores register_params).
-#include "ops/common.cuh"
+#include "base/launch.cuh"
+#include "base/lowp.cuh"
 
 __global__ void to_bf16_kernel(bf16 *dst, const real *src, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)

@@ -6,8 +6,9 @@
 // otherwise be converted before each of its ~10 products a step); those twins are this file's
 // own, and every op that writes their buffer writes them too (twin_out), memory operations
 // included (twin_refresh). The CPU backend has no twin (it has no bf16 mode).
-#include "ops/common.cuh"
-#include "ops/twins_check.h"
+#include "base/launch.cuh"
+#include "base/lowp.cuh"
+#include "base/twins_check.h"
 
 #define TWINS_MAX 256  // train and eval acts of 8 layers: the engine keeps 2 twins a layer, the mlstm 2D + 2
 
