@@ -46,6 +46,7 @@ LIBSRC  := $(filter-out src/cli/main.c $(APISRC),$(wildcard src/*/*.c))
 TESTSRC := $(wildcard tests/test_*.c)
 FUZZSRC := tests/fuzz/harness.c $(wildcard tests/fuzz/fuzz_*.c)
 GPUTEST := $(wildcard tests/gpu/*.c)
+GPUTESTCU := $(wildcard tests/gpu/*.cu)
 CUAPI   := $(wildcard cuda/api/*.cu)
 CUSRC   := $(filter-out $(CUAPI),$(wildcard cuda/*/*.cu))
 
@@ -95,6 +96,11 @@ $(BUILD)/cuda/%.o: cuda/%.cu $(wildcard cuda/*/*.cuh cuda/*/*.h src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,NVCC,$<)$(NVCC) $(NVFLAGS) -c -o $@ $<
 
+# What the GPU tests check inside cuda/ (tests/gpu/*.cu), in the test binary only.
+$(BUILD)/tests/gpu/%.o: tests/gpu/%.cu $(wildcard cuda/*/*.cuh tests/gpu/*.h)
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,NVCC,$<)$(NVCC) $(NVFLAGS) -c -o $@ $<
+
 $(PIC)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -c -o $@ $<
@@ -117,7 +123,7 @@ test-python: python $(BUILD)/swlstm
 test: $(BUILD)/swlstm $(BUILD)/run_tests $(DBL)/run_tests
 	$(Q)SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/run_tests $(DBL)/run_tests
 
-$(BUILD)/run_tests_gpu: $(GPUTEST:%.c=$(BUILD)/%.o) $(BUILD)/tests/test_framework.o $(LIBOBJ) $(CUOBJ)
+$(BUILD)/run_tests_gpu: $(GPUTEST:%.c=$(BUILD)/%.o) $(GPUTESTCU:%.cu=$(BUILD)/%.o) $(BUILD)/tests/test_framework.o $(LIBOBJ) $(CUOBJ)
 	$(Q)$(call say,LD,$@)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 SANITIZE_TOOLS ?= memcheck racecheck synccheck initcheck

@@ -7,18 +7,9 @@
 // own, and every op that writes their buffer writes them too (twin_out), memory operations
 // included (twin_refresh). The CPU backend has no twin (it has no bf16 mode).
 #include "base/launch.cuh"
-#include "base/lowp.cuh"
-#include "base/twins_check.h"
+#include "base/twins.cuh"
 
-#define TWINS_MAX 256  // train and eval acts of 8 layers: the engine keeps 2 twins a layer, the mlstm 2D + 2
-
-typedef struct {
-    const real *f;
-    bf16 *b;
-    size_t n;
-    int owned;  // made by keep_lowp: freed with f (the engine frees its own)
-} Twin;
-static thread_local Twin twins[TWINS_MAX];  // per rank thread, like g_cuda
+thread_local Twin twins[TWINS_MAX];
 
 // Replaces any twin of f (one entry per buffer, so no stale entry can shadow the new one).
 static void twin_add(const real *f, bf16 *b, size_t n, int owned) {
@@ -100,25 +91,4 @@ void twin_refresh(const real *p, size_t n) {
         const real *lo = p > t->f ? p : t->f, *hi = p + n < t->f + t->n ? p + n : t->f + t->n;
         if (lo < hi) to_bf16(t->b + (lo - t->f), lo, (size_t)(hi - lo));
     }
-}
-
-__global__ void count_stale_kernel(unsigned long long *stale, const bf16 *b, const real *f, size_t n) {
-    unsigned long long k = 0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        bf16 r = __float2bfloat16_rn(f[i]);
-        k += *(const unsigned short *)&b[i] != *(const unsigned short *)&r;
-    }
-    if (k) atomicAdd(stale, k);
-}
-
-extern "C" size_t twins_stale(void) {
-    unsigned long long *d = NULL, h = 0;
-    CUDA_CHECK(cudaMalloc(&d, sizeof h));
-    CUDA_CHECK(cudaMemset(d, 0, sizeof h));
-    for (int i = 0; i < TWINS_MAX; i++)
-        if (twins[i].f && twins[i].owned)
-            count_stale_kernel<<<grid_for(twins[i].n, 256), 256>>>(d, twins[i].b, twins[i].f, twins[i].n);
-    CUDA_CHECK(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaFree(d));
-    return (size_t)h;
 }

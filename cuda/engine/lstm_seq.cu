@@ -42,7 +42,7 @@ static void launch(const SeqStep &a, dim3 grid, cudaStream_t stream) {
 }
 
 // The forward's ring (Sq): deep where it still runs two CTAs per SM, or where the shallow
-// ring's grid fits in one round; else shallow. ring (SeqArgs.ring) overrides it, so the tests
+// ring's grid fits in one round; else shallow. ring (SeqPlan.ring) overrides it, so the tests
 // run either ring on any shape.
 template <typename T, int TM>
 static bool deep_ring(long ctas, int ring) {

@@ -78,7 +78,7 @@ SeqMaps seq_maps(const bf16 *dz, int T, int B, int H, const bf16 *w, long nnzb);
 
 // Launches one step on `stream`: BF selects bf16 tensor cores, FWD the direction; the bf16
 // backward's tile copies through the bulk copy engine, over maps (else NULL). ring (forward
-// only; SeqArgs.ring): 0 where the grid picks, else RING_SHALLOW + 1 or RING_DEEP + 1.
+// only; SeqPlan.ring): 0 where the grid picks, else RING_SHALLOW + 1 or RING_DEEP + 1.
 template <bool BF, bool FWD>
 void seq_step_launch(const SeqStep &a, int npieces, cudaStream_t stream, const SeqMaps *maps, int ring);
 // CTAs per SM of the step kernel that a direction runs for B rows (the forward's shallow ring).

@@ -18,9 +18,9 @@ static int tiles(int B) { return cdiv(B, seq_tm(B)); }
 // step kernel (18432 ba_8; the 8192 ba_8 backward at 128 rows, one CTA an SM), as fewer lists
 // are then cut and summed across CTAs; else 16 (8192's forward, two CTAs an SM, is slower
 // with longer pieces). The counts are the mask's rows', which its columns match in number.
-// SeqArgs.piece (the tests: long pieces on small masks) overrides it.
+// A plan's piece (the tests: long pieces on small masks) overrides it.
 static int piece_len(const Seq *s, int fwd) {
-    if (s->a.piece) return s->a.piece < SQ_PIECE ? s->a.piece : SQ_PIECE;
+    if (s->plan.piece) return s->plan.piece < SQ_PIECE ? s->plan.piece : SQ_PIECE;
     const BsMat *w = s->a.wh;
     const long nt = tiles(s->a.B), nsm = g_cuda.nsm;
     if (count_pieces(w->row_ptr, w->nbc, 8) * nt <= 2 * nsm) return 8;
@@ -83,9 +83,10 @@ static size_t zcount(const SeqArgs *a) { return (size_t)a->T * a->B * 4 * a->H; 
 static size_t zbytes(const SeqArgs *a) { return sizeof(real) * zcount(a); }
 
 template <bool BF>
-void *seq_create_cuda(SeqArgs *a) {
+static void *seq_create_on(SeqArgs *a, SeqPlan plan) {
     if (!engine_takes(a)) return NULL;
     Seq *s = (Seq *)xcalloc(1, sizeof *s);
+    s->plan = plan;
     s->dense = bsmat_is_dense(a->wh);  // its cell kernels write z and dz in fp32
     s->z_key = a->xtab && !a->ln_gain && !s->dense;
     s->dz_key = BF && !a->ln_gain && !s->dense;
@@ -116,6 +117,15 @@ void *seq_create_cuda(SeqArgs *a) {
     CUDA_CHECK(cudaStreamCreate(&s->stream));  // blocking: ordered with the default stream's work
     colsum_reserve(a->B, 4 * a->H);
     return s;
+}
+
+extern "C" void *seq_create_planned_cuda(SeqArgs *a, int bf, SeqPlan plan) {
+    return bf ? seq_create_on<true>(a, plan) : seq_create_on<false>(a, plan);
+}
+
+template <bool BF>
+void *seq_create_cuda(SeqArgs *a) {
+    return seq_create_planned_cuda(a, BF, SeqPlan{0, 0});
 }
 
 void seq_free_cuda(void *p) {
@@ -197,7 +207,7 @@ static void record_fwd(const Seq *s, const void *w, int T) {
     const SeqStep base = window_base(s, w, 1);
     for (int t = 0; t < T; t++) {
         SeqStep st = step_at(s, base, t, 1, T);
-        seq_step_launch<BF, true>(st, s->npieces[1], s->stream, NULL, a.ring);
+        seq_step_launch<BF, true>(st, s->npieces[1], s->stream, NULL, s->plan.ring);
         if (!a.ln_gain) continue;
         lstm_fwd_on(s->stream, st.h1, st.c1, st.act, a.lnstat + t * (size_t)a.B * 8, st.z, st.c0, a.bias, a.ln_gain, a.B,
                     a.H, st.hb1);

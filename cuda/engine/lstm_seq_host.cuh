@@ -2,6 +2,7 @@
 // its path for dense masks (lstm_seq_dense.cu).
 #pragma once
 #include "engine/lstm_seq.cuh"
+#include "engine/seq_plan.h"
 
 typedef struct {
     cudaGraphExec_t exec;
@@ -11,6 +12,7 @@ typedef struct {
 
 typedef struct {
     SeqArgs a;
+    SeqPlan plan;         // {0, 0} (by shape) but in the tests (seq_plan.h)
     int bf, nlists;
     long gstride;
     MmPiece *pieces[2];   // [0] bwd (column lists), [1] fwd (row lists), each over the mask

@@ -12,10 +12,11 @@ static void *seq_for(const Model *m, Acts *a, int l) {
     if (!m->be->seq_create || !engine_wanted(&m->cfg)) return NULL;
     const Layer *L = &m->layer[l];
     real *P = m->params, *G = m->grads;
-    SeqArgs s = {a->B, a->T, m->H, &L->wh, P + L->off_wh, P + L->off_b, m->ln ? P + L->off_g : NULL,
-                 G + L->off_wh, G + L->off_b, m->ln ? G + L->off_g : NULL,
-                 NULL, NULL, a->lnstat[l], a->h[l], a->c[l], NULL, a->dh[l], a->dc[l],
-                 l ? NULL : a->xtab, a->tok, m->seq_piece, m->seq_ring};
+    SeqArgs s = {.B = a->B, .T = a->T, .H = m->H, .wh = &L->wh,
+                 .wh_vals = P + L->off_wh, .bias = P + L->off_b, .ln_gain = m->ln ? P + L->off_g : NULL,
+                 .dwh = G + L->off_wh, .dbias = G + L->off_b, .dln_gain = m->ln ? G + L->off_g : NULL,
+                 .lnstat = a->lnstat[l], .h = a->h[l], .c = a->c[l], .dh = a->dh[l], .dc = a->dc[l],
+                 .xtab = l ? NULL : a->xtab, .tok = a->tok};
     void *seq = m->be->seq_create(&s);
     a->z[l] = s.z;
     a->act[l] = s.act;

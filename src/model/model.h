@@ -48,7 +48,6 @@ typedef struct Model {
     // trainer can start summing them across ranks while backward goes on. NULL: not called.
     void (*grads_ready)(void *ctx, size_t off);
     void *grads_ready_ctx;
-    int seq_piece, seq_ring;  // 0; the GPU tests set them for the engine's SeqArgs piece and ring
 } Model;
 
 // Builds masks from cfg (sparsity, mask_seed), allocates and initialises the parameters from

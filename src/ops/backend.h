@@ -42,10 +42,6 @@ typedef struct {
     // tok[t*B + b] of xtab [256, 4H] into z_t's row b themselves; xtab NULL: z holds it already.
     const real *xtab;
     const int *tok;
-    // 0: chosen by shape, as every run of the binary does. The GPU tests set them to reach a
-    // shape path on small masks: the most list entries a piece takes (1..32), the forward's
-    // ring (1 shallow, 2 deep).
-    int piece, ring;
 } SeqArgs;
 
 // A one-layer plain LSTM's or mLSTM's sampling loop (batch 1), for the backend's gen_* ops:

@@ -1,10 +1,11 @@
 // test_gpu_engine.c: the CUDA recurrent engine (Backend seq_*: a layer's window in one graph of
 // fused step kernels) against the CPU reference and against the GPU's own per-step ops, on
 // shapes that reach every path of its kernels: hub lists cut into pieces (of up to 32 entries:
-// SeqArgs.piece), 1-2 row tiles of 32/64/128 rows with odd B, layer norm on and off, 1-2
+// SeqPlan.piece), 1-2 row tiles of 32/64/128 rows with odd B, layer norm on and off, 1-2
 // layers, the input projection fused (E a multiple of 32) or not, windows of another length,
-// the dense masks' cuBLAS path, both rings of the forward step kernel (SeqArgs.ring).
+// the dense masks' cuBLAS path, both rings of the forward step kernel (SeqPlan.ring).
 #include "gpu_train.h"
+#include "engine/seq_plan.h"
 #include "model/prune.h"
 
 typedef struct {
@@ -20,9 +21,20 @@ static const EngShape eshapes[] = {
     {"dense", 512, 0, 2, 67, 5, 64},      // dense without layer norm: the engine projects layer 0's input
 };
 
-// What the engines of the models eng_model makes take for SeqArgs piece and ring (0: the
-// shape picks, as the binary always does).
-static int force_piece, force_ring;
+// The plan of the engines of the models eng_model makes ({0, 0}: the shape picks, as the
+// binary always does): a copy of the CUDA table whose seq_create forces it.
+static SeqPlan force;
+static void *seq_create_forced_fp32(SeqArgs *a) { return seq_create_planned_cuda(a, 0, force); }
+static void *seq_create_forced_bf16(SeqArgs *a) { return seq_create_planned_cuda(a, 1, force); }
+
+static const Backend *forcing(const Backend *be) {
+    static Backend forced[2];
+    if (!be->seq_create || (!force.piece && !force.ring)) return be;
+    int bf = be == backend_cuda(PREC_BF16);
+    forced[bf] = *be;
+    forced[bf].seq_create = bf ? seq_create_forced_bf16 : seq_create_forced_fp32;
+    return &forced[bf];
+}
 
 static Model *eng_model(const EngShape *s, const Backend *be, const char *engine) {
     Config cfg;
@@ -35,9 +47,7 @@ static Model *eng_model(const EngShape *s, const Backend *be, const char *engine
     cfg.seed = 5;
     snprintf(cfg.sparsity, sizeof cfg.sparsity, "%s", s->sparsity);
     cfg.engine = config_parse_choice("engine", engine, "test");
-    Model *m = model_create(&cfg, be);
-    m->seq_piece = force_piece, m->seq_ring = force_ring;
-    return m;
+    return model_create(&cfg, forcing(be));
 }
 
 typedef struct {
@@ -119,10 +129,10 @@ TEST(gpu_engine_bf16_matches_cpu) { check_engine("bf16", 1e-2, 1e-2); }
 // Each of the forward step kernel's rings (lstm_seq.cu deep_ring) on every shape, whichever
 // these shapes' grids would pick.
 static void check_ring(int ring) {
-    force_ring = ring;
+    force.ring = ring;
     check_engine("fp32", 1e-5, 1e-4);
     check_engine("bf16", 1e-2, 1e-2);
-    force_ring = 0;
+    force.ring = 0;
 }
 TEST(gpu_engine_shallow_ring_matches_cpu) { check_ring(1); }
 TEST(gpu_engine_deep_ring_matches_cpu) { check_ring(2); }
@@ -131,10 +141,10 @@ TEST(gpu_engine_deep_ring_matches_cpu) { check_ring(2); }
 // 8192 ba_8 backward at 128 rows run), against the CPU: ba_4's hubs cut into pieces of 32
 // and shorter ones.
 TEST(gpu_engine_long_pieces_match_cpu) {
-    force_piece = 32;
+    force.piece = 32;
     check_engine("fp32", 1e-5, 1e-4);
     check_engine("bf16", 1e-2, 1e-2);
-    force_piece = 0;
+    force.piece = 0;
 }
 
 // A window of another length recaptures the graph; going back to the first length too.

@@ -2,7 +2,7 @@
 // norm_act, ema), the whole model's loss and gradients (fp32 and bf16; dense, ba, ws, random
 // masks; depths 2-4; blocks 8/16/32; EMA on), 30 training steps, the replayed window against the
 // ops issued one by one, and step-by-step inference.
-#include "base/twins_check.h"
+#include "twins_stale.h"
 #include "model/mlstm.h"
 #include "gpu_train.h"
 

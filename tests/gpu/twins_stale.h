@@ -1,4 +1,4 @@
-// twins_check.h: what the GPU tests check of twins.cu (C-callable).
+// twins_stale.h: what the GPU tests check of cuda/base/twins.cu (twins_stale.cu, C-callable).
 #pragma once
 #include <stddef.h>
 #ifdef __cplusplus
