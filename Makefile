@@ -120,7 +120,10 @@ python: $(PIC)/libswlstm.so
 test-python: python $(BUILD)/swlstm
 	SWLSTM_BIN=$(BUILD)/swlstm $(PYTHON) python/tests/run.py
 
+# First the link floors of docs/ARCHITECTURE.md, over swlstm's objects (tests/floors.py).
 test: $(BUILD)/swlstm $(BUILD)/run_tests $(DBL)/run_tests
+	$(Q)python3 tests/floors.py --self-test
+	$(Q)python3 tests/floors.py docs/ARCHITECTURE.md $(BUILD)/src/cli/main.o $(LIBOBJ) $(CUOBJ)
 	$(Q)SWLSTM_BIN=$(BUILD)/swlstm bash tests/run.sh $(BUILD)/run_tests $(DBL)/run_tests
 
 $(BUILD)/run_tests_gpu: $(GPUTEST:%.c=$(BUILD)/%.o) $(GPUTESTCU:%.cu=$(BUILD)/%.o) $(BUILD)/tests/test_framework.o $(LIBOBJ) $(CUOBJ)
