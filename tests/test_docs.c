@@ -390,16 +390,19 @@ TEST(doc_readme_commands_failing_block_fails) {
         "## Three\n```sh\n# a comment\ntrue   # runs\nfalse\ntouch never.txt\n```\n"
         "## Four\n```bash\necho \"a # b\" \\\n   > four.txt\n```\n"
         "## Five\n```sh\nsleep 30\n```\n"
-        "## Six\n```python\nprint(1)\n```\n";
+        "## Six\n```python\nopen('six.txt', 'w').write('# 6')\n```\n"
+        "## Seven\n```python\nimport sys\nsys.exit(3)\n```\n"
+        "## Eight\n```text\nplain\n```\n";
     write_file(readme, text, strlen(text));
     static char out[1 << 14];
     snprintf(cmd, sizeof cmd, "bash tests/readme_commands.sh --block-seconds 2 %s 2>&1", readme);
     int rc = run_shell(cmd, out, sizeof out);
     CHECK_MSG(rc == 1, "exit %d:\n%s", rc, out);
     const char *sum = strstr(out, "\nreadme_commands: ");
-    CHECK_MSG(sum && !strcmp(sum + 1, "readme_commands: 2 blocks run (One; Four), 1 skipped (Two: not here), 3 failed "
+    CHECK_MSG(sum && !strcmp(sum + 1, "readme_commands: 3 blocks run (One; Four; Six), 1 skipped (Two: not here), 4 failed "
                                       "(Three (exit 1): false; Five (still running after 2 s): sleep 30; "
-                                      "Six: not a shell block and no skip marker)\n"), "%s", out);
+                                      "Seven (exit 3): python3 (the block's 2 lines); "
+                                      "Eight: not a shell or python block and no skip marker)\n"), "%s", out);
     char path[800];
     snprintf(path, sizeof path, "%s/one.txt", dir);
     CHECK_MSG(access(path, F_OK) == 0, "block One did not run in the README's folder");
@@ -411,6 +414,11 @@ TEST(doc_readme_commands_failing_block_fails) {
     char *four = slurp(path);
     CHECK_MSG(four && !strcmp(four, "a # b\n"), "block Four: '%s'", four ? four : "(none)");
     free(four);
+    snprintf(path, sizeof path, "%s/six.txt", dir);
+    char *six = slurp(path);
+    CHECK_MSG(six && !strcmp(six, "# 6"), "python block Six: '%s'", six ? six : "(none)");
+    free(six);
     CHECK(strstr(out, "$ false\n"));   // each command printed before it runs
+    CHECK(strstr(out, ">>> sys.exit(3)\n"));   // a python block's lines too
 }
 #endif
