@@ -1,8 +1,7 @@
 // test_docs.c: the docs say what the code does. The docs name only files, folders and
-// identifiers that exist, README.md's Layout section names every folder, and the configs'
-// header comments carry no measured figures (those live in docs/PERF.md and docs/QUALITY.md,
-// which the headers point to). Each check also runs on a small made-up tree and text, where
-// what must fail does.
+// identifiers that exist, and README.md's Layout section names every folder. Each check also
+// runs on a small made-up tree and text, where what must fail does. (The README's commands:
+// test_readme_commands.c; the configs' headers: test_config_headers.c.)
 //
 // What counts (each miss is printed with its doc and line):
 // - a path, in README.md and every docs/*.md but PERF_HISTORY.md (a history: it names files
@@ -27,17 +26,7 @@
 //   the repository's top folders and the folders in src/ cuda/ python/ tests/ tools/ docs/,
 //   but hidden ones and those .gitignore names as folders (`/build/`, `__pycache__/`). Every
 //   path the section names (a run of those characters holding a '/') exists.
-//
-// README.md's command blocks are run by tests/readme_commands.sh (in .ci/run); here, that it
-// sees every fenced block of README.md, runs or skips each by the README's markers, applies its
-// budgets, and that a failing command fails the run.
-//
-// A config header is its leading '#' lines. A measured figure there is a number followed
-// (after at most one space, and an optional k or M) by a unit of time (us ms s min h),
-// memory (GB GiB) or rate (chars/s bytes/s steps/s), or a number next to "bpc" (within three
-// characters: "bpc 1.2", "1.2 bpc", "bpc: 1.2").
 #ifndef SW_DOUBLE
-#include <unistd.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <fnmatch.h>
@@ -223,17 +212,6 @@ static Corpus corpus_of(const char *root) {
 
 static void corpus_free(Corpus *c) {
     set_free(&c->words); set_free(&c->defined); set_free(&c->paths); set_free(&c->stems);
-}
-
-// Tests run from the repository root (make test, tests/run.sh); a run from tests/ or a build
-// folder finds it one or two levels up.
-static int find_root(void) {
-    for (int up = 0; up < 3; up++) {
-        struct stat st;
-        if (!stat("docs/ARCHITECTURE.md", &st) && !stat("src", &st)) return 1;
-        if (chdir("..")) return 0;
-    }
-    return 0;
 }
 
 // Whether root/p exists (a glob for '*'); is_dir: and is a folder.
@@ -439,7 +417,7 @@ static int check_layout(const char *root, const char *readme, FILE *out) {
 }
 
 TEST(doc_architecture_names_exist) {
-    CHECK_MSG(find_root(), "the repository root (docs/ARCHITECTURE.md beside src/) is not the working directory or above it");
+    CHECK(chdir_repo_root());
     Corpus c = corpus_of(".");
     char *doc = slurp("docs/ARCHITECTURE.md");
     CHECK_MSG(doc && c.words.n > 1000 && c.defined.n > 500, "docs/ARCHITECTURE.md or the sources were not read");
@@ -450,7 +428,7 @@ TEST(doc_architecture_names_exist) {
 }
 
 TEST(doc_paths_exist) {
-    CHECK_MSG(find_root(), "the repository root (docs/ARCHITECTURE.md beside src/) is not the working directory or above it");
+    CHECK(chdir_repo_root());
     Corpus c = corpus_of(".");
     glob_t g;
     CHECK(!glob("docs/*.md", 0, NULL, &g) && g.gl_pathc > 3);
@@ -470,7 +448,7 @@ TEST(doc_paths_exist) {
 }
 
 TEST(doc_readme_layout_names_every_folder) {
-    CHECK_MSG(find_root(), "the repository root (docs/ARCHITECTURE.md beside src/) is not the working directory or above it");
+    CHECK(chdir_repo_root());
     char *readme = slurp("README.md");
     CHECK(readme != NULL);
     int bad = check_layout(".", readme, stderr);
@@ -535,144 +513,4 @@ TEST(doc_layout_check_on_a_sample_tree) {
     CHECK_EQ(check_layout(root, "# T\n## Layouts\n- `src/`\n", NULL), 1);                                // no section
 }
 
-// The unit after a number at s, if it makes the number a measured figure.
-static int measured_unit(const char *s) {
-    static const char *unit[] = {"us", "ms", "s", "min", "h", "GB", "GiB", "chars/s", "bytes/s", "steps/s"};
-    if (*s == ' ') s++;
-    if ((*s == 'k' || *s == 'M') && s[1] == ' ') s += 2;
-    for (size_t i = 0; i < sizeof unit / sizeof unit[0]; i++) {
-        size_t n = strlen(unit[i]);
-        if (!strncmp(s, unit[i], n) && !is_word(s[n])) return 1;
-    }
-    return 0;
-}
-
-// A measured figure on one header line: its position, or NULL.
-static const char *figure_in(const char *line, size_t len) {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%.*s", (int)len, line);
-    for (char *p = buf; *p; p++) {
-        if (!isdigit((unsigned char)*p) || (p > buf && (is_word(p[-1]) || p[-1] == '.'))) continue;
-        char *e = p;
-        while (isdigit((unsigned char)*e) || ((*e == '.' || *e == ',') && isdigit((unsigned char)e[1]))) e++;
-        if (measured_unit(e)) return line + (p - buf);
-        for (const char *b = p - 1; b >= buf && b >= p - 6; b--)   // "bpc 1.2", "bpc: 1.2"
-            if (!strncmp(b, "bpc", 3) && p - (b + 3) <= 3) return line + (p - buf);
-        if (!strncmp(e + (*e == ' '), "bpc", 3)) return line + (p - buf);
-        p = e - 1;
-    }
-    return NULL;
-}
-
-TEST(doc_config_headers_carry_no_figures) {
-    CHECK_MSG(find_root(), "the repository root (docs/ARCHITECTURE.md beside src/) is not the working directory or above it");
-    glob_t g;
-    CHECK_MSG(!glob("configs/*.cfg", 0, NULL, &g) && g.gl_pathc > 0, "no configs/*.cfg");
-    int bad = 0;
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-        char *text = slurp(g.gl_pathv[i]);
-        int line = 1;
-        for (const char *p = text; p && *p == '#'; line++) {
-            size_t len = strcspn(p, "\n");
-            const char *f = figure_in(p, len);
-            if (f) {
-                fprintf(stderr, "  %s:%d: a measured figure at column %d (figures go in docs/PERF.md or docs/QUALITY.md): %.*s\n",
-                        g.gl_pathv[i], line, (int)(f - p) + 1, (int)len, p);
-                bad++;
-            }
-            p += len + (p[len] == '\n');
-        }
-        free(text);
-    }
-    globfree(&g);
-    CHECK_MSG(bad == 0, "%d config header lines carry measured figures (listed above)", bad);
-}
-
-// The rules themselves, on lines they must and must not flag.
-TEST(doc_figure_rule_on_sample_lines) {
-    const char *flagged[] = {"# 40 ms a step", "# 3000 steps in 121 s (38 ms/step, 27k chars/s)", "# 356 k chars/s",
-                             "# valid bpc 2.438", "# reaches 1.4-1.5 bpc", "# peak 5.4 GiB", "# about 4.2 min"};
-    const char *clean[] = {"# H = 8192, 32x32 blocks, Barabasi-Albert m = 7 (5.8% of the blocks)", "# 34.32M parameters",
-                           "# 3000 steps, 4 GPUs (--gpus=4 --batch_size=512)", "# bpc: docs/QUALITY.md", "# split 90e6 / 5e6"};
-    for (size_t i = 0; i < sizeof flagged / sizeof flagged[0]; i++)
-        CHECK_MSG(figure_in(flagged[i], strlen(flagged[i])), "not flagged: %s", flagged[i]);
-    for (size_t i = 0; i < sizeof clean / sizeof clean[0]; i++)
-        CHECK_MSG(!figure_in(clean[i], strlen(clean[i])), "flagged: %s", clean[i]);
-}
-
-// Fenced blocks of a Markdown file (its ``` lines, two a block).
-static int fenced_blocks(const char *path) {
-    char *text = slurp(path);
-    int fences = 0;
-    for (const char *p = text; p && *p; p += strcspn(p, "\n"), p += *p == '\n')
-        if (!strncmp(p + strspn(p, " \t"), "```", 3)) fences++;
-    free(text);
-    return fences / 2;
-}
-
-static int count_of(const char *text, const char *needle) {
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, needle)); p++) n++;
-    return n;
-}
-
-TEST(doc_readme_commands_sees_every_block) {
-    CHECK_MSG(find_root(), "the repository root (docs/ARCHITECTURE.md beside src/) is not the working directory or above it");
-    static char out[1 << 16];
-    int rc = run_shell("bash tests/readme_commands.sh --list README.md 2>&1", out, sizeof out);
-    CHECK_MSG(rc == 0, "readme_commands.sh --list exit %d:\n%s", rc, out);
-    int blocks = fenced_blocks("README.md");
-    CHECK(blocks >= 8);
-    CHECK_MSG(count_of(out, "\n== ") + !strncmp(out, "== ", 3) == blocks, "%d blocks in README.md, listed:\n%s", blocks, out);
-    CHECK_MSG(count_of(out, "): runs\n") + count_of(out, "): skipped: ") == blocks, "each block runs or is skipped:\n%s", out);
-    // the quick start runs with its training cut short, every training command too
-    CHECK_MSG(strstr(out, "== Quick start (README.md:") && strstr(out, "$ bash data/quickstart.sh --max_steps=50"), "%s", out);
-    CHECK_MSG(strstr(out, "$ ./swlstm train configs/tiny.cfg --max_steps=50   # "), "%s", out);
-    CHECK_MSG(strstr(out, "$ ./swlstm train --help   #"), "train --help gets no budget:\n%s", out);
-    CHECK_MSG(strstr(out, "\nreadme_commands: ") && strstr(out, " 0 failed\n"), "no summary line:\n%s", out);
-}
-
-TEST(doc_readme_commands_failing_block_fails) {
-    CHECK_MSG(find_root(), "the repository root (docs/ARCHITECTURE.md beside src/) is not the working directory or above it");
-    char dir[600], readme[700], cmd[1600];
-    snprintf(dir, sizeof dir, "%s/readme", test_tmpdir());
-    snprintf(readme, sizeof readme, "%s/README.md", dir);
-    CHECK(mkdir(dir, 0755) == 0);
-    const char *text =
-        "# T\n## One\n```sh\necho one > one.txt\n```\n"
-        "## Two\n<!-- readme_commands: skip: not here -->\n\n```sh\ntouch skipped.txt\n```\n"
-        "## Three\n```sh\n# a comment\ntrue   # runs\nfalse\ntouch never.txt\n```\n"
-        "## Four\n```bash\necho \"a # b\" \\\n   > four.txt\n```\n"
-        "## Five\n```sh\nsleep 30\n```\n"
-        "## Six\n```python\nopen('six.txt', 'w').write('# 6')\n```\n"
-        "## Seven\n```python\nimport sys\nsys.exit(3)\n```\n"
-        "## Eight\n```text\nplain\n```\n";
-    write_file(readme, text, strlen(text));
-    static char out[1 << 14];
-    snprintf(cmd, sizeof cmd, "bash tests/readme_commands.sh --block-seconds 2 %s 2>&1", readme);
-    int rc = run_shell(cmd, out, sizeof out);
-    CHECK_MSG(rc == 1, "exit %d:\n%s", rc, out);
-    const char *sum = strstr(out, "\nreadme_commands: ");
-    CHECK_MSG(sum && !strcmp(sum + 1, "readme_commands: 3 blocks run (One; Four; Six), 1 skipped (Two: not here), 4 failed "
-                                      "(Three (exit 1): false; Five (still running after 2 s): sleep 30; "
-                                      "Seven (exit 3): python3 (the block's 2 lines); "
-                                      "Eight: not a shell or python block and no skip marker)\n"), "%s", out);
-    char path[800];
-    snprintf(path, sizeof path, "%s/one.txt", dir);
-    CHECK_MSG(access(path, F_OK) == 0, "block One did not run in the README's folder");
-    snprintf(path, sizeof path, "%s/skipped.txt", dir);
-    CHECK(access(path, F_OK) != 0);
-    snprintf(path, sizeof path, "%s/never.txt", dir);
-    CHECK_MSG(access(path, F_OK) != 0, "block Three went on after its failing command");
-    snprintf(path, sizeof path, "%s/four.txt", dir);
-    char *four = slurp(path);
-    CHECK_MSG(four && !strcmp(four, "a # b\n"), "block Four: '%s'", four ? four : "(none)");
-    free(four);
-    snprintf(path, sizeof path, "%s/six.txt", dir);
-    char *six = slurp(path);
-    CHECK_MSG(six && !strcmp(six, "# 6"), "python block Six: '%s'", six ? six : "(none)");
-    free(six);
-    CHECK(strstr(out, "$ false\n"));   // each command printed before it runs
-    CHECK(strstr(out, ">>> sys.exit(3)\n"));   // a python block's lines too
-}
 #endif

@@ -210,6 +210,15 @@ int ckpt_same_section(const char *a, const char *b, const char *tag) {
     return same;
 }
 
+int chdir_repo_root(void) {
+    for (int up = 0; up < 3; up++) {
+        struct stat st;
+        if (!stat("docs/ARCHITECTURE.md", &st) && !stat("src", &st)) return 1;
+        if (chdir("..")) return 0;
+    }
+    return 0;
+}
+
 Model *ckpt_model(const char *path, int device, int precision) {
     Ckpt c;
     ckpt_read(&c, path);
