@@ -103,18 +103,18 @@ $(BUILD)/tests/gpu/%.o: tests/gpu/%.cu $(wildcard cuda/*/*.cuh tests/gpu/*.h)
 
 $(PIC)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -c -o $@ $<
+	$(Q)$(call say,CC,$<)$(CC) $(CFLAGS) -fPIC -c -o $@ $<
 
 $(PIC)/cuda/%.o: cuda/%.cu $(wildcard cuda/*/*.cuh cuda/*/*.h src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -Xcompiler -fPIC -c -o $@ $<
+	$(Q)$(call say,NVCC,$<)$(NVCC) $(NVFLAGS) -Xcompiler -fPIC -c -o $@ $<
 
 # Only the swlstm_* functions are exported (src/api/exports.map).
 $(PIC)/libswlstm.so: $(PICOBJ) src/api/exports.map
-	$(CC) $(CFLAGS) -shared -Wl,--version-script=src/api/exports.map -o $@ $(PICOBJ) $(LDLIBS)
+	$(Q)$(call say,LD,$@)$(CC) $(CFLAGS) -shared -Wl,--version-script=src/api/exports.map -o $@ $(PICOBJ) $(LDLIBS)
 
 python: $(PIC)/libswlstm.so
-	cp $< python/swlstm/libswlstm.so.tmp && mv -f python/swlstm/libswlstm.so.tmp python/swlstm/libswlstm.so
+	$(Q)$(call say,CP,python/swlstm/libswlstm.so)cp $< python/swlstm/libswlstm.so.tmp && mv -f python/swlstm/libswlstm.so.tmp python/swlstm/libswlstm.so
 
 # The binding's tests (python/tests; numpy, and torch where installed), on CPU tensors.
 test-python: python $(BUILD)/swlstm

@@ -7,10 +7,11 @@
 # A fenced block of sh (or bash) runs as one bash script with `set -e`, stdin from /dev/null:
 # its lines one command each (a trailing backslash continues a line; `#` lines are comments),
 # each printed before it runs; the block fails at its first failing command, or after
-# --block-seconds (default 600). A block that cannot run on a 2-core machine without a GPU or
-# the internet, or would take hours, says why on the line before its fence:
+# --block-seconds (default 600). A ```python block runs as one python3 script, its lines
+# printed first. A block that cannot run on a 2-core machine without a GPU or the internet, or
+# would take hours, says why on the line before its fence:
 #   <!-- readme_commands: skip: REASON -->
-# and is listed as skipped with that reason. Any other block without the marker (```python,
+# and is listed as skipped with that reason. Any other block without the marker (```text,
 # say) is an error, so a new block runs unless the README says why not.
 #
 # Budgets: a command that starts as a pattern of the table below gets its options appended
@@ -118,6 +119,15 @@ block_script() {
     done <"$work/$1.txt"
 }
 
+# Writes python block N's script: its lines printed, then the block run by python3.
+python_script() {
+    local line
+    echo "set -e"
+    printf 'printf "%%s\\n" %q >"$STATE"\n' "python3 (the block's $(grep -c '' "$work/$1.txt") lines)"
+    while IFS= read -r line || [ -n "$line" ]; do printf 'echo %q\n' ">>> $line"; done <"$work/$1.txt"
+    printf 'python3 %q\n' "$work/$1.txt"
+}
+
 if [ "$list" = 0 ] && [ -x /usr/bin/python3 ]; then
     mkdir "$work/bin" && ln -s /usr/bin/python3 "$work/bin/python3"
     export PATH="$work/bin:$PATH"
@@ -137,13 +147,14 @@ for ((n = 1; n <= nblocks; n++)); do
         skipped+=("$name: $skip")
         continue
     fi
-    if [ "$lang" != sh ] && [ "$lang" != bash ]; then
-        echo "== $name ($where): a \`\`\`${lang:-(no language)} block without a skip marker:" \
-             "mark it <!-- readme_commands: skip: REASON --> or make it sh"
-        failed+=("$name: not a shell block and no skip marker")
-        continue
-    fi
-    block_script "$n" >"$work/$n.sh"
+    case $lang in
+        sh|bash) block_script "$n" >"$work/$n.sh" ;;
+        python) python_script "$n" >"$work/$n.sh" ;;
+        *) echo "== $name ($where): a \`\`\`${lang:-(no language)} block without a skip marker:" \
+                "mark it <!-- readme_commands: skip: REASON --> or make it sh or python"
+           failed+=("$name: not a shell or python block and no skip marker")
+           continue ;;
+    esac
     if [ "$list" = 1 ]; then
         echo "== $name ($where): runs"
         sed -n 's/^echo //p' "$work/$n.sh" | while IFS= read -r q; do eval "printf '  %s\n' $q"; done

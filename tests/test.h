@@ -61,5 +61,12 @@ const char *shared_data(const char *name);
 const char *write_file(const char *path, const void *data, size_t len);
 // Whether section `tag` holds the same bytes in checkpoints a and b (both must have it).
 int ckpt_same_section(const char *a, const char *b, const char *tag);
+// The model a checkpoint file holds, its weights and moving average, on a device (a Device
+// or CKPT_CHOICE; the precision likewise): read whole, then model_from_ckpt, as export does.
+struct Model;
+struct Model *ckpt_model(const char *path, int device, int precision);
+// Makes the repository root the working directory: tests run from it (make test, tests/run.sh);
+// a run from tests/ or a build folder finds it one or two levels up. 0 if it is not found.
+int chdir_repo_root(void);
 // Seeded uniform numbers for tests.
 double test_rand(unsigned long long *state);

@@ -3,6 +3,7 @@
 // through a file and over loopback TCP (other ranks are forked children), with its shared
 // secret, its handshake as bytes, and strangers at rank 0's port.
 #ifndef SW_DOUBLE
+#include "train/data.h"
 #include "train/dist.h"
 #include "train/dist_hello.h"
 #include "base/sha256.h"
@@ -98,7 +99,7 @@ TEST(dist_env_bad_values_die) {
 
 // ---- stripes per rank
 
-TEST(dist_stripes_concatenate_to_the_one_rank_window) {
+TEST(stripes_shares_concatenate_to_the_one_rank_window) {
     static const int cases[][3] = {{4, 2, 5}, {6, 3, 7}, {8, 4, 3}, {3, 3, 2}, {5, 1, 4}};  // B, W, T
     unsigned long long seed = 11;
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
@@ -108,7 +109,7 @@ TEST(dist_stripes_concatenate_to_the_one_rank_window) {
         for (size_t i = 0; i < len; i++) span[i] = (uint8_t)(test_rand(&seed) * 256);
         Stripes g, l[4];
         stripes_init(&g, span, len, B, T);
-        for (int r = 0; r < W; r++) dist_stripes(&l[r], &g, r, W);
+        for (int r = 0; r < W; r++) stripes_share(&l[r], &g, r, W);
         int *in = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
         int *lin = malloc(sizeof(int) * Bl * T), *ltgt = malloc(sizeof(int) * Bl * T);
         int ok = 1, wrapped = 0;
@@ -134,10 +135,10 @@ static void stripes_6_over_4(void *unused) {
     static const uint8_t span[600];
     Stripes g, l;
     stripes_init(&g, span, sizeof span, 6, 10);
-    dist_stripes(&l, &g, 1, 4);
+    stripes_share(&l, &g, 1, 4);
 }
 
-TEST(dist_stripes_need_a_divisible_batch) {
+TEST(stripes_shares_need_a_divisible_batch) {
     CHECK_DIES(stripes_6_over_4, NULL, "batch_size = 6 is not divisible by the world size 4");
 }
 

@@ -180,7 +180,7 @@ static void check_shared_eval(const char *cell) {
     double bpc = eval_bpc(m, all, text, LEN, 0, &count, NULL), nats = 0;
     Stripes g = eval_stripes(text, LEN, B, T), mine;
     for (int r = 0; r < 2; r++) {
-        dist_stripes(&mine, &g, r, 2);
+        stripes_share(&mine, &g, r, 2);
         nats += eval_nats(m, half, &mine);
     }
     CHECK_EQ(count, (size_t)B * (g.stripe_len - 1));

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "io/ckpt.h"
+#include "model/model_io.h"
 
 typedef struct { const char *name, *file; test_fn fn; } TestCase;
 static TestCase tests[1024];
@@ -207,4 +208,21 @@ int ckpt_same_section(const char *a, const char *b, const char *tag) {
     ckpt_close(&ca);
     ckpt_close(&cb);
     return same;
+}
+
+int chdir_repo_root(void) {
+    for (int up = 0; up < 3; up++) {
+        struct stat st;
+        if (!stat("docs/ARCHITECTURE.md", &st) && !stat("src", &st)) return 1;
+        if (chdir("..")) return 0;
+    }
+    return 0;
+}
+
+Model *ckpt_model(const char *path, int device, int precision) {
+    Ckpt c;
+    ckpt_read(&c, path);
+    Model *m = model_from_ckpt(&c, device, precision);
+    ckpt_close(&c);
+    return m;
 }

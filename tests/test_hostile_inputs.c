@@ -37,7 +37,7 @@ TEST(hostile_npy_shape_overflow) {
 }
 
 // A config claiming a huge model must fail on the params count before anything is allocated.
-static void load(void *path) { model_free(model_load(path, DEVICE_CPU, CKPT_CHOICE)); }
+static void load(void *path) { model_free(ckpt_model(path, DEVICE_CPU, CKPT_CHOICE)); }
 
 TEST(hostile_ckpt_config_larger_than_its_params) {
     Config cfg;

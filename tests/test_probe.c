@@ -100,7 +100,7 @@ static void fit_once(const float *X, const int *y, int n, int d, Penalty pen, do
     LrSet t = {X, d, y, idx, n};
     LrSolver *s = lr_solver_new(&t);
     logreg_init(m, s);
-    logreg_fit(s, pen, C, m);
+    logreg_fit_on(s, NULL, pen, C, m);
     lr_solver_free(s);
     free(idx);
 }
@@ -165,7 +165,7 @@ TEST(logreg_l1_kkt_and_sparsity_path) {
     long nz[6];
     for (int k = 0; k < 6; k++) {
         double tol = 1e-6 * fmax(1, Cs[k] * g0) * 1.01;
-        CHECK(logreg_fit(s, PEN_L1, Cs[k], &m) <= tol);
+        CHECK(logreg_fit_on(s, NULL, PEN_L1, Cs[k], &m) <= tol);
         memcpy(th, m.w, D * sizeof(double));
         th[D] = m.b;
         loss_grad(Z, y, N, D, th, Cs[k], g);
@@ -200,7 +200,7 @@ static void check_path_kkt(void (*rows)(float *, int *, int, int, unsigned long 
         LogReg m;
         logreg_init(&m, s);
         for (int k = PROBE_K0; k < PROBE_K0 + PROBE_NC && pens >> p & 1; k++) {
-            double C = probe_C(k), tol = logreg_tol(s, (Penalty)p, C), fit = logreg_fit(s, (Penalty)p, C, &m);
+            double C = probe_C(k), tol = logreg_tol(s, (Penalty)p, C), fit = logreg_fit_on(s, NULL, (Penalty)p, C, &m);
             double v = kkt_violation(Z, y, n, d, &m, (Penalty)p, C);
             CHECK_MSG(fit <= tol && v <= 1.01 * tol, "%s C=%g: KKT violation %g (solver: %g) > tolerance %g",
                       penalty_name((Penalty)p), C, v, fit, tol);
@@ -230,7 +230,7 @@ TEST(logreg_standardises_with_training_rows_only) {
     LrSolver *s = lr_solver_new(&tr);
     LogReg m;
     logreg_init(&m, s);
-    logreg_fit(s, PEN_L2, 1, &m);
+    logreg_fit_on(s, NULL, PEN_L2, 1, &m);
     for (int j = 0; j < D; j++) {
         double mu = 0, ss = 0;
         for (int i = 0; i < 60; i++) mu += X[i * D + j];
@@ -278,8 +278,8 @@ TEST(logreg_l2_explicit_hessian_same_optimum) {
     logreg_init(&b, pre);
     double Cs[3] = {0.01, 1, 8};
     for (int k = 0; k < 3; k++) {
-        logreg_fit(plain, PEN_L2, Cs[k], &a);
-        logreg_fit(pre, PEN_L2, Cs[k], &b);
+        logreg_fit_on(plain, NULL, PEN_L2, Cs[k], &a);
+        logreg_fit_on(pre, NULL, PEN_L2, Cs[k], &b);
         memcpy(th, b.w, D * sizeof(double));
         th[D] = b.b;
         loss_grad(Z, y, N, D, th, Cs[k], g);

@@ -274,7 +274,7 @@ TEST(checkpoint_round_trip_keeps_weights) {
     Model *m = model_create(&cfg, backend_cpu());
     const char *path = tmp_path("rt.ckpt");
     model_save(path, m, NULL, NULL, NULL, NULL);
-    Model *r = model_load(path, DEVICE_CPU, PREC_FP32);
+    Model *r = ckpt_model(path, DEVICE_CPU, PREC_FP32);
     CHECK_EQ(r->nparams, m->nparams);
     CHECK(memcmp(r->params, m->params, m->nparams * sizeof(real)) == 0);
     CHECK(memcmp(r->layer[1].mask_x.m, m->layer[1].mask_x.m, 16) == 0);
@@ -287,7 +287,7 @@ TEST(checkpoint_round_trip_keeps_weights) {
     m = model_create(&cfg, backend_cpu());
     for (size_t i = 0; i < m->nparams; i++) m->ema[i] = (real)i;
     model_save(path, m, NULL, NULL, NULL, NULL);
-    r = model_load(path, DEVICE_CPU, PREC_FP32);
+    r = ckpt_model(path, DEVICE_CPU, PREC_FP32);
     CHECK_EQ(r->nparams, m->nparams);
     CHECK(memcmp(r->params, m->params, m->nparams * sizeof(real)) == 0);
     CHECK(r->ema && memcmp(r->ema, m->ema, m->nparams * sizeof(real)) == 0);
@@ -335,7 +335,7 @@ TEST(identity_init_of_recurrent_matrices) {
     model_free(m);
 }
 
-static void load_bad(void *path) { model_load(path, DEVICE_CPU, PREC_FP32); }
+static void load_bad(void *path) { ckpt_model(path, DEVICE_CPU, PREC_FP32); }
 static void read_bad(void *path) {
     Ckpt c;
     ckpt_read(&c, path);
@@ -356,8 +356,8 @@ static char *one_step_ckpt(const char *name, const char *tag8, char path[600], s
     return buf;
 }
 
-// model_load reads the model's sections (a flipped byte in the weights is an error); resume's
-// ckpt_read reads them all (one in the optimizer's, mid-file, too).
+// A checkpoint read whole, as resume and export read it: a flipped byte in the weights, or in
+// the optimizer's sections mid-file, is an error, and so are a cut file and another version.
 TEST(checkpoint_corruption_is_a_clean_error) {
     char log[4096], path[600];
     size_t n, at;

@@ -240,15 +240,6 @@ Model *model_from_ckpt(const Ckpt *c, int device, int precision) {
     return m;
 }
 
-Model *model_load(const char *path, int device, int precision) {
-    static const char *const training_only[] = {"adam_m", "adam_v", "state", "hidden", NULL};
-    Ckpt c;
-    ckpt_read_except(&c, path, training_only);
-    Model *m = model_from_ckpt(&c, device, precision);
-    ckpt_close(&c);
-    return m;
-}
-
 // The CUDA context's warm-up thread (model_load_infer): joined before the model is built, and
 // at exit, so that a checkpoint that dies mid-read does not end the process while the thread
 // is still inside the CUDA driver.

@@ -29,18 +29,15 @@ void model_save(const char *path, const Model *m, const TrainState *ts, const re
 // masks, m's weights and moving average, and where c holds a training state, c's "state" and
 // "hidden" as they are with adam_m and adam_v (m->nparams each, backend memory).
 void model_save_like(const char *path, const Model *m, const Ckpt *c, const real *adam_m, const real *adam_v);
-// Builds the model stored in a checkpoint (its config, masks, weights and moving average) on
-// a device; the training sections (optimizer, state) are not read. device and precision are
-// a Device and a Precision, or CKPT_CHOICE for the checkpoint's own; on the CPU the checkpoint's
-// precision reads as fp32, the CPU's only one.
+// Builds the model stored in a checkpoint already read (its config, masks, weights and moving
+// average) on a device, for verbs that read other sections too (export, prune): the file is
+// read once. device and precision are a Device and a Precision, or CKPT_CHOICE for the
+// checkpoint's own; on the CPU the checkpoint's precision reads as fp32, the CPU's only one.
 #define CKPT_CHOICE (-1)
-Model *model_load(const char *path, int device, int precision);
-// The same from a checkpoint already read (its config, masks, params and any ema), for verbs
-// that read other sections too (export, prune): the file is read once.
 Model *model_from_ckpt(const Ckpt *c, int device, int precision);
-// The same for inference (sample, eval, features): the weights are the checkpoint's moving
-// average where it has one and raw is 0, else its weights; only that section is read, and the
-// model keeps no moving average of its own.
+// The same from a file, for inference (sample, eval, features): the weights are the
+// checkpoint's moving average where it has one and raw is 0, else its weights; only that
+// section is read, and the model keeps no moving average of its own.
 Model *model_load_infer(const char *path, int device, int precision, int raw);
 // The config stored in a checkpoint.
 void ckpt_config(const Ckpt *c, Config *cfg);

@@ -257,8 +257,6 @@ double logreg_tol(const LrSolver *s, Penalty pen, double C) {
     return (s->rel_tol > 0 ? s->rel_tol : pen == PEN_L2 ? LR_TOL_L2 : LR_TOL_L1) * fmax(1, C * s->g0);
 }
 
-double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m) { return logreg_fit_on(s, NULL, pen, C, m); }
-
 double logreg_fit_on(const LrSolver *s, LrCuda *gpu, Penalty pen, double C, LogReg *m) {
     Work k = {0};
     m->b -= centre_shift(s, m->w);

@@ -48,16 +48,15 @@ void lr_solver_precondition(LrSolver *s, LrCuda *gpu);
 void logreg_init(LogReg *m, const LrSolver *s);
 void logreg_free(LogReg *m);
 void logreg_copy(LogReg *dst, const LogReg *src);   // dst: a new model equal to src
-// Minimises the objective starting from m (so a path over increasing C warm-starts).
-// Returns the final KKT violation (largest over coordinates and intercept): the fit
+// Minimises the objective starting from m (so a path over increasing C warm-starts), with the
+// products on the GPU when gpu is not NULL (from lr_cuda_new; L1 forms its Hessian blocks
+// there). Returns the final KKT violation (largest over coordinates and intercept): the fit
 // converged when it is at most logreg_tol.
-double logreg_fit(const LrSolver *s, Penalty pen, double C, LogReg *m);
+double logreg_fit_on(const LrSolver *s, LrCuda *gpu, Penalty pen, double C, LogReg *m);
 // The KKT tolerance: rel times max(1, C * the largest |d loss / d w_j| / C at w = 0), rel =
 // 1e-8 (L2) or 1e-6 (L1) unless lr_solver_tolerance set it (0: back to those).
 double logreg_tol(const LrSolver *s, Penalty pen, double C);
 void lr_solver_tolerance(LrSolver *s, double rel);
-// The same with the products on the GPU (gpu: from lr_cuda_new; L1 forms its Hessian blocks there).
-double logreg_fit_on(const LrSolver *s, LrCuda *gpu, Penalty pen, double C, LogReg *m);
 
 double logreg_decision(const LogReg *m, const float *x);   // b + w . standardised x
 int logreg_correct(const LogReg *m, const LrSet *set);      // rows predicted right (decision > 0 -> 1)

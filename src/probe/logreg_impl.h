@@ -10,7 +10,7 @@
 // A feature column of the training rows, as the solver sees it: e_ij = (x_ij - ctr) * isd.
 // Dense columns are centred (ctr = mu). Mostly-zero columns (byte bigrams) are only scaled
 // (ctr = 0) and stored sparse: with an unpenalised intercept, centring just shifts the
-// intercept (logreg_fit converts), so the optimum is the same.
+// intercept (logreg_fit_on converts), so the optimum is the same.
 typedef struct {
     int nnz;        // sparse: stored entries
     int *row;       // sparse: row of each entry; NULL for a dense column

@@ -177,7 +177,7 @@ void probe_run(const ProbeSet *train, const ProbeSet *dev, const ProbeSet *test,
     ProbeSet fit = dev && o->refit_all ? concat(train, dev, &X, &y) : *train;
     PathJob *jobs = make_jobs(train, dev, dev && o->refit_all ? &fit : train, o, &njobs);
     int n_eval = dev ? dev->n : train->n;
-    sweep_run(jobs, njobs, o, n_eval);
+    sweep_run(jobs, njobs, n_eval, o->tol, o->device == PROBE_CUDA, o->progress);
     tally(jobs, njobs, n_eval, r);
     int k = choose(r);
     const LogReg *m = kept_model(jobs, njobs, r->penalty, k);

@@ -1,18 +1,14 @@
 // probe.h: a linear probe: logistic regression over a sweep of C = 2^-8 .. 2^3 with L2
 // and/or L1 penalties, chosen on a dev set or by k-fold cross-validation, refitted on the
 // training set and scored on a test set. When a penalty's best C lies at an edge of that
-// grid, its paths go on past the edge, a factor of 2 at a time, up to PROBE_EXTRA Cs.
+// grid, its paths go on past the edge, a factor of 2 at a time, up to PROBE_EXTRA Cs
+// (probe_grid.h).
 #pragma once
-#include <math.h>
 #include "probe/logreg.h"
+#include "probe/probe_grid.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define PROBE_NC 12      // the grid: C = 2^-8 .. 2^3
-#define PROBE_EXTRA 4    // Cs a path may add past each edge of the grid: C = 2^-12 .. 2^7 at most
-#define PROBE_NK (PROBE_NC + 2 * PROBE_EXTRA)   // C index k: C = 2^(k - 8 - PROBE_EXTRA)
-#define PROBE_K0 PROBE_EXTRA                    // the grid: k = PROBE_K0 .. PROBE_K0 + PROBE_NC - 1
 
 typedef struct {
     const float *X;   // [n, d] row-major
@@ -67,8 +63,6 @@ typedef struct {
     double single_accuracy;  // on test; else dev; else training rows
 } ProbeResult;
 
-static inline int probe_log2C(int k) { return k - 8 - PROBE_EXTRA; }
-static inline double probe_C(int k) { return ldexp(1.0, probe_log2C(k)); }   // the C of index k
 int probe_parse_penalty(const char *v);        // "l2" | "l1" | "both" -> bit mask; dies otherwise
 ProbeDevice probe_parse_device(const char *v); // "cpu" | "cuda"; cuda dies on a CPU-only build
 // dev and test may be NULL. Deterministic for a seed (parallel tasks never share sums).

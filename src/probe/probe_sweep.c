@@ -25,12 +25,12 @@ typedef struct {
     LogReg m;
 } PathState;
 
-static void path_open(PathState *st, const PathJob *j, const ProbeOpts *o) {
+static void path_open(PathState *st, const PathJob *j, double tol, int gpu) {
     st->s = lr_solver_new(&j->tr);
     st->gpu = NULL;
-    lr_solver_tolerance(st->s, o->tol);
+    lr_solver_tolerance(st->s, tol);
 #ifdef SW_CUDA
-    if (o->device == PROBE_CUDA) st->gpu = lr_cuda_new(st->s);   // L1 too: its Hessian blocks and gradients
+    if (gpu) st->gpu = lr_cuda_new(st->s);   // L1 too: its Hessian blocks and gradients
 #endif
     if (j->pen == PEN_L2) lr_solver_precondition(st->s, st->gpu);
     logreg_init(&st->m, st->s);
@@ -113,9 +113,9 @@ static void sweep_round(PathJob *jobs, int njobs, PathState *st, const int next[
     }
 }
 
-void sweep_run(PathJob *jobs, int njobs, const ProbeOpts *o, int n_eval) {
+void sweep_run(PathJob *jobs, int njobs, int n_eval, double tol, int gpu, int progress) {
     Tally pr = {.done = 0};
-    progress_init(&pr.line, "probe", "fits", njobs * PROBE_NC, o->progress == 0 ? -1 : o->progress == 1);
+    progress_init(&pr.line, "probe", "fits", njobs * PROBE_NC, progress == 0 ? -1 : progress == 1);
     PathState *st = xcalloc(njobs, sizeof *st);
     int next[2] = {-1, -1}, count[2] = {0, 0};
     for (int i = 0; i < njobs; i++) {
@@ -124,7 +124,7 @@ void sweep_run(PathJob *jobs, int njobs, const ProbeOpts *o, int n_eval) {
         count[jobs[i].pen]++;
     }
     #pragma omp parallel for schedule(dynamic, 1) if (njobs > 1)
-    for (int i = 0; i < njobs; i++) path_open(&st[i], &jobs[i], o);
+    for (int i = 0; i < njobs; i++) path_open(&st[i], &jobs[i], tol, gpu);
     while (next[0] >= 0 || next[1] >= 0) {   // up from the grid's smallest C
         sweep_round(jobs, njobs, st, next, &pr);
         for (int p = 0; p < 2; p++) {

@@ -287,3 +287,18 @@ int stripes_next(Stripes *s, int *in, int *tgt) {
     if (s->pos + (size_t)s->T + 1 > s->stripe_len) s->pos = 0;
     return reset;
 }
+
+// A rank's stripes are adjacent in the span, so its layout is the global one moved to its
+// first stripe with B/world stripes of the same length: positions and wraps stay in step.
+void stripes_share(Stripes *local, const Stripes *g, int rank, int world) {
+    if (world < 1 || rank < 0 || rank >= world) die("stripes_share: rank %d of world size %d", rank, world);
+    if (g->B % world)
+        die("batch_size = %d is not divisible by the world size %d: each rank reads batch_size/%d stripes (use a multiple of %d)",
+            g->B, world, world, world);
+    if (g->warm) die("internal: stripes_share of stripes with a warm-up");
+    int Bl = g->B / world;
+    *local = *g;
+    local->base = g->base + (size_t)rank * Bl * g->stripe_len;
+    local->len = (size_t)Bl * g->stripe_len;
+    local->B = Bl;
+}

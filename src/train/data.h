@@ -53,6 +53,11 @@ void stripes_fill(const Stripes *s, size_t pos, int T, int *in, int *tgt);
 // Fills the current window and advances pos by T, wrapping to 0 when the next window would
 // not fit. Returns 1 when this window starts a stripe (pos was 0): carried state must be reset.
 int stripes_next(Stripes *s, int *in, int *tgt);
+// The share of rank `rank` of `world` (data-parallel training): global stripes
+// [rank*B/world, (rank+1)*B/world) of `global`. Row t*(B/world)+b of its window is row
+// t*B + rank*B/world + b of the global window, at every position (the same pos and wrap as
+// the global layout). Dies unless world divides B.
+void stripes_share(Stripes *local, const Stripes *global, int rank, int world);
 
 #ifdef __cplusplus
 }

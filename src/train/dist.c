@@ -1,9 +1,9 @@
 // dist.c: the CPU side of data-parallel training: ranks from the launcher's environment,
-// stripes per rank, the gradient bucket plan and the NCCL id exchange through a file or over
-// TCP (dist_tcp.c). The NCCL calls themselves are in cuda/train/nccl.cu; a build without CUDA
-// gets world-size-1 stubs.
+// the gradient bucket plan and the NCCL id exchange through a file or over TCP (dist_tcp.c;
+// both on dist_ticket.c). A rank's stripes are data.c's (stripes_share). The NCCL calls
+// themselves are in cuda/train/nccl.cu; a build without CUDA gets world-size-1 stubs.
 #include "train/dist.h"
-#include "train/dist_impl.h"
+#include "train/dist_ticket.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -81,24 +81,6 @@ static const char *process_getenv(const char *name) { return getenv(name); }
 DistEnv dist_env(void) { return dist_env_from(process_getenv); }
 
 // ---------------------------------------------------------------------------------------------
-// stripes per rank
-
-// A rank's stripes are adjacent in the span, so its layout is the global one moved to its
-// first stripe with B/world stripes of the same length: positions and wraps stay in step.
-void dist_stripes(Stripes *local, const Stripes *g, int rank, int world) {
-    if (world < 1 || rank < 0 || rank >= world) die("dist_stripes: rank %d of world size %d", rank, world);
-    if (g->B % world)
-        die("batch_size = %d is not divisible by the world size %d: each rank reads batch_size/%d stripes (use a multiple of %d)",
-            g->B, world, world, world);
-    if (g->warm) die("internal: dist_stripes of stripes with a warm-up");
-    int Bl = g->B / world;
-    *local = *g;
-    local->base = g->base + (size_t)rank * Bl * g->stripe_len;
-    local->len = (size_t)Bl * g->stripe_len;
-    local->B = Bl;
-}
-
-// ---------------------------------------------------------------------------------------------
 // gradient buckets
 
 static void plan_push(DistPlan *p, int *cap, size_t off, size_t n) {
@@ -150,53 +132,6 @@ int dist_plan_ready(const DistPlan *p, size_t ready_off) {
     int k = 0;
     while (k < p->n && p->b[k].off >= ready_off) k++;
     return k;
-}
-
-// ---------------------------------------------------------------------------------------------
-// the id ticket: what rank 0 hands out, in a file or over TCP
-
-uint8_t *dist_put_head(uint8_t *p, const char *magic, const DistEnv *e) {
-    memcpy(p, magic, 8);
-    put_u32(p + 8, (uint32_t)e->world);
-    memset(p + 12, 0, RUN_BYTES);
-    memcpy(p + 12, e->run_id, strnlen(e->run_id, RUN_BYTES - 1));
-    return p + HEAD_BYTES;
-}
-
-typedef struct { uint32_t world; char run_id[RUN_BYTES]; } Head;
-
-// 0 unless buf starts with magic.
-static int get_head(const uint8_t *buf, const char *magic, Head *h) {
-    if (memcmp(buf, magic, 8)) return 0;
-    h->world = get_u32(buf + 8);
-    memcpy(h->run_id, buf + 12, RUN_BYTES);
-    h->run_id[RUN_BYTES - 1] = 0;
-    return 1;
-}
-
-void dist_head_check(const uint8_t *buf, const char *magic, const DistEnv *e, char *why, size_t cap) {
-    Head h;
-    *why = 0;
-    if (!get_head(buf, magic, &h)) snprintf(why, cap, "not a swlstm id file");
-    else if (h.world != (uint32_t)e->world) snprintf(why, cap, "it is for world size %u, this rank has %d", h.world, e->world);
-    else if (strcmp(h.run_id, e->run_id)) snprintf(why, cap, "it is from another run: run id '%s', this rank has '%s'", h.run_id, e->run_id);
-}
-
-static double wall_sec(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-void dist_nap(double sec) {
-    struct timespec ts = {(time_t)sec, (long)((sec - (double)(time_t)sec) * 1e9)};
-    nanosleep(&ts, NULL);
-}
-
-double dist_backoff(double *interval) {
-    double d = *interval;
-    *interval = d * 2 < 0.5 ? d * 2 : 0.5;
-    return d;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -307,6 +242,12 @@ DistInit dist_init_parse(const char *spec) {
     memcpy(d.host, h, hlen);
     d.port = (int)port;
     return d;
+}
+
+static double wall_sec(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 void dist_exchange_id(const char *spec, const DistEnv *e, uint8_t id[DIST_ID_BYTES]) {

@@ -1,12 +1,11 @@
 // dist.h: data-parallel training over ranks (one GPU each). Who this process is (from the
-// launcher's environment), which stripes of the batch it reads, how gradients are grouped
-// into all-reduce buckets, how rank 0's NCCL id reaches the others (a file on a shared path
-// or a TCP address), and the NCCL calls (cuda/train/nccl.cu; a CPU build runs world size 1 only).
-// docs/MULTIGPU.md says how the trainer uses these.
+// launcher's environment), how gradients are grouped into all-reduce buckets, how rank 0's
+// NCCL id reaches the others (a file on a shared path or a TCP address), and the NCCL calls
+// (cuda/train/nccl.cu; a CPU build runs world size 1 only). Which stripes of the batch a rank
+// reads is data.h's stripes_share. docs/MULTIGPU.md says how the trainer uses these.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include "train/data.h"
 #include "model/model.h"
 #ifdef __cplusplus
 extern "C" {
@@ -46,13 +45,6 @@ DistEnv dist_env(void);  // from the process environment
 #define DIST_TOKEN_MIN 16
 void dist_token_set(DistEnv *e, const char *secret, size_t n, const char *what);
 void dist_token_file(DistEnv *e, const char *path);
-
-// ---- stripes per rank ----
-
-// Rank `rank` of `world` reads global stripes [rank*B/world, (rank+1)*B/world) of `global`:
-// row t*(B/world)+b of its window is row t*B + rank*B/world + b of the global window, at
-// every position (the same pos and wrap as the global layout). Dies unless world divides B.
-void dist_stripes(Stripes *local, const Stripes *global, int rank, int world);
 
 // ---- gradient buckets ----
 

@@ -11,7 +11,7 @@
 // key = DistEnv.token_key. Each side proves the secret over the other's fresh random nonce, so
 // a recorded hello or reply is of no use again, and the id is readable to secret holders only.
 #pragma once
-#include "train/dist_impl.h"
+#include "train/dist_ticket.h"
 
 #define DIST_NONCE_BYTES 32
 #define DIST_MAC_BYTES 32

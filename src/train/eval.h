@@ -18,7 +18,7 @@ int eval_batch_for(size_t len, int batch, int T);
 double eval_bpc(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t warm, size_t *count, Progress *pr);
 // eval_bpc's sum: the loss in nats over its *count predictions.
 double eval_span_nats(Model *m, Acts *a, const uint8_t *bytes, size_t len, size_t warm, size_t *count, Progress *pr);
-// The parts of eval_bpc, for ranks that each evaluate some of the stripes (dist_stripes,
+// The parts of eval_bpc, for ranks that each evaluate some of the stripes (stripes_share,
 // warm = 0 only): B stripes of a span (dies if they are shorter than 2 bytes), and the summed
 // loss in nats of the a->B = s->B stripes of s over their scored predictions.
 Stripes eval_stripes(const uint8_t *bytes, size_t len, int B, int T);

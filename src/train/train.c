@@ -95,7 +95,7 @@ static void setup_data(Trainer *tr) {
     dataset_split(&tr->ds, cfg->split, cfg->data);
     Stripes all;
     stripes_init(&all, tr->ds.bytes + tr->ds.off[SPLIT_TRAIN], tr->ds.n[SPLIT_TRAIN], cfg->batch_size, cfg->seq_length);
-    dist_stripes(&tr->st, &all, tr->rank, tr->world);
+    stripes_share(&tr->st, &all, tr->rank, tr->world);
     if (cfg->eval_every > 0 && valid_len(tr) < 2)
         die("data '%s': the valid split (split = %s) is empty; give it bytes or set eval_every = 0", cfg->data, cfg->split);
     size_t N = (size_t)tr->st.B * cfg->seq_length;
@@ -236,7 +236,7 @@ static int train_step(Trainer *tr, StepStats *s) {
 static void validate(Trainer *tr) {
     double t0 = now_sec();
     Stripes all = eval_stripes(tr->ds.bytes + tr->ds.off[SPLIT_VALID], valid_len(tr), tr->eval_B, tr->cfg.seq_length), mine;
-    dist_stripes(&mine, &all, tr->rank, tr->world);
+    stripes_share(&mine, &all, tr->rank, tr->world);
     use_average(tr, 1);
     double nats = eval_nats(tr->m, tr->ea, &mine);
     use_average(tr, 0);

@@ -1,5 +1,5 @@
 // fuzz_ckpt.c: a checkpoint file through everything that reads one: the container, the
-// config, masks and weights (model_load, model_load_infer), the training state and carried
+// config, masks and weights (model_from_ckpt, model_load_infer), the training state and carried
 // state (--resume) and the mask statistics of `info`. Mutations almost never keep the CRCs
 // right, which would stop nearly every input at the first check: each input also runs with
 // its section and file CRCs recomputed, so that the parsers behind the CRCs see the mutated
@@ -49,9 +49,9 @@ static void load_state(Model *m, const Ckpt *c) {
 
 static void read_ckpt(const char *path) {
     FUZZ_RUN {
-        Model *m = model_load(path, DEVICE_CPU, CKPT_CHOICE);
         Ckpt c;
         ckpt_read(&c, path);
+        Model *m = model_from_ckpt(&c, DEVICE_CPU, CKPT_CHOICE);
         load_state(m, &c);
         Mask masks[2 * SW_MAX_LAYERS];
         int n = ckpt_masks(&c, masks, 2 * SW_MAX_LAYERS);

@@ -28,9 +28,9 @@ static void cross_device(const char *from, const char *to) {
     const char *path = tmp_path("xdev.ckpt");
     model_save(path, rf.m, &ts, rf.am, rf.av, rf.a);
 
-    Run rt = run_make(model_load(path, strcmp(to, "cpu") ? DEVICE_CUDA : DEVICE_CPU, PREC_FP32), B, T);
     Ckpt c;
     ckpt_read(&c, path);
+    Run rt = run_make(model_from_ckpt(&c, strcmp(to, "cpu") ? DEVICE_CUDA : DEVICE_CPU, PREC_FP32), B, T);
     TrainState ts2;
     model_load_train_state(rt.m, &c, &ts2, rt.am, rt.av, rt.a, 0, rt.a->B);
     ckpt_close(&c);

@@ -99,18 +99,18 @@ static void ckpt_diff(const char *dir_a, const char *dir_b, double *dw, double *
     char pa[600], pb[600];
     snprintf(pa, sizeof pa, "%s/latest.ckpt", dir_a);
     snprintf(pb, sizeof pb, "%s/latest.ckpt", dir_b);
-    Model *ma = model_load(pa, DEVICE_CPU, PREC_FP32), *mb = model_load(pb, DEVICE_CPU, PREC_FP32);
+    Ckpt ca, cb;
+    ckpt_read(&ca, pa);
+    ckpt_read(&cb, pb);
+    Model *ma = model_from_ckpt(&ca, DEVICE_CPU, PREC_FP32), *mb = model_from_ckpt(&cb, DEVICE_CPU, PREC_FP32);
     *dw = max_abs_diff(ma->params, mb->params, ma->nparams);
     Acts *aa = acts_create(ma, B, 1), *ab = acts_create(mb, B, 1);
     real *mom = xmalloc(2 * ma->nparams * sizeof(real));
     TrainState ts;
-    Ckpt c;
-    ckpt_read(&c, pa);
-    model_load_train_state(ma, &c, &ts, mom, mom + ma->nparams, aa, 0, B);
-    ckpt_close(&c);
-    ckpt_read(&c, pb);
-    model_load_train_state(mb, &c, &ts, mom, mom + ma->nparams, ab, 0, B);
-    ckpt_close(&c);
+    model_load_train_state(ma, &ca, &ts, mom, mom + ma->nparams, aa, 0, B);
+    model_load_train_state(mb, &cb, &ts, mom, mom + ma->nparams, ab, 0, B);
+    ckpt_close(&ca);
+    ckpt_close(&cb);
     *dh = 0;
     for (int l = 0; l < ma->L; l++) {
         double e = max_abs_diff(aa->h[l], ab->h[l], (size_t)B * ma->H);

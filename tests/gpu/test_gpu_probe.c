@@ -107,7 +107,7 @@ TEST(gpu_logreg_l1_path_matches_cpu) {
     logreg_init(&a, w.cpu);
     logreg_init(&b, w.gs);
     for (int k = PROBE_K0; k < PROBE_K0 + PROBE_NC; k++) {
-        double va = logreg_fit(w.cpu, PEN_L1, probe_C(k), &a), vb = logreg_fit_on(w.gs, w.g, PEN_L1, probe_C(k), &b);
+        double va = logreg_fit_on(w.cpu, NULL, PEN_L1, probe_C(k), &a), vb = logreg_fit_on(w.gs, w.g, PEN_L1, probe_C(k), &b);
         double tol = logreg_tol(w.cpu, PEN_L1, probe_C(k));
         CHECK_MSG(va <= tol && vb <= tol, "C=2^%d: KKT violations %g, %g (tol %g)", k - 8, va, vb, tol);
         // Both meet the tolerance; on columns this correlated, the optima they reach may
@@ -130,7 +130,7 @@ TEST(gpu_logreg_l2_path_matches_cpu) {
     logreg_init(&a, w.cpu);
     logreg_init(&b, w.gs);
     for (int k = PROBE_K0; k < PROBE_K0 + PROBE_NC; k++) {
-        double va = logreg_fit(w.cpu, PEN_L2, probe_C(k), &a), vb = logreg_fit_on(w.gs, w.g, PEN_L2, probe_C(k), &b);
+        double va = logreg_fit_on(w.cpu, NULL, PEN_L2, probe_C(k), &a), vb = logreg_fit_on(w.gs, w.g, PEN_L2, probe_C(k), &b);
         double dw = fmax(max_diff(a.w, b.w, D), fabs(a.b - b.b));
         CHECK_MSG(dw < 1e-6, "C=2^%d: weights differ by %g (KKT violations %g, %g)", k - 8, dw, va, vb);
         CHECK_EQ(logreg_correct(&a, &w.t), logreg_correct(&b, &w.t));

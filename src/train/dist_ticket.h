@@ -1,5 +1,6 @@
-// dist_impl.h: what the id exchanges share inside src/train (dist.c: the file, dist_tcp.c and
-// dist_hello.c: TCP): the head of rank 0's ticket and of a rank's hello, and waiting.
+// dist_ticket.h: what the id exchanges share (dist.c: the file; dist_tcp.c and dist_hello.c:
+// TCP), below all of them: the head that names a run (magic, world size, run id) at the start
+// of rank 0's ticket and of a rank's hello, and the waits of their polls.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
