@@ -93,7 +93,6 @@ static int ckpt_rows(const BenchProbeOpts *bo, ProbeOpts *o) {
     int mr = !bo->only || !strcmp(bo->only, "mr"), sst = !bo->only || !strcmp(bo->only, "sst2");
     Owned all, tr, dv, none = {0};
     ckpt_features(bo->ckpt, bo->data, bo->device, mr, sst, &all, &tr, &dv);
-    o->penalties = probe_parse_penalty(bo->penalty ? bo->penalty : "both");
     if (mr) row("mr", &all, &none, o, ckpt_target("mr", all.d, o));
     if (sst) row("sst2", &tr, &dv, o, ckpt_target("sst2", tr.d, o));
     return mr + sst;
@@ -106,7 +105,7 @@ static int generated_rows(const BenchProbeOpts *bo, ProbeOpts *o) {
         const ProbeShape *sh = &bench_probe_shapes[s];
         if (bo->only && strcmp(bo->only, sh->name)) continue;
         Owned tr = generated(sh->n_train, sh->d, 1), dv = sh->n_dev ? generated(sh->n_dev, sh->d, 2) : (Owned){0};
-        o->penalties = bo->penalty ? probe_parse_penalty(bo->penalty) : sh->penalties;
+        o->penalties = bo->penalties ? bo->penalties : sh->penalties;
         row(sh->name, &tr, &dv, o, sh->target_s);
         ran++;
     }
@@ -114,12 +113,12 @@ static int generated_rows(const BenchProbeOpts *bo, ProbeOpts *o) {
 }
 
 void bench_probe(const BenchProbeOpts *bo) {
-    ProbeOpts o = {.folds = bo->folds, .seed = 1, .device = bo->device};
+    ProbeOpts o = {.penalties = bo->penalties ? bo->penalties : 1 << PEN_L2 | 1 << PEN_L1, .folds = bo->folds, .seed = 1,
+                   .device = bo->device};
     table_head("| task | train rows x d | select | pen. | wall time | target | sel. acc | chosen | non-zero | converged fits |");
     const char *const *f = bo->feat;
     if (f[0]) {
         if (!f[1] || !f[2] != !f[3]) die("bench --probe: --features-file needs --labels, --dev-features needs --dev-labels");
-        o.penalties = probe_parse_penalty(bo->penalty ? bo->penalty : "both");
         Owned tr = loaded(f[0], f[1]), dv = f[2] ? loaded(f[2], f[3]) : (Owned){0};
         row("files", &tr, &dv, &o, 0);
         return;

@@ -69,8 +69,6 @@ typedef struct {
 
 static inline int probe_log2C(int k) { return k - 8 - PROBE_EXTRA; }
 static inline double probe_C(int k) { return ldexp(1.0, probe_log2C(k)); }   // the C of index k
-int probe_parse_penalty(const char *v);        // "l2" | "l1" | "both" -> bit mask; dies otherwise
-ProbeDevice probe_parse_device(const char *v); // "cpu" | "cuda"; cuda dies on a CPU-only build
 // dev and test may be NULL. Deterministic for a seed (parallel tasks never share sums).
 void probe_run(const ProbeSet *train, const ProbeSet *dev, const ProbeSet *test, const ProbeOpts *o, ProbeResult *r);
 
