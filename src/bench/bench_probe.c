@@ -43,14 +43,14 @@ static void gen_features(float *X, int *y, int n, int d, uint64_t seed, uint64_t
 }
 
 static Owned generated(int n, int d, uint64_t row_seed) {
-    Owned o = {xmalloc((size_t)n * d * sizeof(float)), xmalloc(n * sizeof(int)), n, d};
+    Owned o = {.X = xmalloc((size_t)n * d * sizeof(float)), .y = xmalloc(n * sizeof(int)), .n = n, .d = d};
     gen_features(o.X, o.y, n, d, 1234, row_seed);
     return o;
 }
 
 static Owned loaded(const char *feat, const char *lab) {
     size_t rows, cols, n;
-    Owned o = {npy_read_matrix(feat, &rows, &cols), NULL, 0, 0};
+    Owned o = {.X = npy_read_matrix(feat, &rows, &cols)};
     o.y = labels_read(lab, &n);
     if (rows != n) die("bench --probe: '%s' has %zu rows but '%s' has %zu labels", feat, rows, lab, n);
     o.n = (int)rows;

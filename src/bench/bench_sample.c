@@ -72,7 +72,7 @@ static void sample_row(const SampleShape *r, double l2_gbps, double hbm_gbps) {
     bench_model_config(&cfg, r->H, r->mask, r->prec, r->depth);
     Model *m = model_create(&cfg, backend_cuda(cfg.precision));
     const double mb = step_weight_mb(m, r->prec == PREC_BF16);
-    SamplerOpts so = {1.0, 0, 1.0};
+    SamplerOpts so = {.temperature = 1.0, .top_k = 0, .top_p = 1.0};
     Rng rng;
     rng_seed(&rng, 1);
     double setup = 0;

@@ -80,7 +80,7 @@ static int train_row(const TrainShape *row, OpRow *ops) {
         double scale = 1 / (1 + sqrt(be->sumsq(m->grads, m->nparams)));
         for (int i = 0; i < m->ntensor; i++) {
             const ParamTensor *pt = &m->tensor[i];
-            AdamArgs ad = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.f, (real)scale, s + 1};
+            AdamArgs ad = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.f, .grad_scale = (real)scale, .step = s + 1};
             be->adam(m->params + pt->off, m->grads + pt->off, am + pt->off, av + pt->off, pt->n, ad);
         }
         be->sync();

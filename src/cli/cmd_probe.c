@@ -112,7 +112,7 @@ static void load_text(Loaded *sets, const ProbeArgs *a) {
         if (!a->text[s]) continue;
         docs_read(&docs[s], a->text[s], 1, a->fo.preprocess, a->fo.max_docs);
         if (docs[s].n == 0) die("probe: no documents in '%s'", a->text[s]);
-        sets[s] = (Loaded){NULL, docs[s].label, docs[s].n, 0};
+        sets[s] = (Loaded){.y = docs[s].label, .n = docs[s].n};
         docs[s].label = NULL;
         check_binary(&sets[s], a->text[s]);
         if (v) bigram_vocab_add(v, &docs[s]);
@@ -244,7 +244,7 @@ int cmd_probe(int argc, char **argv) {
     for (int s = 0; s < 3; s++) {
         if (sets[s].n && sets[s].d != sets[TRAIN].d)
             die("probe: the %s set has %d features, the training set %d", set_name[s], sets[s].d, sets[TRAIN].d);
-        ps[s] = (ProbeSet){sets[s].X, sets[s].y, sets[s].n, sets[s].d};
+        ps[s] = (ProbeSet){.X = sets[s].X, .y = sets[s].y, .n = sets[s].n, .d = sets[s].d};
     }
     ProbeResult r;
     probe_run(&ps[TRAIN], sets[DEV].n ? &ps[DEV] : NULL, sets[TEST].n ? &ps[TEST] : NULL, &a.po, &r);

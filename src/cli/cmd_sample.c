@@ -40,7 +40,7 @@ static void sample_usage(void) {
 }
 
 static int parse_sample_args(int argc, char **argv, SampleArgs *a) {
-    *a = (SampleArgs){.n = 500, .seed = 1, .so = {1.0, 0, 1.0}, .device = CKPT_CHOICE, .precision = CKPT_CHOICE};
+    *a = (SampleArgs){.n = 500, .seed = 1, .so = {.temperature = 1.0, .top_k = 0, .top_p = 1.0}, .device = CKPT_CHOICE, .precision = CKPT_CHOICE};
     Opts o;
     if (!opts_begin(&o, "sample", argc, argv, sample_usage)) return 0;
     while (opts_next(&o)) {
