@@ -68,9 +68,9 @@ static void row(const char *name, Owned *tr, Owned *dev, const ProbeOpts *o, dou
     double s = now_sec() - t0;
     char tgt[32] = "-", conv[32], folds[16];
     snprintf(folds, sizeof folds, "%d-fold", o->folds);
-    if (target > 0) snprintf(tgt, sizeof tgt, "%.0f s", target);
+    if (target > 0) snprintf(tgt, sizeof tgt, "%.0f", target);
     snprintf(conv, sizeof conv, "%d/%d", r.fits - r.unconverged, r.fits);
-    printf("| %-10s | %5d x %4d | %-8s | %-4s | %8.1f s | %6s | %.4f | %s C=%g | %ld | %s |\n", name, a.n, a.d,
+    table_row("| %-10s | %5d | %4d | %-8s | %-4s | %8.1f | %6s | %.4f | %-4s | %g | %ld | %s |\n", name, a.n, a.d,
            dev->n ? "dev" : folds, o->penalties == 3 ? "both" : o->penalties == 1 ? "l2" : "l1", s, tgt,
            r.dev_accuracy, penalty_name(r.penalty), r.C, r.nonzero, conv);
     fflush(stdout);
@@ -115,7 +115,7 @@ static int generated_rows(const BenchProbeOpts *bo, ProbeOpts *o) {
 void bench_probe(const BenchProbeOpts *bo) {
     ProbeOpts o = {.penalties = bo->penalties ? bo->penalties : 1 << PEN_L2 | 1 << PEN_L1, .folds = bo->folds, .seed = 1,
                    .device = bo->device};
-    table_head("| task | train rows x d | select | pen. | wall time | target | sel. acc | chosen | non-zero | converged fits |");
+    table_head("probe", "| task | train rows | d | select | penalties | wall s | target s | sel. acc | chosen | C | non-zero | converged fits |");
     const char *const *f = bo->feat;
     if (f[0]) {
         if (!f[1] || !f[2] != !f[3]) die("bench --probe: --features-file needs --labels, --dev-features needs --dev-labels");

@@ -3,12 +3,14 @@
 #include "base/common.h"
 #include "bench/bench.h"
 #include "bench/bench_cuda.h"
+#include "bench/table.h"
 #include "cli/shared_opts.h"
 #include "cli/verbs.h"
 #include "model/config.h"
 
 static void usage(void) {
-    printf("usage: swlstm bench [--train | --sample] [--bs 8|16|32] [--density D] [--dtype fp32|bf16]\n"
+    printf("usage: swlstm bench [--train | --sample | --sync | --probe] [--bs 8|16|32] [--density D] [--dtype fp32|bf16]\n"
+           "                    [--json]\n"
            "  (default) block-sparse kernel table vs cuBLAS and cuSPARSE; --bs, --density and --dtype\n"
            "            keep only the matching rows (block 32 runs densities 1 0.5 0.25 0.1 0.05 0.02;\n"
            "            blocks 8 and 16 run 0.1)\n"
@@ -24,6 +26,9 @@ static void usage(void) {
            "  --sync    us per dependent step of a chain of small ops: graph, PDL, grid barrier,\n"
            "            readiness flags, clusters (mlstm_3min's W_h layout)\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n"
+           "  --json    each table's rows as JSON lines on stdout, one object a row keyed by the table's\n"
+           "            columns (\"table\": kernels, train, train_ops, sample, sync or probe; numbers as\n"
+           "            numbers, \"-\" and n/a as null); the prose around the tables goes to stderr\n"
            "the tables other than --probe need a GPU build\n");
 }
 
@@ -31,7 +36,8 @@ static void probe_usage(void) {
     printf("usage: swlstm bench --probe [--checkpoint CKPT [--data DIR]] [--only NAME] [--device cpu|cuda]\n"
            "       swlstm bench --probe --features-file F.npy --labels L.npy [--dev-features F --dev-labels L]\n"
            "                    [--folds K]\n"
-           "both forms: [--penalty l2|l1|both] (replaces the task's) [--device cpu|cuda]\n"
+           "both forms: [--penalty l2|l1|both] (replaces the task's) [--device cpu|cuda] [--json] (rows as JSON\n"
+           "lines, as swlstm bench --help says)\n"
            "Times the probe's C sweep (selection only, no test set). With a checkpoint, first on its\n"
            "features of DIR's mr.all (10-fold, row mr) and sst2.train/.dev (row sst2), DIR defaulting\n"
            "to ../shared/data/sentiment; then on generated features at the SST-2 and MR shapes\n"
@@ -44,7 +50,8 @@ static int cmd_bench_probe(int argc, char **argv) {
     if (!opts_begin(&o, "bench --probe", argc, argv, probe_usage)) return 0;
     while (opts_next(&o)) {
         if (opts_is(&o, "--probe")) continue;
-        if (opts_is(&o, "--only")) b.only = opts_value(&o);
+        if (opts_is(&o, "--json")) table_json(1);
+        else if (opts_is(&o, "--only")) b.only = opts_value(&o);
         else if (opts_is(&o, "--features-file")) b.feat[0] = opts_value(&o);
         else if (opts_is(&o, "--labels")) b.feat[1] = opts_value(&o);
         else if (opts_is(&o, "--dev-features")) b.feat[2] = opts_value(&o);
@@ -69,6 +76,7 @@ int cmd_bench(int argc, char **argv) {
     if (!opts_begin(&o, "bench", argc, argv, usage)) return 0;
     while (opts_next(&o)) {
         if (opts_is(&o, "--sync")) sync = 1;
+        else if (opts_is(&o, "--json")) table_json(1);
         else if (opts_is(&o, "--train")) train = 1;
         else if (opts_is(&o, "--sample")) sample = 1;
         else if (opts_is(&o, "--hidden")) f.hidden = (int)opts_long(&o, 32, 1 << 20);
