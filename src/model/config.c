@@ -337,17 +337,27 @@ static void format_value(const Config *c, const Key *k, char out[VALUE_MAX]) {
     *out = 0;
 }
 
-char *config_to_text(const Config *c) {
-    size_t cap = 0, len = 0;
-    char *text = NULL, value[VALUE_MAX];
+// Every key as "key = value" lines, or (json) as one JSON object: choices quoted, doubles with a
+// '.' or an exponent (a reader gets a float), config text's string escapes being JSON's.
+static char *config_write(const Config *c, int json) {
+    size_t cap = 2, len = 0;
+    char *text = xmalloc(cap), value[VALUE_MAX];
     for (int i = 0; i < NKEYS; i++) {
-        format_value(c, &keys[i], value);
-        size_t need = strlen(keys[i].name) + strlen(value) + 5;
+        const Key *k = &keys[i];
+        format_value(c, k, value);
+        int quote = json && k->type == T_CHOICE, point = json && k->type == T_DOUBLE && !strpbrk(value, ".e");
+        size_t need = strlen(k->name) + strlen(value) + 12;
         if (len + need > cap) text = xrealloc(text, cap = 2 * (len + need));
-        len += (size_t)snprintf(text + len, cap - len, "%s = %s\n", keys[i].name, value);
+        if (json) len += (size_t)snprintf(text + len, cap - len, "%s\"%s\": %s%s%s%s", i ? ", " : "{", k->name,
+                                          quote ? "\"" : "", value, quote ? "\"" : "", point ? ".0" : "");
+        else len += (size_t)snprintf(text + len, cap - len, "%s = %s\n", k->name, value);
     }
+    if (json) snprintf(text + len, cap - len, "}");
     return text;
 }
+
+char *config_to_text(const Config *c) { return config_write(c, 0); }
+char *config_to_json(const Config *c) { return config_write(c, 1); }
 
 void config_print_help(void) {
     Config d;
