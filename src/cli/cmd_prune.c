@@ -3,7 +3,6 @@
 // blocks that stay, for `train --resume` or `init_from` to fine-tune.
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "base/progress.h"
 #include "cli/opts.h"
 #include "cli/verbs.h"

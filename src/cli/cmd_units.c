@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "base/progress.h"
 #include "io/atomic_file.h"
 #include "cli/shared_opts.h"
