@@ -4,8 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include "bench/shapes.h"
+#include "base/common.h"
+#include "bench/table.h"
 #include "io/npy.h"
 #include "probe_fixture.h"
 #include "test.h"
@@ -46,12 +50,58 @@ TEST(bench_probe_times_saved_features) {
     snprintf(cmd, sizeof cmd, "bench --probe --features-file %s --labels %s --folds 3 --penalty l2", tmp_path("bf.npy"),
              tmp_path("bl.npy"));
     CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
-    const char *head = "| task | train rows x d | select | pen. | wall time | target | sel. acc | chosen | non-zero | converged fits |\n"
-                       "|---|---|---|---|---|---|---|---|---|---|\n";
-    CHECK_MSG(strstr(out, head) && strstr(out, "| files      |   120 x   10 | 3-fold   | l2   |"), "output: %s", out);
+    const char *head = "| task | train rows | d | select | penalties | wall s | target s | sel. acc | chosen | C | non-zero | converged fits |\n"
+                       "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    CHECK_MSG(strstr(out, head) && strstr(out, "| files      |   120 |   10 | 3-fold   | l2   |"), "output: %s", out);
+    // --json: the row alone on stdout, keyed by the columns, numbers as numbers, no target as null.
+    snprintf(cmd, sizeof cmd, "bench --probe --json --features-file %s --labels %s --folds 3 --penalty l2 2>/dev/null",
+             tmp_path("bf.npy"), tmp_path("bl.npy"));
+    CHECK_EQ(run_swlstm(cmd, out, sizeof out), 0);
+    const char *start = "{\"table\":\"probe\",\"task\":\"files\",\"train_rows\":120,\"d\":10,\"select\":\"3-fold\","
+                        "\"penalties\":\"l2\",\"wall_s\":";
+    CHECK_MSG(!strncmp(out, start, strlen(start)) && strstr(out, ",\"target_s\":null,\"sel_acc\":0.") &&
+              strstr(out, ",\"chosen\":\"l2\",\"c\":") && strstr(out, ",\"non_zero\":10,\"converged_fits\":\"") &&
+              strchr(out, '\n') == out + strlen(out) - 1, "output: %s", out);
     snprintf(cmd, sizeof cmd, "bench --probe --features-file %s --folds 3", tmp_path("bf.npy"));
     CHECK(run_swlstm(cmd, out, sizeof out) != 0);
     CHECK_MSG(strstr(out, "bench --probe: --features-file needs --labels"), "output: %s", out);
+}
+
+// table_row's JSON for the cells every table prints: numbers (a trailing % too), "-", "n/a ...",
+// empty cells and text with a quote.
+TEST(bench_table_rows_as_json) {
+    fflush(stdout);
+    int saved = dup(1), fd = open(tmp_path("rows.json"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    table_json(1);
+    table_head("t", "| bs | density | fwd, x bf16 us | fwd, x bf16 %copy | %copy | cuSPARSE BSR us | checked | note |");
+    table_row("| %2d | %5.1f%% | %s | %3.0f%% | %7s | %s | a\"b |\n", 32, 10.0, "- | -", 42.0, "n/a", "");
+    table_json(0);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(fd);
+    close(saved);
+    char *got = read_text_file(tmp_path("rows.json"), NULL, "rows");
+    CHECK_MSG(!strcmp(got, "{\"table\":\"t\",\"bs\":32,\"density\":10,\"fwd_x_bf16_us\":null,\"fwd_x_bf16_pct_copy\":null,"
+                           "\"pct_copy\":42,\"cusparse_bsr_us\":null,\"checked\":null,\"note\":\"a\\\"b\"}\n"), "%s", got);
+    free(got);
+}
+
+static void two_columns_alike(void *arg) {
+    (void)arg;
+    table_head("t", "| GB/s | GB/s |");
+}
+
+static void a_cell_too_many(void *arg) {
+    (void)arg;
+    table_json(1);
+    table_head("t", "| a | b |");
+    table_row("| 1 | 2 | 3 |\n");
+}
+
+TEST(bench_table_columns_have_distinct_keys_and_rows_their_count) {
+    CHECK_DIES(two_columns_alike, NULL, "bench table t: two columns named 'gb_s'");
+    CHECK_DIES(a_cell_too_many, NULL, "bench table t: a row of 3 cells under 2 columns");
 }
 
 TEST(bench_options_errors) {

@@ -358,7 +358,7 @@ TEST(mask_verb_bad_input) {
         {"mask --block 16 --sparsity ba_2", "--hidden is required"},
         {"mask --hidden 512 --block 16 --sparsity ba_2 --seed -1", "--seed = '-1'"},
         {"mask --hidden 512 --block 16 --sparsity ba_2 --colour red", "unknown option '--colour'"},
-        {"mask --hidden 512 --block 16 --sparsity", "option --sparsity needs a value"},
+        {"mask --hidden 512 --block 16 --sparsity", "option '--sparsity' needs a value"},
     };
     char out[4096];
     for (int t = 0; t < (int)(sizeof bad / sizeof bad[0]); t++) {

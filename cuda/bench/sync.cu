@@ -12,6 +12,7 @@
 #include <vector>
 #include "bench/bench_cuda.h"
 #include "base/launch.cuh"
+#include "bench/table.h"
 #include "sparse/mask.h"
 
 namespace cg = cooperative_groups;
@@ -380,12 +381,12 @@ static int sync_rows(const char *desc, const Mask &m, int nsm) {
         if (kind == READY_FLAGS) snprintf(deps, sizeof deps, "%.1f of %d", (double)vlist.size() / ctas, nb);
         if (us0 >= 0) snprintf(alone, sizeof alone, "%.2f", us0);
         if (us < 0) {
-            printf("| %s | %s | - | - | - | - | n/a (cannot be placed) | | |\n", kind_name[kind], desc);
+            table_row("| %s | %s | - | - | - | - | n/a (cannot be placed) | | |\n", kind_name[kind], desc);
             continue;
         }
         const int cl = kind == CLUSTER8 || kind == CLUSTER16;
         const int rows_per = cl ? (nb + cluster_of(kind) - 1) / cluster_of(kind) : (nb + ctas - 1) / ctas;
-        printf("| %s | %s | %d | %d | %s | %d | %.2f | %s | %s |\n", kind_name[kind], desc, cl ? cluster_of(kind) : ctas,
+        table_row("| %s | %s | %d | %d | %s | %d | %.2f | %s | %s |\n", kind_name[kind], desc, cl ? cluster_of(kind) : ctas,
                32 * warps_per_row(rows_per) * rows_per, deps, STEPS, us,
                ok == 1 ? "ok" : ok < 0 ? "-" : "FAILED", alone);
         fflush(stdout);
@@ -402,13 +403,12 @@ extern "C" int cb_sync(void) {
     cb_device(dev, sizeof dev, &l2);
     int nsm;
     CUDA_CHECK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, 0));
-    printf("device: %s\na chain of %d dependent steps over H = 5120 in 32 x 32 blocks (160 block rows): each step, every "
+    table_note("device: %s\na chain of %d dependent steps over H = 5120 in 32 x 32 blocks (160 block rows): each step, every "
            "block row becomes an integer mix of the blocks its W_h row stores (mlstm_3min's ba_14, seed 1; dense: every "
            "row reads the whole row before it, as a layer norm's statistics do); us/step = a run's time / %d, median of "
            "runs; checked = the last state equals the host's, bit for bit; sync alone = the same ordering with no work\n\n",
            dev, STEPS, STEPS);
-    printf("| mechanism | mask | CTAs | threads | producers a CTA waits on | steps | us/step | checked | sync alone us/step |\n"
-           "|---|---|---|---|---|---|---|---|---|\n");
+    table_head("sync", "| mechanism | mask | CTAs | threads | producers a CTA waits on | steps | us/step | checked | sync alone us/step |");
     int failed = 0;
     const char *descs[] = {"ba_14", "dense"};
     for (const char *d : descs) {

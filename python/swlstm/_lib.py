@@ -3,7 +3,7 @@ import ctypes
 import os
 from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_int32, c_int64, c_uint8, c_uint64, c_void_p
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 CPU, CUDA = 0, 1
 F32, BF16 = 0, 1
 _ERRORS = {1: ValueError, 2: RuntimeError, 3: RuntimeError}
@@ -50,6 +50,7 @@ def _load():
         "swlstm_ckpt_open": (c_int, [c_char_p, POINTER(c_void_p)]),
         "swlstm_ckpt_close": (None, [c_void_p]),
         "swlstm_ckpt_config": (c_char_p, [c_void_p]),
+        "swlstm_ckpt_config_json": (c_char_p, [c_void_p]),
         "swlstm_ckpt_step": (c_int64, [c_void_p]),
         "swlstm_ckpt_ntensors": (c_int, [c_void_p]),
         "swlstm_ckpt_tensor": (c_int, [c_void_p, c_int, POINTER(c_char_p), POINTER(c_int), POINTER(c_int64),

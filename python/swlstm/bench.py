@@ -1,15 +1,18 @@
 """python -m swlstm.bench: swlstm's block-sparse product from PyTorch beside torch's dense
 product (cuBLAS) and torch's BSR product (cuSPARSE, or whatever torch runs for it), and
-torch's Triton BSR kernel where it imports: y = x W^T, W 12288 x 12288 with a random layout of
-32 x 32 blocks (the layout `swlstm bench` draws: random_<density>, seed 1), 32 and 4096 rows
-of x, fp32 and bf16, on CUDA.
+torch's Triton BSR kernel where it imports: y = x W^T on the rows of `swlstm bench`'s kernel
+table (`swlstm bench --json --bs 32`: its weight size, mask descriptor and seed, drawn here by
+swlstm.mask), at the table's N rows and at 4096, fp32 and bf16, on CUDA; beside each row at N
+rows, the binary's own forward from the same table (the binding's overhead).
 
 swlstm's and the dense calls are captured once in a CUDA graph and replayed (device time, as
 `swlstm bench` measures; the eager column adds the Python and launch overhead of one call);
 the BSR baselines, whose kernels are long, are issued eagerly. Weight sets rotate so that L2
 cannot hold them; us per call, the median over groups."""
 import argparse
+import json
 import math
+import os
 import subprocess
 import sys
 
@@ -81,9 +84,10 @@ def attempt(fn):
         return "n/a (%s)" % str(e).split("\n")[0][:60]
 
 
-def row(dim, block, density, rows, dtype, l2, args, dense_cache):
-    desc = "dense" if density >= 1 else "random_%g" % density
-    layout = Layout(swlstm.mask(desc, dim, dim, block, 1), block)
+def row(k, rows, dtype, l2, args, dense_cache):
+    """Times kernel-table row k (its W, mask descriptor, seed and block size) at `rows` rows of x."""
+    dim, block = k["w"], k["bs"]
+    layout = Layout(swlstm.mask(k["mask"], dim, dim, block, k["seed"]), block)
     nbytes = layout.nnzb * block * block * (2 if dtype == torch.bfloat16 else 4)
     nsets = min(64, max(2, math.ceil(4 * l2 / nbytes)))
     vals = torch.randn(nsets, layout.nnzb, block, block, device="cuda", dtype=dtype) * 0.05
@@ -94,7 +98,7 @@ def row(dim, block, density, rows, dtype, l2, args, dense_cache):
     with torch.no_grad():
         res["swlstm"] = timed([lambda i=i: product(x, vals[i], layout) for i in range(nsets)], G, P)
         res["eager"] = eager_us(lambda: product(x, vals[0], layout), G * P)
-        key = (rows, dtype)
+        key = (dim, rows, dtype)
         if key not in dense_cache:
             n_dense = min(64, max(2, math.ceil(4 * l2 / (dim * dim * x.element_size()))))
             W = torch.randn(n_dense, dim, dim, device="cuda", dtype=dtype) * 0.05
@@ -107,77 +111,79 @@ def row(dim, block, density, rows, dtype, l2, args, dense_cache):
         res["bsr"] = attempt(lambda: timed([lambda w=w: w @ xt for w in bsr], G, P, graph=False))
         mm = triton_bsr_mm()
         res["triton"] = attempt(lambda: timed([lambda w=w: mm(w, xt) for w in bsr], G, P, graph=False)) if mm else "not installed"
-    real_density = layout.nnzb / (dim // block) ** 2
-    return real_density, res
+    return res
 
 
-def cli_figures(exe):
-    """`swlstm bench --bs 32`'s forward at N = 32: {(dtype, density text): us}, fp32's "fwd" and
-    bf16's "fwd, x bf16" (x already bf16, as the binding gets it; y in fp32, the binding's in bf16)."""
-    out = subprocess.run([exe, "bench", "--bs", "32"], capture_output=True, text=True, check=True).stdout
-    figs = {}
-    for line in out.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) > 6 and cells[0] == "32" and cells[2] in ("fp32", "bf16"):
-            figs[(cells[2], cells[1])] = float(cells[3] if cells[2] == "fp32" else cells[6])
-    return figs
+def kernel_table(exe, dtypes):
+    """The rows of `EXE bench --json --bs 32` (the kernel table) in the dtypes asked for."""
+    out = subprocess.run([exe, "bench", "--json", "--bs", "32"], capture_output=True, text=True, check=True).stdout
+    return [k for k in map(json.loads, out.splitlines()) if k["table"] == "kernels" and k["dtype"] in dtypes]
+
+
+def cli_us(k):
+    """The binary's forward of row k as the binding runs it: fp32's "fwd"; bf16's "fwd, x bf16" (x
+    already bf16, as the binding gets it; y in fp32, the binding's in bf16)."""
+    return k["fwd_us"] if k["dtype"] == "fp32" else k["fwd_x_bf16_us"]
 
 
 def fmt(r):
     return r if isinstance(r, str) else "%.1f%s" % (r[0], "" if r[1] == "graph" else "*")
 
 
+def default_binary():
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "swlstm")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m swlstm.bench", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dim", type=int, default=12288)
-    ap.add_argument("--block", type=int, default=32)
-    ap.add_argument("--densities", type=float, nargs="+", default=[1, 0.5, 0.25, 0.1, 0.05, 0.02])
-    ap.add_argument("--rows", type=int, nargs="+", default=[32, 4096])
+    ap.add_argument("--rows", type=int, nargs="+", default=[4096], help="rows of x besides the table's N")
     ap.add_argument("--dtypes", nargs="+", choices=["fp32", "bf16"], default=["fp32", "bf16"])
     ap.add_argument("--groups", type=int, default=11)
     ap.add_argument("--per-group", type=int, default=10)
-    ap.add_argument("--swlstm", metavar="BIN", help="also run BIN bench --bs 32 and show the binding's overhead over "
-                    "its forward at 32 rows (fp32: fwd; bf16: fwd, x bf16)")
+    ap.add_argument("--swlstm", metavar="BIN", default=default_binary(),
+                    help="the swlstm binary whose kernel table gives the rows (default: the checkout's)")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         sys.exit("swlstm.bench: torch sees no CUDA device")
+    if not os.path.exists(args.swlstm):
+        sys.exit("swlstm.bench: no swlstm binary at %s (run make, or give --swlstm BIN)" % args.swlstm)
     props = torch.cuda.get_device_properties(0)
     l2 = getattr(props, "L2_cache_size", 50 << 20)
-    print("device: %s; torch %s; W %d x %d, blocks of %d; us per call (median of %d groups of %d graph replays; "
-          "* issued eagerly); fp32 dense with TF32 %s" % (props.name, torch.__version__, args.dim, args.dim, args.block,
-                                                          args.groups, args.per_group,
-                                                          "on" if torch.backends.cuda.matmul.allow_tf32 else "off"))
-    cli = cli_figures(args.swlstm) if args.swlstm else {}
-    print("| dtype | rows | density | swlstm us | swlstm eager us | torch dense us | torch BSR us | Triton BSR us "
-          "| vs dense | vs BSR | swlstm bench us | overhead |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    table = kernel_table(args.swlstm, args.dtypes)
+    print("device: %s; torch %s; the rows of %s bench --bs 32; us per call (median of %d groups of %d graph "
+          "replays; * issued eagerly); fp32 dense with TF32 %s" % (props.name, torch.__version__, args.swlstm,
+                                                                   args.groups, args.per_group,
+                                                                   "on" if torch.backends.cuda.matmul.allow_tf32 else "off"))
+    print("| dtype | W | rows | mask | density | swlstm us | swlstm eager us | torch dense us | torch BSR us "
+          "| Triton BSR us | vs dense | vs BSR | swlstm bench us | overhead |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     dense_cache, beat_bsr, dense_at_10, overheads = {}, True, [], []
-    for dt in args.dtypes:
-        dtype = torch.bfloat16 if dt == "bf16" else torch.float32
-        for rows in args.rows:
-            for d in args.densities:
-                dens, r = row(args.dim, args.block, d, rows, dtype, l2, args, dense_cache)
-                us = r["swlstm"][0]
-                vs_dense = r["dense"][0] / us
-                vs_bsr = "-" if isinstance(r["bsr"], str) else "%.1fx" % (r["bsr"][0] / us)
-                if not isinstance(r["bsr"], str) and r["bsr"][0] <= us:
-                    beat_bsr = False
-                if abs(d - 0.1) < 1e-9 and rows == 32:
-                    dense_at_10.append((dt, vs_dense))
-                ref = cli.get((dt, "%.1f%%" % (100 * dens))) if rows == 32 else None
-                if ref:
-                    overheads.append(us / ref - 1)
-                print("| %s | %d | %.1f%% | %s | %.1f | %s | %s | %s | %.1fx | %s | %s | %s |" % (
-                    dt, rows, 100 * dens, fmt(r["swlstm"]), r["eager"], fmt(r["dense"]), fmt(r["bsr"]), fmt(r["triton"]),
-                    vs_dense, vs_bsr, "%.1f" % ref if ref else "-", "%+.0f%%" % (100 * (us / ref - 1)) if ref else "-"),
-                    flush=True)
-                torch.cuda.empty_cache()
+    for k in table:
+        dtype = torch.bfloat16 if k["dtype"] == "bf16" else torch.float32
+        for rows in [k["n"]] + [r for r in args.rows if r != k["n"]]:
+            r = row(k, rows, dtype, l2, args, dense_cache)
+            us = r["swlstm"][0]
+            vs_dense = r["dense"][0] / us
+            vs_bsr = "-" if isinstance(r["bsr"], str) else "%.1fx" % (r["bsr"][0] / us)
+            if not isinstance(r["bsr"], str) and r["bsr"][0] <= us:
+                beat_bsr = False
+            if k["mask"] == "random_0.1" and rows == k["n"]:
+                dense_at_10.append((k["dtype"], vs_dense))
+            ref = cli_us(k) if rows == k["n"] else None
+            if ref:
+                overheads.append(us / ref - 1)
+            print("| %s | %d | %d | %s | %.1f%% | %s | %.1f | %s | %s | %s | %.1fx | %s | %s | %s |" % (
+                k["dtype"], k["w"], rows, k["mask"], k["density"], fmt(r["swlstm"]), r["eager"], fmt(r["dense"]),
+                fmt(r["bsr"]), fmt(r["triton"]), vs_dense, vs_bsr, "%.1f" % ref if ref else "-",
+                "%+.0f%%" % (100 * (us / ref - 1)) if ref else "-"), flush=True)
+            torch.cuda.empty_cache()
     for dt, v in dense_at_10:
-        print("target: >= 4x torch dense at 10%% of blocks, 32 rows, %s: %.1fx %s" % (dt, v, "met" if v >= 4 else "MISSED"))
-    print("target: faster than torch BSR at every density measured: %s" % ("met" if beat_bsr else "MISSED"))
+        print("target: >= 4x torch dense at 10%% of blocks, the table's N rows, %s: %.1fx %s"
+              % (dt, v, "met" if v >= 4 else "MISSED"))
+    print("target: faster than torch BSR at every row measured: %s" % ("met" if beat_bsr else "MISSED"))
     if overheads:
         worst = max(overheads)
-        print("target: within 10%% of swlstm bench's forward (32 rows): worst %+.0f%% %s"
+        print("target: within 10%% of swlstm bench's forward (the table's N rows): worst %+.0f%% %s"
               % (100 * worst, "met" if worst <= 0.10 else "MISSED"))
 
 

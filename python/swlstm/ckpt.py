@@ -9,29 +9,21 @@ from . import _lib
 from .masks import Layout
 
 
-def _config(text):
-    cfg = {}
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if "=" in line:
-            k, v = (x.strip() for x in line.split("=", 1))
-            cfg[k] = json.loads(v) if v.startswith('"') else v  # strings are quoted, C escapes
-    return cfg
-
-
 def load(path):
     """Reads a checkpoint. Returns a dict: "tensors" {name: float32 array} (dense matrices
     [rows, cols], vectors, block-sparse ones as their stored blocks [nnzb, bs, bs]); "ema" the
     same for the moving average ({} when the checkpoint has none); "layouts" {name: boolean
     (block rows, block cols) array} for the block-sparse ones (the LSTM's W_h stacks the four
-    gates' copies of its mask); "indices" {name: (row_ptr, col_idx)}; "config" {key: value
-    text}, "config_text" and "step" (None where not stored)."""
+    gates' copies of its mask); "indices" {name: (row_ptr, col_idx)}; "config" {key: value}
+    as the C library reads it (every key; numbers, booleans and strings typed), "config_text" as
+    stored, and "step" (None where not stored)."""
     h = ctypes.c_void_p()
     _lib.check(_lib.lib.swlstm_ckpt_open(str(path).encode(), ctypes.byref(h)))
     try:
         text = _lib.lib.swlstm_ckpt_config(h).decode()
         step = _lib.lib.swlstm_ckpt_step(h)
-        out = {"tensors": {}, "ema": {}, "layouts": {}, "indices": {}, "config": _config(text),
+        config = json.loads(_lib.lib.swlstm_ckpt_config_json(h).decode())
+        out = {"tensors": {}, "ema": {}, "layouts": {}, "indices": {}, "config": config,
                "config_text": text, "step": None if step < 0 else int(step)}
         name, ndim, lay = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_void_p()
         shape = (ctypes.c_int64 * 3)()

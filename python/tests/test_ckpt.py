@@ -33,6 +33,14 @@ class LoadTest(unittest.TestCase):
         self.assertEqual(self.ck["step"], int(meta["step"]))
         self.assertEqual(self.ck["step"], CKPT_OPTS["max_steps"])
 
+    def test_config_is_the_librarys(self):
+        cfg, text = self.ck["config"], self.ck["config_text"]
+        self.assertEqual({k: cfg[k] for k in CKPT_OPTS}, CKPT_OPTS)  # typed: 64 an int, 0.9 a float
+        self.assertEqual(len(cfg), len(text.splitlines()))
+        self.assertIs(cfg["layer_norm"], False)
+        self.assertEqual((type(cfg["learning_rate"]), cfg["cell"]), (float, "lstm"))
+        self.assertIn('learning_rate = %r\n' % cfg["learning_rate"], text)
+
     def test_layouts_are_the_drawn_masks(self):
         H, bs = CKPT_OPTS["hidden_size"], CKPT_OPTS["block_size"]
         self.assertEqual(self.ck["config"]["sparsity"], CKPT_OPTS["sparsity"])

@@ -11,7 +11,7 @@
 #include "model/model_io.h"
 #include "ops/backend.h"
 
-#define SWLSTM_ABI_VERSION 2
+#define SWLSTM_ABI_VERSION 3
 
 static _Thread_local char last_error[2048];
 static _Thread_local jmp_buf *catch_at;
@@ -166,7 +166,7 @@ int swlstm_bwd_weight(const swlstm_layout *l, int device, int dtype, float *dval
 // ---- checkpoints ----
 struct swlstm_ckpt {
     Model *m;
-    char *config;
+    char *config, *config_json;
     int64_t step;
 };
 
@@ -177,6 +177,9 @@ static void ckpt_fill(swlstm_ckpt *c, const char *path) {
     c->config = xmalloc(cfg->len + 1);
     memcpy(c->config, cfg->data, cfg->len);
     c->config[cfg->len] = 0;
+    Config parsed;
+    ckpt_config(&k, &parsed);
+    c->config_json = config_to_json(&parsed);
     TrainState ts;
     c->step = ckpt_train_state(&k, &ts) ? ts.step : -1;
     c->m = model_from_ckpt(&k, DEVICE_CPU, PREC_FP32);
@@ -197,10 +200,12 @@ void swlstm_ckpt_close(swlstm_ckpt *c) {
     if (!c) return;
     if (c->m) model_free(c->m);
     free(c->config);
+    free(c->config_json);
     free(c);
 }
 
 const char *swlstm_ckpt_config(const swlstm_ckpt *c) { return c->config; }
+const char *swlstm_ckpt_config_json(const swlstm_ckpt *c) { return c->config_json; }
 int64_t swlstm_ckpt_step(const swlstm_ckpt *c) { return c->step; }
 int swlstm_ckpt_ntensors(const swlstm_ckpt *c) { return c->m->ntensor; }
 

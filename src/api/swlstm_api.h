@@ -62,6 +62,9 @@ typedef struct swlstm_ckpt swlstm_ckpt;
 int swlstm_ckpt_open(const char *path, swlstm_ckpt **out);
 void swlstm_ckpt_close(swlstm_ckpt *c);
 const char *swlstm_ckpt_config(const swlstm_ckpt *c);  // the config text
+// The config as the library reads it (every key, defaults where the text has none): one JSON
+// object, numbers and booleans typed, choices and paths as strings.
+const char *swlstm_ckpt_config_json(const swlstm_ckpt *c);
 int64_t swlstm_ckpt_step(const swlstm_ckpt *c);        // optimizer steps taken, -1 if not stored
 int swlstm_ckpt_ntensors(const swlstm_ckpt *c);
 // Tensor i: a dense one [shape[0], shape[1]] (ndim 2) or a vector (ndim 1) with *layout NULL,

@@ -23,7 +23,7 @@ typedef struct {
     const char *ckpt;     // a checkpoint whose features of data's MR and SST-2 come first (NULL: none)
     const char *data;     // the folder of mr.all and sst2.train/.dev
     const char *feat[4];  // saved features in place of the rows: train .npy, labels, dev .npy, dev labels
-    const char *penalty;  // l2|l1|both in place of each row's own (NULL: the row's)
+    int penalties;        // Penalty bits in place of each row's own (0: the row's; both for files and checkpoints)
     int folds;            // CV folds where no dev set is given
     ProbeDevice device;
 } BenchProbeOpts;

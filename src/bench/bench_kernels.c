@@ -16,6 +16,7 @@
 #define KDIM 12288
 #define KROWS 32
 #define REPS 100
+#define KSEED 1   // the masks' seed
 
 // n floats of device memory with values in [-0.5, 0.5) (never zeros: they can run faster).
 static void fill_device(const Backend *be, real *d, size_t n, unsigned seed) {
@@ -53,7 +54,7 @@ static void kernel_row(const KernelShape *s, double copy_gbps, size_t l2) {
     char desc[32];
     if (s->density >= 1) snprintf(desc, sizeof desc, "dense");
     else snprintf(desc, sizeof desc, "random_%g", s->density);
-    Mask mk = mask_make(desc, nb, nb, 1);
+    Mask mk = mask_make(desc, nb, nb, KSEED);
     BsMat w;
     bsmat_from_mask(&w, &mk, bs, 1);
     be->bsmat_upload(&w);
@@ -83,10 +84,10 @@ static void kernel_row(const KernelShape *s, double copy_gbps, size_t l2) {
     char fbs[48] = "- | -";
     if (fb > 0) snprintf(fbs, sizeof fbs, "%7.1f | %3.0f%%", fb * 1e3, 100 * wbytes / (fb * 1e-3) / 1e9 / copy_gbps);
     double gw = 2.0 * k.nv * 4 / (bw * 1e-3) / 1e9;  // fp32 gradient read and written
-    printf("| %2d | %5.1f%% | %s | %7.1f | %6.0f | %3.0f%% | %s | %7.1f | %6.0f | %3.0f%% | %7.1f | %6.0f | %7.1f | %7s |\n",
-           bs, 100 * (double)w.nnzb / ((double)nb * nb), config_choice_name("precision", s->prec), f * 1e3, gf,
-           100 * gf / copy_gbps, fbs, bd * 1e3, gd, 100 * gd / copy_gbps, bw * 1e3, gw, dense * 1e3, sp);
-    if (sparse < 0) printf("  (cuSPARSE: %s)\n", why);
+    table_row("| %2d | %d | %d | %s | %d | %5.1f%% | %s | %7.1f | %6.0f | %3.0f%% | %s | %7.1f | %6.0f | %3.0f%% | %7.1f | %6.0f | %7.1f | %7s |\n",
+           bs, KDIM, KROWS, desc, KSEED, 100 * (double)w.nnzb / ((double)nb * nb), config_choice_name("precision", s->prec),
+           f * 1e3, gf, 100 * gf / copy_gbps, fbs, bd * 1e3, gd, 100 * gd / copy_gbps, bw * 1e3, gw, dense * 1e3, sp);
+    if (sparse < 0) table_note("  (cuSPARSE: %s)\n", why);
     fflush(stdout);
     be->free(k.vals);
     be->free(k.dvals);
@@ -106,15 +107,16 @@ void bench_kernels(const BenchFilter *f) {
     size_t l2;
     cb_device(dev, sizeof dev, &l2);
     double copy = cb_copy_gbps();
-    printf("device: %s\ndevice-to-device copy: %.0f GB/s (read + write); L2 read: %.0f GB/s\n\n", dev, copy,
+    table_note("device: %s\ndevice-to-device copy: %.0f GB/s (read + write); L2 read: %.0f GB/s\n\n", dev, copy,
            cb_l2_gbps(l2));
-    printf("block-sparse %d x %d weight, N = %d rows; us per call: median over groups of 10 calls issued back to back "
+    table_note("block-sparse %d x %d weight, N = %d rows; us per call: median over groups of 10 calls issued back to back "
            "(%d calls), weights rotated "
            "through sets larger than L2; GB/s = stored weight bytes (bwd-weight: fp32 gradient read + write) / time\n\n",
            KDIM, KDIM, KROWS, REPS);
-    printf("fwd, x bf16: the same forward where x has a bf16 twin (the mlstm keeps one of its step products' inputs)\n\n");
-    table_head("| bs | density | dtype | fwd us | GB/s | %copy | fwd, x bf16 us | %copy | bwd-data us | GB/s | %copy | "
-               "bwd-weight us | GB/s | cuBLAS dense us | cuSPARSE BSR us |");
+    table_note("fwd, x bf16: the same forward where x has a bf16 twin (the mlstm keeps one of its step products' inputs)\n\n");
+    table_head("kernels", "| bs | W | N | mask | seed | density | dtype | fwd us | fwd GB/s | fwd %copy | fwd, x bf16 us | fwd, x bf16 %copy | "
+                          "bwd-data us | bwd-data GB/s | bwd-data %copy | bwd-weight us | bwd-weight GB/s | "
+                          "cuBLAS dense us | cuSPARSE BSR us |");
     for (int i = 0; i < bench_n_kernel_shapes; i++)
         if (wanted(f, &bench_kernel_shapes[i])) kernel_row(&bench_kernel_shapes[i], copy, l2);
 }

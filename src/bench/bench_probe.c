@@ -43,14 +43,14 @@ static void gen_features(float *X, int *y, int n, int d, uint64_t seed, uint64_t
 }
 
 static Owned generated(int n, int d, uint64_t row_seed) {
-    Owned o = {xmalloc((size_t)n * d * sizeof(float)), xmalloc(n * sizeof(int)), n, d};
+    Owned o = {.X = xmalloc((size_t)n * d * sizeof(float)), .y = xmalloc(n * sizeof(int)), .n = n, .d = d};
     gen_features(o.X, o.y, n, d, 1234, row_seed);
     return o;
 }
 
 static Owned loaded(const char *feat, const char *lab) {
     size_t rows, cols, n;
-    Owned o = {npy_read_matrix(feat, &rows, &cols), NULL, 0, 0};
+    Owned o = {.X = npy_read_matrix(feat, &rows, &cols)};
     o.y = labels_read(lab, &n);
     if (rows != n) die("bench --probe: '%s' has %zu rows but '%s' has %zu labels", feat, rows, lab, n);
     o.n = (int)rows;
@@ -68,9 +68,9 @@ static void row(const char *name, Owned *tr, Owned *dev, const ProbeOpts *o, dou
     double s = now_sec() - t0;
     char tgt[32] = "-", conv[32], folds[16];
     snprintf(folds, sizeof folds, "%d-fold", o->folds);
-    if (target > 0) snprintf(tgt, sizeof tgt, "%.0f s", target);
+    if (target > 0) snprintf(tgt, sizeof tgt, "%.0f", target);
     snprintf(conv, sizeof conv, "%d/%d", r.fits - r.unconverged, r.fits);
-    printf("| %-10s | %5d x %4d | %-8s | %-4s | %8.1f s | %6s | %.4f | %s C=%g | %ld | %s |\n", name, a.n, a.d,
+    table_row("| %-10s | %5d | %4d | %-8s | %-4s | %8.1f | %6s | %.4f | %-4s | %g | %ld | %s |\n", name, a.n, a.d,
            dev->n ? "dev" : folds, o->penalties == 3 ? "both" : o->penalties == 1 ? "l2" : "l1", s, tgt,
            r.dev_accuracy, penalty_name(r.penalty), r.C, r.nonzero, conv);
     fflush(stdout);
@@ -93,7 +93,6 @@ static int ckpt_rows(const BenchProbeOpts *bo, ProbeOpts *o) {
     int mr = !bo->only || !strcmp(bo->only, "mr"), sst = !bo->only || !strcmp(bo->only, "sst2");
     Owned all, tr, dv, none = {0};
     ckpt_features(bo->ckpt, bo->data, bo->device, mr, sst, &all, &tr, &dv);
-    o->penalties = probe_parse_penalty(bo->penalty ? bo->penalty : "both");
     if (mr) row("mr", &all, &none, o, ckpt_target("mr", all.d, o));
     if (sst) row("sst2", &tr, &dv, o, ckpt_target("sst2", tr.d, o));
     return mr + sst;
@@ -106,7 +105,7 @@ static int generated_rows(const BenchProbeOpts *bo, ProbeOpts *o) {
         const ProbeShape *sh = &bench_probe_shapes[s];
         if (bo->only && strcmp(bo->only, sh->name)) continue;
         Owned tr = generated(sh->n_train, sh->d, 1), dv = sh->n_dev ? generated(sh->n_dev, sh->d, 2) : (Owned){0};
-        o->penalties = bo->penalty ? probe_parse_penalty(bo->penalty) : sh->penalties;
+        o->penalties = bo->penalties ? bo->penalties : sh->penalties;
         row(sh->name, &tr, &dv, o, sh->target_s);
         ran++;
     }
@@ -114,12 +113,12 @@ static int generated_rows(const BenchProbeOpts *bo, ProbeOpts *o) {
 }
 
 void bench_probe(const BenchProbeOpts *bo) {
-    ProbeOpts o = {.folds = bo->folds, .seed = 1, .device = bo->device};
-    table_head("| task | train rows x d | select | pen. | wall time | target | sel. acc | chosen | non-zero | converged fits |");
+    ProbeOpts o = {.penalties = bo->penalties ? bo->penalties : 1 << PEN_L2 | 1 << PEN_L1, .folds = bo->folds, .seed = 1,
+                   .device = bo->device};
+    table_head("probe", "| task | train rows | d | select | penalties | wall s | target s | sel. acc | chosen | C | non-zero | converged fits |");
     const char *const *f = bo->feat;
     if (f[0]) {
         if (!f[1] || !f[2] != !f[3]) die("bench --probe: --features-file needs --labels, --dev-features needs --dev-labels");
-        o.penalties = probe_parse_penalty(bo->penalty ? bo->penalty : "both");
         Owned tr = loaded(f[0], f[1]), dv = f[2] ? loaded(f[2], f[3]) : (Owned){0};
         row("files", &tr, &dv, &o, 0);
         return;

@@ -72,7 +72,7 @@ static void sample_row(const SampleShape *r, double l2_gbps, double hbm_gbps) {
     bench_model_config(&cfg, r->H, r->mask, r->prec, r->depth);
     Model *m = model_create(&cfg, backend_cuda(cfg.precision));
     const double mb = step_weight_mb(m, r->prec == PREC_BF16);
-    SamplerOpts so = {1.0, 0, 1.0};
+    SamplerOpts so = {.temperature = 1.0, .top_k = 0, .top_p = 1.0};
     Rng rng;
     rng_seed(&rng, 1);
     double setup = 0;
@@ -81,7 +81,7 @@ static void sample_row(const SampleShape *r, double l2_gbps, double hbm_gbps) {
     const double l2us = mb * 1e6 / (l2_gbps * 1e9) * 1e6, hbmus = mb * 1e6 / (hbm_gbps * 1e9) * 1e6;
     char cell[16] = "lstm";
     if (r->depth) snprintf(cell, sizeof cell, "mlstm D=%d", r->depth);
-    printf("| %5d | %-11s | %-10s | %5.1f%% | %s | %7.1f | %-15s | %5d | %6.0f | %7.2f | %8.0f | %6.2f | %6.2f | %5.1f |\n",
+    table_row("| %5d | %-11s | %-10s | %5.1f%% | %s | %7.1f | %-15s | %5d | %6.0f | %7.2f | %8.0f | %6.2f | %6.2f | %5.1f |\n",
            r->H, r->mask, cell, 100 * mask_stats(&m->layer[0].mask_h).density, CFG_NAME(&cfg, precision), mb, path,
            r->batch, setup, secs * 1e6, 1 / secs, l2us, hbmus, secs * 1e6 / l2us);
     fflush(stdout);
@@ -93,12 +93,12 @@ void bench_sample(void) {
     size_t l2;
     cb_device(dev, sizeof dev, &l2);
     const double l2g = cb_l2_gbps(l2), hbmg = cb_copy_gbps() / 2;
-    printf("device: %s; L2 read: %.0f GB/s; HBM (half a device copy's read + write): %.0f GB/s\nsampling at batch 1 "
+    table_note("device: %s; L2 read: %.0f GB/s; HBM (half a device copy's read + write): %.0f GB/s\nsampling at batch 1 "
            "(1 layer, E = 64, block 32, temperature 1): one launch of 4000 bytes after 64; weights = the recurrent "
            "matrices (mlstm: W_h0 .. W_h(D-1) and the gates) + W_o; L2 us, HBM us = weights / L2 read, HBM; "
            "x L2 = us per byte / L2 us; batch > 1: the per-step ops on that many rows, us per byte = a step / rows\n\n",
            dev, l2g, hbmg);
-    table_head("| H | W_h mask | cell | density | dtype | weights MB | path | batch | setup ms | us/byte | bytes/s | L2 us "
+    table_head("sample", "| H | W_h mask | cell | density | dtype | weights MB | path | batch | setup ms | us/byte | bytes/s | L2 us "
                "| HBM us | x L2 |");
     for (int i = 0; i < bench_n_sample_shapes; i++) sample_row(&bench_sample_shapes[i], l2g, hbmg);
 }

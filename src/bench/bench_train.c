@@ -80,7 +80,7 @@ static int train_row(const TrainShape *row, OpRow *ops) {
         double scale = 1 / (1 + sqrt(be->sumsq(m->grads, m->nparams)));
         for (int i = 0; i < m->ntensor; i++) {
             const ParamTensor *pt = &m->tensor[i];
-            AdamArgs ad = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.f, (real)scale, s + 1};
+            AdamArgs ad = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.f, .grad_scale = (real)scale, .step = s + 1};
             be->adam(m->params + pt->off, m->grads + pt->off, am + pt->off, av + pt->off, pt->n, ad);
         }
         be->sync();
@@ -89,7 +89,7 @@ static int train_row(const TrainShape *row, OpRow *ops) {
     double mem = cb_mem_used_gib() - mem0, f = median(fwd, STEPS), st = median(step, STEPS);
     const Layer *L = &m->layer[0];
     MaskStats ms = mask_stats(&L->mask_h);
-    printf("| %5d | %-8s | %5.1f%% | %5.1fM | %s | %3d | %-6s%s | %8.1f | %8.1f | %8.1f | %9.0f | %6.1f |\n", H, row->mask,
+    table_row("| %5d | %-8s | %5.1f%% | %5.1f | %s | %3d | %-6s%s | %8.1f | %8.1f | %8.1f | %9.0f | %6.1f |\n", H, row->mask,
            100 * ms.density, bsmat_nvals(&L->wh) / 1e6, CFG_NAME(&cfg, precision), B,
            recur_name(acts_route(m, a).layer[0]), m->mlstm ? " (mlstm)" : "", f, st - f, st, B * T / (st * 1e-3), mem);
     fflush(stdout);
@@ -113,22 +113,22 @@ void bench_train(const BenchFilter *f) {
     char dev[256];
     size_t l2;
     cb_device(dev, sizeof dev, &l2);
-    printf("device: %s; L2 read: %.0f GB/s (the step kernels' ceiling)\ntraining step (1 layer, E = 64, block 32, T = 128): "
+    table_note("device: %s; L2 read: %.0f GB/s (the step kernels' ceiling)\ntraining step (1 layer, E = 64, block 32, T = 128): "
            "medians of 5 steps after 2; peak = device memory the run holds\n\n", dev, cb_l2_gbps(l2));
-    table_head("| H | W_h mask | density | W_h weights | dtype | B | path | fwd ms | bwd+adam ms | step ms | chars/s | peak GiB |");
+    table_head("train", "| H | W_h mask | density | W_h weights M | dtype | B | path | fwd ms | bwd+adam ms | step ms | chars/s | peak GiB |");
     OpRow *ops = xmalloc(sizeof(OpRow) * bench_n_train_shapes);
     int nops = 0;
     for (int i = 0; i < bench_n_train_shapes; i++)
         if (wanted(f, &bench_train_shapes[i])) nops += train_row(&bench_train_shapes[i], &ops[nops]);
     if (nops) {
-        printf("\nthe per-step path's ops, us per call (medians of back-to-back calls); a window of T = 128 steps "
+        table_note("\nthe per-step path's ops, us per call (medians of back-to-back calls); a window of T = 128 steps "
                "runs each per-step op 128 times and bwd-weight once (N = T*B)\n\n");
-        table_head("| H | W_h mask | dtype | bsmm fwd | lstm fwd | lstm bwd | bsmm bwd-data | step total x128 ms | bsmm bwd-weight |");
+        table_head("train_ops", "| H | W_h mask | dtype | bsmm fwd | lstm fwd | lstm bwd | bsmm bwd-data | step total x128 ms | bsmm bwd-weight |");
     }
     for (int i = 0; i < nops; i++) {
         const OpRow *r = &ops[i];
         double per_step = r->us[OP_BSMM_FWD] + r->us[OP_LSTM_FWD] + r->us[OP_LSTM_BWD] + r->us[OP_BSMM_BWD_DATA];
-        printf("| %5d | %-8s | %s | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f |\n", r->s->H, r->s->mask,
+        table_row("| %5d | %-8s | %s | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f |\n", r->s->H, r->s->mask,
                config_choice_name("precision", r->s->prec), r->us[OP_BSMM_FWD], r->us[OP_LSTM_FWD],
                r->us[OP_LSTM_BWD], r->us[OP_BSMM_BWD_DATA], 128 * per_step / 1e3, r->us[OP_BSMM_BWD_WEIGHT]);
     }

@@ -15,7 +15,7 @@ static Owned extract(Model *m, const FeatOpts *fo, const char *dir, const char *
     for (int i = 0; i < docs.n; i++)
         if (docs.label[i] != 0 && docs.label[i] != 1)
             die("bench --probe: '%s' line %d: label %d (expected 0 or 1)", path, i + 1, docs.label[i]);
-    Owned o = {features_extract(m, &docs, fo), docs.label, docs.n, feat_dim(m, fo)};
+    Owned o = {.X = features_extract(m, &docs, fo), .y = docs.label, .n = docs.n, .d = feat_dim(m, fo)};
     docs.label = NULL;
     docs_free(&docs);
     return o;

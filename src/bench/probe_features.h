@@ -10,7 +10,7 @@ typedef struct {
     int n, d;
 } Owned;
 static inline void owned_free(Owned *o) { free(o->X); free(o->y); }
-static inline ProbeSet owned_set(const Owned *o) { return (ProbeSet){o->X, o->y, o->n, o->d}; }
+static inline ProbeSet owned_set(const Owned *o) { return (ProbeSet){.X = o->X, .y = o->y, .n = o->n, .d = o->d}; }
 
 // The checkpoint's features, extracted on `device`, of data_dir's mr.all into *mr (when
 // want_mr) and of sst2.train and sst2.dev into *sst_tr and *sst_dev (when want_sst); the sets

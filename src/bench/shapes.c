@@ -10,40 +10,70 @@
 #define COUNT(a) ((int)(sizeof a / sizeof a[0]))
 
 const KernelShape bench_kernel_shapes[] = {
-    {32, 1, F},   {32, 0.5, F},  {32, 0.25, F},  {32, 0.1, F},  {32, 0.05, F},  {32, 0.02, F},
-    {32, 1, BF},  {32, 0.5, BF}, {32, 0.25, BF}, {32, 0.1, BF}, {32, 0.05, BF}, {32, 0.02, BF},
-    {8, 0.1, F},  {16, 0.1, F},  {8, 0.1, BF},   {16, 0.1, BF},
+    {.bs = 32, .density = 1, .prec = F}, {.bs = 32, .density = 0.5, .prec = F}, {.bs = 32, .density = 0.25, .prec = F},
+    {.bs = 32, .density = 0.1, .prec = F}, {.bs = 32, .density = 0.05, .prec = F}, {.bs = 32, .density = 0.02, .prec = F},
+    {.bs = 32, .density = 1, .prec = BF}, {.bs = 32, .density = 0.5, .prec = BF}, {.bs = 32, .density = 0.25, .prec = BF},
+    {.bs = 32, .density = 0.1, .prec = BF}, {.bs = 32, .density = 0.05, .prec = BF}, {.bs = 32, .density = 0.02, .prec = BF},
+    {.bs = 8, .density = 0.1, .prec = F}, {.bs = 16, .density = 0.1, .prec = F}, {.bs = 8, .density = 0.1, .prec = BF},
+    {.bs = 16, .density = 0.1, .prec = BF},
 };
 
 #define STEPS ENGINE_STEPS
 #define AUTO ENGINE_AUTO
 const TrainShape bench_train_shapes[] = {
-    {2048, 128, "dense", BF, STEPS, 0}, {2048, 32, "dense", BF, AUTO, 0},  {2048, 64, "dense", BF, AUTO, 0},
-    {2048, 128, "dense", BF, AUTO, 0},  {8192, 128, "ba_8", BF, STEPS, 0}, {8192, 32, "ba_8", BF, AUTO, 0},
-    {8192, 64, "ba_8", BF, AUTO, 0},    {8192, 128, "ba_8", BF, AUTO, 0},  {4096, 128, "ba_4", BF, AUTO, 0},
-    {18432, 128, "ba_8", BF, AUTO, 0},  {2048, 128, "dense", F, STEPS, 0}, {2048, 128, "dense", F, AUTO, 0},
-    {8192, 128, "ba_8", F, STEPS, 0},   {8192, 128, "ba_8", F, AUTO, 0},
-    {2048, 128, "dense", BF, STEPS, 4}, {2048, 128, "dense", BF, AUTO, 4},
-    {8192, 128, "ba_7", BF, STEPS, 4},  {8192, 32, "ba_7", BF, AUTO, 4},   {8192, 64, "ba_7", BF, AUTO, 4},
-    {8192, 128, "ba_7", BF, AUTO, 4},   {4096, 128, "ba_7", BF, AUTO, 3},  {18432, 64, "ba_8", BF, AUTO, 4},
+    {.H = 2048, .B = 128, .mask = "dense", .prec = BF, .engine = STEPS},
+    {.H = 2048, .B = 32, .mask = "dense", .prec = BF, .engine = AUTO},
+    {.H = 2048, .B = 64, .mask = "dense", .prec = BF, .engine = AUTO},
+    {.H = 2048, .B = 128, .mask = "dense", .prec = BF, .engine = AUTO},
+    {.H = 8192, .B = 128, .mask = "ba_8", .prec = BF, .engine = STEPS},
+    {.H = 8192, .B = 32, .mask = "ba_8", .prec = BF, .engine = AUTO},
+    {.H = 8192, .B = 64, .mask = "ba_8", .prec = BF, .engine = AUTO},
+    {.H = 8192, .B = 128, .mask = "ba_8", .prec = BF, .engine = AUTO},
+    {.H = 4096, .B = 128, .mask = "ba_4", .prec = BF, .engine = AUTO},
+    {.H = 18432, .B = 128, .mask = "ba_8", .prec = BF, .engine = AUTO},
+    {.H = 2048, .B = 128, .mask = "dense", .prec = F, .engine = STEPS},
+    {.H = 2048, .B = 128, .mask = "dense", .prec = F, .engine = AUTO},
+    {.H = 8192, .B = 128, .mask = "ba_8", .prec = F, .engine = STEPS},
+    {.H = 8192, .B = 128, .mask = "ba_8", .prec = F, .engine = AUTO},
+    {.H = 2048, .B = 128, .mask = "dense", .prec = BF, .engine = STEPS, .depth = 4},
+    {.H = 2048, .B = 128, .mask = "dense", .prec = BF, .engine = AUTO, .depth = 4},
+    {.H = 8192, .B = 128, .mask = "ba_7", .prec = BF, .engine = STEPS, .depth = 4},
+    {.H = 8192, .B = 32, .mask = "ba_7", .prec = BF, .engine = AUTO, .depth = 4},
+    {.H = 8192, .B = 64, .mask = "ba_7", .prec = BF, .engine = AUTO, .depth = 4},
+    {.H = 8192, .B = 128, .mask = "ba_7", .prec = BF, .engine = AUTO, .depth = 4},
+    {.H = 4096, .B = 128, .mask = "ba_7", .prec = BF, .engine = AUTO, .depth = 3},
+    {.H = 18432, .B = 64, .mask = "ba_8", .prec = BF, .engine = AUTO, .depth = 4},
 };
 
 const SampleShape bench_sample_shapes[] = {
-    {4096, "ba_4", BF, 1, 0, 1},        {4096, "ba_4", BF, 0, 0, 1},        {4096, "ba_4", F, 0, 0, 1},
-    {4096, "dense", BF, 0, 0, 1},       {4096, "random_0.5", BF, 0, 0, 1},  {4096, "random_0.25", BF, 0, 0, 1},
-    {4096, "random_0.1", BF, 0, 0, 1},  {4096, "random_0.05", BF, 0, 0, 1}, {8192, "ba_7", BF, 0, 0, 1},
-    {512, "random_0.05", BF, 0, 0, 1},  {4096, "ba_4", BF, 1, 0, 8},        {4096, "ba_4", BF, 1, 0, 64},
-    {4096, "dense", BF, 1, 0, 8},       {4096, "dense", BF, 1, 0, 64},      {8192, "ba_7", BF, 1, 4, 1},
-    {8192, "ba_7", BF, 0, 4, 1},        {8192, "ba_7", F, 0, 4, 1},         {2048, "ba_4", BF, 0, 4, 1},
-    {8192, "ba_7", BF, 1, 4, 8},        {8192, "ba_7", BF, 1, 4, 64},
+    {.H = 4096, .mask = "ba_4", .prec = BF, .steps = 1, .batch = 1},
+    {.H = 4096, .mask = "ba_4", .prec = BF, .steps = 0, .batch = 1},
+    {.H = 4096, .mask = "ba_4", .prec = F, .steps = 0, .batch = 1},
+    {.H = 4096, .mask = "dense", .prec = BF, .steps = 0, .batch = 1},
+    {.H = 4096, .mask = "random_0.5", .prec = BF, .steps = 0, .batch = 1},
+    {.H = 4096, .mask = "random_0.25", .prec = BF, .steps = 0, .batch = 1},
+    {.H = 4096, .mask = "random_0.1", .prec = BF, .steps = 0, .batch = 1},
+    {.H = 4096, .mask = "random_0.05", .prec = BF, .steps = 0, .batch = 1},
+    {.H = 8192, .mask = "ba_7", .prec = BF, .steps = 0, .batch = 1},
+    {.H = 512, .mask = "random_0.05", .prec = BF, .steps = 0, .batch = 1},
+    {.H = 4096, .mask = "ba_4", .prec = BF, .steps = 1, .batch = 8},
+    {.H = 4096, .mask = "ba_4", .prec = BF, .steps = 1, .batch = 64},
+    {.H = 4096, .mask = "dense", .prec = BF, .steps = 1, .batch = 8},
+    {.H = 4096, .mask = "dense", .prec = BF, .steps = 1, .batch = 64},
+    {.H = 8192, .mask = "ba_7", .prec = BF, .steps = 1, .depth = 4, .batch = 1},
+    {.H = 8192, .mask = "ba_7", .prec = BF, .steps = 0, .depth = 4, .batch = 1},
+    {.H = 8192, .mask = "ba_7", .prec = F, .steps = 0, .depth = 4, .batch = 1},
+    {.H = 2048, .mask = "ba_4", .prec = BF, .steps = 0, .depth = 4, .batch = 1},
+    {.H = 8192, .mask = "ba_7", .prec = BF, .steps = 1, .depth = 4, .batch = 8},
+    {.H = 8192, .mask = "ba_7", .prec = BF, .steps = 1, .depth = 4, .batch = 64},
 };
 
 // The published sentiment tasks' shapes: SST-2 (train, dev) and MR (10-fold CV).
 const ProbeShape bench_probe_shapes[] = {
-    {"sst2-l2", 6920, 872, 4096, 0, 1 << PEN_L2, 30},
-    {"sst2-both", 6920, 872, 4096, 0, 1 << PEN_L2 | 1 << PEN_L1, 120},
-    {"mr-l2", 10662, 0, 4096, 10, 1 << PEN_L2, 180},
-    {"mr256-both", 10662, 0, 256, 10, 1 << PEN_L2 | 1 << PEN_L1, 20},
+    {.name = "sst2-l2", .n_train = 6920, .n_dev = 872, .d = 4096, .folds = 0, .penalties = 1 << PEN_L2, .target_s = 30},
+    {.name = "sst2-both", .n_train = 6920, .n_dev = 872, .d = 4096, .folds = 0, .penalties = 1 << PEN_L2 | 1 << PEN_L1, .target_s = 120},
+    {.name = "mr-l2", .n_train = 10662, .n_dev = 0, .d = 4096, .folds = 10, .penalties = 1 << PEN_L2, .target_s = 180},
+    {.name = "mr256-both", .n_train = 10662, .n_dev = 0, .d = 256, .folds = 10, .penalties = 1 << PEN_L2 | 1 << PEN_L1, .target_s = 20},
 };
 
 const int bench_n_kernel_shapes = COUNT(bench_kernel_shapes), bench_n_train_shapes = COUNT(bench_train_shapes),

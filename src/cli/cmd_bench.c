@@ -3,11 +3,14 @@
 #include "base/common.h"
 #include "bench/bench.h"
 #include "bench/bench_cuda.h"
+#include "bench/table.h"
+#include "cli/shared_opts.h"
 #include "cli/verbs.h"
 #include "model/config.h"
 
 static void usage(void) {
-    printf("usage: swlstm bench [--train | --sample] [--bs 8|16|32] [--density D] [--dtype fp32|bf16]\n"
+    printf("usage: swlstm bench [--train | --sample | --sync | --probe] [--bs 8|16|32] [--density D] [--dtype fp32|bf16]\n"
+           "                    [--json]\n"
            "  (default) block-sparse kernel table vs cuBLAS and cuSPARSE; --bs, --density and --dtype\n"
            "            keep only the matching rows (block 32 runs densities 1 0.5 0.25 0.1 0.05 0.02;\n"
            "            blocks 8 and 16 run 0.1)\n"
@@ -23,6 +26,9 @@ static void usage(void) {
            "  --sync    us per dependent step of a chain of small ops: graph, PDL, grid barrier,\n"
            "            readiness flags, clusters (mlstm_3min's W_h layout)\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n"
+           "  --json    each table's rows as JSON lines on stdout, one object a row keyed by the table's\n"
+           "            columns (\"table\": kernels, train, train_ops, sample, sync or probe; numbers as\n"
+           "            numbers, \"-\" and n/a as null); the prose around the tables goes to stderr\n"
            "the tables other than --probe need a GPU build\n");
 }
 
@@ -30,7 +36,8 @@ static void probe_usage(void) {
     printf("usage: swlstm bench --probe [--checkpoint CKPT [--data DIR]] [--only NAME] [--device cpu|cuda]\n"
            "       swlstm bench --probe --features-file F.npy --labels L.npy [--dev-features F --dev-labels L]\n"
            "                    [--folds K]\n"
-           "both forms: [--penalty l2|l1|both] (replaces the task's) [--device cpu|cuda]\n"
+           "both forms: [--penalty l2|l1|both] (replaces the task's) [--device cpu|cuda] [--json] (rows as JSON\n"
+           "lines, as swlstm bench --help says)\n"
            "Times the probe's C sweep (selection only, no test set). With a checkpoint, first on its\n"
            "features of DIR's mr.all (10-fold, row mr) and sst2.train/.dev (row sst2), DIR defaulting\n"
            "to ../shared/data/sentiment; then on generated features at the SST-2 and MR shapes\n"
@@ -38,56 +45,48 @@ static void probe_usage(void) {
 }
 
 static int cmd_bench_probe(int argc, char **argv) {
-    BenchProbeOpts o = {.data = "../shared/data/sentiment", .folds = 10, .device = PROBE_CPU};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--probe")) continue;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            probe_usage();
-            return 0;
-        }
-        if (!v) die("bench --probe: unknown option '%s' or missing value (see swlstm bench --probe --help)", a);
-        i++;
-        if (!strcmp(a, "--only")) o.only = v;
-        else if (!strcmp(a, "--features-file")) o.feat[0] = v;
-        else if (!strcmp(a, "--labels")) o.feat[1] = v;
-        else if (!strcmp(a, "--dev-features")) o.feat[2] = v;
-        else if (!strcmp(a, "--dev-labels")) o.feat[3] = v;
-        else if (!strcmp(a, "--checkpoint")) o.ckpt = v;
-        else if (!strcmp(a, "--data")) o.data = v;
-        else if (!strcmp(a, "--penalty")) o.penalty = v;
-        else if (!strcmp(a, "--folds")) o.folds = (int)parse_long("bench --folds", v, 2, 1000);
-        else if (!strcmp(a, "--device")) o.device = probe_parse_device(v);
-        else die("bench --probe: unknown option '%s' (see swlstm bench --probe --help)", a);
+    BenchProbeOpts b = {.data = "../shared/data/sentiment", .folds = 10, .device = PROBE_CPU};
+    Opts o;
+    if (!opts_begin(&o, "bench --probe", argc, argv, probe_usage)) return 0;
+    while (opts_next(&o)) {
+        if (opts_is(&o, "--probe")) continue;
+        if (opts_is(&o, "--json")) table_json(1);
+        else if (opts_is(&o, "--only")) b.only = opts_value(&o);
+        else if (opts_is(&o, "--features-file")) b.feat[0] = opts_value(&o);
+        else if (opts_is(&o, "--labels")) b.feat[1] = opts_value(&o);
+        else if (opts_is(&o, "--dev-features")) b.feat[2] = opts_value(&o);
+        else if (opts_is(&o, "--dev-labels")) b.feat[3] = opts_value(&o);
+        else if (opts_is(&o, "--checkpoint")) b.ckpt = opts_value(&o);
+        else if (opts_is(&o, "--data")) b.data = opts_value(&o);
+        else if (opts_is(&o, "--penalty")) b.penalties = probe_penalties(&o);
+        else if (opts_is(&o, "--folds")) b.folds = (int)opts_long(&o, 2, 1000);
+        else if (opts_is(&o, "--device")) b.device = probe_device(opts_value(&o), "bench --probe --device");
+        else opts_unknown(&o);
     }
-    bench_probe(&o);
+    bench_probe(&b);
     return 0;
 }
 
 int cmd_bench(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--probe")) return cmd_bench_probe(argc, argv);
-    int train = 0, sample = 0;
+    int train = 0, sample = 0, sync = 0;
     BenchFilter f = {.prec = -1, .cell = -1};
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(o, "--sync")) return cb_sync();
-        else if (!strcmp(o, "--train")) train = 1;
-        else if (!strcmp(o, "--sample")) sample = 1;
-        else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-            usage();
-            return 0;
-        } else if (!strcmp(o, "--hidden") || !strcmp(o, "--cell") || !strcmp(o, "--bs") || !strcmp(o, "--density") ||
-                   !strcmp(o, "--dtype")) {
-            if (!v) die("bench: option '%s' needs a value (see swlstm bench --help)", o);
-            i++;
-            if (!strcmp(o, "--hidden")) f.hidden = (int)parse_long("bench --hidden", v, 32, 1 << 20);
-            else if (!strcmp(o, "--cell")) f.cell = config_parse_choice("cell", v, "bench --cell");
-            else if (!strcmp(o, "--bs")) f.bs = (int)parse_long("bench --bs", v, 8, 32);
-            else if (!strcmp(o, "--density")) f.density = parse_double("bench --density", v, 1e-6, 1);
-            else f.prec = config_parse_choice("precision", v, "bench --dtype");
-        } else die("bench: unknown option '%s' (see swlstm bench --help)", o);
+    Opts o;
+    if (!opts_begin(&o, "bench", argc, argv, usage)) return 0;
+    while (opts_next(&o)) {
+        if (opts_is(&o, "--sync")) sync = 1;
+        else if (opts_is(&o, "--json")) table_json(1);
+        else if (opts_is(&o, "--train")) train = 1;
+        else if (opts_is(&o, "--sample")) sample = 1;
+        else if (opts_is(&o, "--hidden")) f.hidden = (int)opts_long(&o, 32, 1 << 20);
+        else if (opts_is(&o, "--cell")) f.cell = opts_choice(&o, "cell");
+        else if (opts_is(&o, "--bs")) f.bs = (int)opts_long(&o, 8, 32);
+        else if (opts_is(&o, "--density")) f.density = opts_double(&o, 1e-6, 1);
+        else if (opts_is(&o, "--dtype")) f.prec = opts_choice(&o, "precision");
+        else opts_unknown(&o);
     }
+    if (sync) return cb_sync();
     if (sample) bench_sample();
     else if (train) bench_train(&f);
     else bench_kernels(&f);

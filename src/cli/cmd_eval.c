@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli/opts.h"
 #include "cli/verbs.h"
 #include "model/model_io.h"
 #include "train/data.h"
@@ -201,37 +202,34 @@ int cmd_eval(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL, *split = "valid", *protocol = NULL;
     int device = CKPT_CHOICE, precision = CKPT_CHOICE;
     long max_bytes = 0, batch = 0, warmup = WARMUP_DEFAULT;
-    int json = 0, raw = 0, progress = -1;
+    int json = 0, raw = 0;
     DynOpts dyn = {0, 0, 0, DYN_SEGMENT, 0, 0, WARMUP_DEFAULT, {-1, DYN_LAMBDA, DYN_EPS}, {0}};  // eta -1: the cell's
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { eval_usage(); return 0; }
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--raw-weights")) raw = 1;
-        else if (!strcmp(a, "--dynamic")) dyn.on = 1;
-        else if (!strcmp(a, "--dyn-tune")) dyn.tune = 1;
-        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) progress = 0;
-        else if (!strcmp(a, "--progress")) progress = 1;
-        else if (a[0] != '-' && !ckpt) ckpt = a;
-        else if (!v) die("eval: option '%s' needs a value (see swlstm eval --help)", a);
-        else if (!strcmp(a, "--data")) data = argv[++i];
-        else if (!strcmp(a, "--split")) split = argv[++i];
-        else if (!strcmp(a, "--device")) device = config_parse_choice("device", argv[++i], "eval --device");
-        else if (!strcmp(a, "--precision")) precision = config_parse_choice("precision", argv[++i], "eval --precision");
-        else if (!strcmp(a, "--protocol")) protocol = argv[++i];
-        else if (!strcmp(a, "--warmup")) warmup = parse_long("eval --warmup", argv[++i], 1, LONG_MAX);
-        else if (!strcmp(a, "--max-bytes")) max_bytes = parse_long("eval --max-bytes", argv[++i], 2, LONG_MAX);
-        else if (!strcmp(a, "--batch-size")) batch = parse_long("eval --batch-size", argv[++i], 1, 1 << 20);
-        else if (!strcmp(a, "--segment")) dyn.segment = parse_long("eval --segment", argv[++i], 1, 1 << 20);
-        else if (!strcmp(a, "--eta")) dyn.h.eta = parse_double("eval --eta", argv[++i], 0, 1e3);
-        else if (!strcmp(a, "--lambda")) dyn.h.lambda = parse_double("eval --lambda", argv[++i], 0, 1e3);
-        else if (!strcmp(a, "--eps")) dyn.h.eps = parse_double("eval --eps", argv[++i], 1e-30, 1e3);
-        else if (!strcmp(a, "--dyn-stats")) dyn.stats = parse_long("eval --dyn-stats", argv[++i], 2, LONG_MAX);
-        else if (!strcmp(a, "--static")) dyn.static_warm = static_protocol(argv[++i]);
-        else if (!strcmp(a, "--streams")) dyn.streams.streams = (int)parse_long("eval --streams", argv[++i], 1, INT_MAX);
-        else if (!strcmp(a, "--gpus")) dyn.streams.devices = (int)parse_long("eval --gpus", argv[++i], 1, 4096);
-        else if (!strcmp(a, "--tune-bytes")) dyn.tune_bytes = parse_long("eval --tune-bytes", argv[++i], 2, LONG_MAX);
-        else die("eval: unknown option '%s' (see swlstm eval --help)", a);
+    Opts o;
+    if (!opts_begin(&o, "eval", argc, argv, eval_usage)) return 0;
+    while (opts_next(&o)) {
+        if (opts_progress(&o)) continue;
+        if (opts_is(&o, "--json")) json = 1;
+        else if (opts_is(&o, "--raw-weights")) raw = 1;
+        else if (opts_is(&o, "--dynamic")) dyn.on = 1;
+        else if (opts_is(&o, "--dyn-tune")) dyn.tune = 1;
+        else if (opts_is(&o, "--data")) data = opts_value(&o);
+        else if (opts_is(&o, "--split")) split = opts_value(&o);
+        else if (opts_is(&o, "--device")) device = opts_choice(&o, "device");
+        else if (opts_is(&o, "--precision")) precision = opts_choice(&o, "precision");
+        else if (opts_is(&o, "--protocol")) protocol = opts_value(&o);
+        else if (opts_is(&o, "--warmup")) warmup = opts_long(&o, 1, LONG_MAX);
+        else if (opts_is(&o, "--max-bytes")) max_bytes = opts_long(&o, 2, LONG_MAX);
+        else if (opts_is(&o, "--batch-size")) batch = opts_long(&o, 1, 1 << 20);
+        else if (opts_is(&o, "--segment")) dyn.segment = opts_long(&o, 1, 1 << 20);
+        else if (opts_is(&o, "--eta")) dyn.h.eta = opts_double(&o, 0, 1e3);
+        else if (opts_is(&o, "--lambda")) dyn.h.lambda = opts_double(&o, 0, 1e3);
+        else if (opts_is(&o, "--eps")) dyn.h.eps = opts_double(&o, 1e-30, 1e3);
+        else if (opts_is(&o, "--dyn-stats")) dyn.stats = opts_long(&o, 2, LONG_MAX);
+        else if (opts_is(&o, "--static")) dyn.static_warm = static_protocol(opts_value(&o));
+        else if (opts_is(&o, "--streams")) dyn.streams.streams = (int)opts_long(&o, 1, INT_MAX);
+        else if (opts_is(&o, "--gpus")) dyn.streams.devices = (int)opts_long(&o, 1, 4096);
+        else if (opts_is(&o, "--tune-bytes")) dyn.tune_bytes = opts_long(&o, 2, LONG_MAX);
+        else if (!opts_positional(&o, &ckpt)) opts_unknown(&o);
     }
     if (!ckpt) die("eval: missing checkpoint path (usage: swlstm eval CKPT [options])");
     if (dyn.tune && !dyn.on) die("eval: --dyn-tune tunes --dynamic; add --dynamic");
@@ -258,7 +256,7 @@ int cmd_eval(int argc, char **argv) {
     if (dyn.on) {
         if (dyn.h.eta < 0) dyn.h.eta = m->cfg.cell == CELL_MLSTM ? DYN_ETA_MLSTM : DYN_ETA_LSTM;
         dyn_streams_check(&dyn.streams, m, len, ckpt, raw);
-        eval_dynamic(m, &ds, which, len, split, dyn, json, progress);
+        eval_dynamic(m, &ds, which, len, split, dyn, json, o.progress);
         model_free(m);
         dataset_close(&ds);
         return 0;
@@ -267,7 +265,7 @@ int cmd_eval(int argc, char **argv) {
     Acts *a = acts_create(m, B, m->cfg.seq_length);
     size_t count, w = warm && B > 1 ? eval_warm_for(len, B, (size_t)warmup) : 0;
     Progress pr;
-    double t0 = now_sec(), bpc = eval_bpc(m, a, ds.bytes + ds.off[which], len, w, &count, phase(&pr, "eval", NULL, 1, progress));
+    double t0 = now_sec(), bpc = eval_bpc(m, a, ds.bytes + ds.off[which], len, w, &count, phase(&pr, "eval", NULL, 1, o.progress));
     progress_done(&pr);
     double secs = now_sec() - t0;
     // One stripe is the stream protocol, whichever option asked for it.

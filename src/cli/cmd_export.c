@@ -6,6 +6,7 @@
 #include "base/progress.h"
 #include "model/model_io.h"
 #include "io/safetensors.h"
+#include "cli/opts.h"
 #include "cli/verbs.h"
 
 #define EXPORT_VERSION "1"
@@ -81,22 +82,17 @@ static double bytes_read(const Ckpt *c) {
 
 int cmd_export(int argc, char **argv) {
     const char *ckpt = NULL, *out = NULL;
-    int progress = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { export_usage(); return 0; }
-        if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) progress = 0;
-        else if (!strcmp(a, "--progress")) progress = 1;
-        else if (!strcmp(a, "--out")) {
-            if (i + 1 >= argc) die("export: option '--out' needs a value");
-            out = argv[++i];
-        } else if (a[0] != '-' && !ckpt) ckpt = a;
-        else die("export: unexpected argument '%s' (usage: swlstm export CKPT --out MODEL.safetensors)", a);
+    Opts o;
+    if (!opts_begin(&o, "export", argc, argv, export_usage)) return 0;
+    while (opts_next(&o)) {
+        if (opts_progress(&o)) continue;
+        if (opts_is(&o, "--out")) out = opts_value(&o);
+        else if (!opts_positional(&o, &ckpt)) opts_unknown(&o);
     }
     if (!ckpt || !out) die("export: usage: swlstm export CKPT --out MODEL.safetensors");
     static const char *const optimizer[] = {"adam_m", "adam_v", "hidden", NULL};
     Progress pr;
-    progress_init(&pr, "export", NULL, 2 * file_size(ckpt), progress);
+    progress_init(&pr, "export", NULL, 2 * file_size(ckpt), o.progress);
     Ckpt c;
     ckpt_read_except(&c, ckpt, optimizer);
     ckpt_warn_damaged(&c);

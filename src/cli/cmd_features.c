@@ -1,7 +1,7 @@
 // cmd_features.c: the `features` verb: per-document features of a checkpoint to .npy.
 #include <stdlib.h>
 #include <string.h>
-#include "features/feature_extract.h"
+#include "cli/shared_opts.h"
 #include "io/npy.h"
 #include "cli/verbs.h"
 
@@ -25,18 +25,16 @@ static int is_labels_path(const char *s) { return ends_with(s, ".npy") || ends_w
 
 static int parse_features_args(int argc, char **argv, FeatArgs *a) {
     feat_opts_default(&a->fo);
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) { features_usage(); return 0; }
-        if (feat_opts_parse(&a->fo, argc, argv, &i, "features")) continue;
-        if (!strcmp(o, "--labels")) {
+    Opts o;
+    if (!opts_begin(&o, "features", argc, argv, features_usage)) return 0;
+    while (opts_next(&o)) {
+        if (feat_opts_read(&o, &a->fo)) continue;
+        if (opts_is(&o, "--labels")) {
             a->want_labels = 1;
-            if (v && is_labels_path(v)) a->labels = argv[++i];
-        } else if (!strcmp(o, "--input") || !strcmp(o, "--out")) {
-            if (!v) die("features: option '%s' needs a value", o);
-            *(o[2] == 'i' ? &a->input : &a->out) = argv[++i];
-        } else if (o[0] != '-' && !a->ckpt) a->ckpt = o;
-        else die("features: unknown option or extra argument '%s' (see swlstm features --help)", o);
+            if (o.i + 1 < argc && is_labels_path(argv[o.i + 1])) a->labels = opts_value(&o);
+        } else if (opts_is(&o, "--input")) a->input = opts_value(&o);
+        else if (opts_is(&o, "--out")) a->out = opts_value(&o);
+        else if (!opts_positional(&o, &a->ckpt)) opts_unknown(&o);
     }
     if (!a->ckpt || !a->input || !a->out) die("features: usage: swlstm features CKPT --input FILE --out FEATS.npy");
     return 1;

@@ -5,6 +5,7 @@
 #include "model/byte_set.h"
 #include "model/model_io.h"
 #include "train/data.h"
+#include "cli/opts.h"
 #include "cli/verbs.h"
 
 static void print_sections(const Ckpt *c) {
@@ -113,15 +114,20 @@ static void print_state(const Ckpt *c, const Config *cfg) {
     if (ts.has_bytes) printf("byte values in the corpus: %d of 256 (sample draws only these)\n", byte_set_count(ts.bytes));
 }
 
+static void info_usage(void) {
+    printf("usage: swlstm info CKPT\nPrints a checkpoint's format version, sections, shapes, masks,\n"
+           "parameter counts, training step, best valid bpc and config.\n");
+}
+
 int cmd_info(int argc, char **argv) {
-    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: swlstm info CKPT\nPrints a checkpoint's format version, sections, shapes, masks,\n"
-               "parameter counts, training step, best valid bpc and config.\n");
-        return 0;
-    }
-    if (argc != 2 || argv[1][0] == '-') die("info: usage: swlstm info CKPT (see swlstm info --help)");
+    const char *path = NULL;
+    Opts o;
+    if (!opts_begin(&o, "info", argc, argv, info_usage)) return 0;
+    while (opts_next(&o))
+        if (!opts_positional(&o, &path)) opts_unknown(&o);
+    if (!path) die("info: usage: swlstm info CKPT (see swlstm info --help)");
     Ckpt c;
-    ckpt_read(&c, argv[1]);
+    ckpt_read(&c, path);
     Config cfg;
     ckpt_config(&c, &cfg);
     print_sections(&c);

@@ -9,6 +9,7 @@
 #include "base/common.h"
 #include "sparse/mask.h"
 #include "model/model_io.h"
+#include "cli/opts.h"
 #include "cli/verbs.h"
 
 typedef struct {
@@ -17,8 +18,8 @@ typedef struct {
     long seed;
 } MaskArgs;
 
-static void usage(FILE *f) {
-    fprintf(f,
+static void usage(void) {
+    printf(
             "usage: swlstm mask --hidden H --block B --sparsity DESC [--seed S] [--depth D] [--image FILE.png]\n"
             "                   [--json]\n"
             "       swlstm mask --ckpt CKPT [--layer L] [--image FILE.png] [--json]\n"
@@ -39,28 +40,19 @@ static void usage(FILE *f) {
             "with the same expected block count (small-world: paths as short, clustering higher).\n");
 }
 
-// Returns the value of option `key` at argv[*i] (advancing *i past it), or NULL if argv[*i]
-// is another option. ("--key=value" arrives split, see opts.h.)
-static const char *opt_value(int argc, char **argv, int *i, const char *key) {
-    if (strcmp(argv[*i], key)) return NULL;
-    if (*i + 1 >= argc) die("mask: option %s needs a value", key);
-    return argv[++*i];
-}
-
-static MaskArgs parse_args(int argc, char **argv) {
-    MaskArgs a = {0, 0, 0, 1, 0, NULL, NULL, NULL, 1};
-    const char *v;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) a.json = 1;
-        else if ((v = opt_value(argc, argv, &i, "--hidden")) || (v = opt_value(argc, argv, &i, "--hidden-size"))) a.hidden = (int)parse_long("--hidden", v, 1, 1 << 20);
-        else if ((v = opt_value(argc, argv, &i, "--block")) || (v = opt_value(argc, argv, &i, "--block-size"))) a.block = (int)parse_long("--block", v, 1, 1 << 20);
-        else if ((v = opt_value(argc, argv, &i, "--sparsity"))) a.sparsity = v;
-        else if ((v = opt_value(argc, argv, &i, "--seed")) || (v = opt_value(argc, argv, &i, "--mask-seed"))) a.seed = parse_long("--seed", v, 0, LONG_MAX);
-        else if ((v = opt_value(argc, argv, &i, "--depth"))) a.depth = (int)parse_long("--depth", v, 1, SW_MAX_DEPTH);
-        else if ((v = opt_value(argc, argv, &i, "--image"))) a.image = v;
-        else if ((v = opt_value(argc, argv, &i, "--ckpt"))) a.ckpt = v;
-        else if ((v = opt_value(argc, argv, &i, "--layer"))) a.layer = (int)parse_long("--layer", v, 0, SW_MAX_LAYERS - 1);
-        else die("mask: unknown option '%s' (see swlstm mask --help)", argv[i]);
+static MaskArgs parse_args(Opts *o) {
+    MaskArgs a = {.depth = 1, .seed = 1};
+    while (opts_next(o)) {
+        if (opts_is(o, "--json")) a.json = 1;
+        else if (opts_is(o, "--hidden") || opts_is(o, "--hidden-size")) a.hidden = (int)opts_long(o, 1, 1 << 20);
+        else if (opts_is(o, "--block") || opts_is(o, "--block-size")) a.block = (int)opts_long(o, 1, 1 << 20);
+        else if (opts_is(o, "--sparsity")) a.sparsity = opts_value(o);
+        else if (opts_is(o, "--seed") || opts_is(o, "--mask-seed")) a.seed = opts_long(o, 0, LONG_MAX);
+        else if (opts_is(o, "--depth")) a.depth = (int)opts_long(o, 1, SW_MAX_DEPTH);
+        else if (opts_is(o, "--image")) a.image = opts_value(o);
+        else if (opts_is(o, "--ckpt")) a.ckpt = opts_value(o);
+        else if (opts_is(o, "--layer")) a.layer = (int)opts_long(o, 0, SW_MAX_LAYERS - 1);
+        else opts_unknown(o);
     }
     if (a.ckpt) return a;
     if (!a.hidden) die("mask: --hidden is required (a positive multiple of --block)");
@@ -175,12 +167,9 @@ static void print_table(const MaskArgs *a, int n, const char *rdesc, const MaskS
 }
 
 int cmd_mask(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
-    MaskArgs a = parse_args(argc, argv);
+    Opts o;
+    if (!opts_begin(&o, "mask", argc, argv, usage)) return 0;
+    MaskArgs a = parse_args(&o);
     char err[512], rdesc[64] = "drawn";
     double reach[2][SW_MAX_DEPTH];
     Mask m, rm;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "features/bigram.h"
-#include "features/feature_extract.h"
+#include "cli/shared_opts.h"
 #include "io/npy.h"
 #include "probe/probe.h"
 #include "cli/verbs.h"
@@ -46,35 +46,28 @@ static void probe_usage(void) {
 }
 
 // Options naming one file of a set: which array and which set.
-static const char **set_option(ProbeArgs *a, const char *o) {
+static const char **set_option(ProbeArgs *a, Opts *o) {
     static const char *names[9] = {"--train", "--dev", "--test", "--features-file", "--dev-features",
                                    "--test-features", "--labels", "--dev-labels", "--test-labels"};
     const char **slots[9] = {&a->text[0], &a->text[1], &a->text[2], &a->feat[0], &a->feat[1],
                              &a->feat[2], &a->lab[0], &a->lab[1], &a->lab[2]};
     for (int i = 0; i < 9; i++)
-        if (!strcmp(o, names[i])) return slots[i];
+        if (opts_is(o, names[i])) return slots[i];
     return NULL;
 }
 
-static void parse_option(ProbeArgs *a, int argc, char **argv, int *i) {
-    const char *o = argv[*i], **slot = set_option(a, o);
-    if (!strcmp(o, "--json")) { a->json = 1; return; }
-    if (!strcmp(o, "--refit-all")) { a->po.refit_all = 1; return; }
-    if (feat_opts_parse(&a->fo, argc, argv, i, "probe")) return;
-    if (o[0] != '-') {
-        if (a->ckpt) die("probe: unexpected argument '%s' (checkpoint already given: '%s')", o, a->ckpt);
-        a->ckpt = o;
-        return;
-    }
-    const char *v = *i + 1 < argc ? argv[++*i] : NULL;
-    if (!v) die("probe: option '%s' needs a value (see swlstm probe --help)", o);
-    if (slot) *slot = v;
-    else if (!strcmp(o, "--features")) a->kind = v;
-    else if (!strcmp(o, "--penalty")) a->po.penalties = probe_parse_penalty(v);
-    else if (!strcmp(o, "--folds")) a->po.folds = (int)parse_long("probe --folds", v, 2, INT_MAX), a->folds_given = 1;
-    else if (!strcmp(o, "--seed")) a->po.seed = parse_long("probe --seed", v, 0, LONG_MAX);
-    else if (!strcmp(o, "--tol")) a->po.tol = parse_double("probe --tol", v, 1e-300, 0.1);
-    else die("probe: unknown option '%s' (see swlstm probe --help)", o);
+static void parse_option(ProbeArgs *a, Opts *o) {
+    const char **slot;
+    if (opts_is(o, "--json")) a->json = 1;
+    else if (opts_is(o, "--refit-all")) a->po.refit_all = 1;
+    else if (feat_opts_read(o, &a->fo)) {}
+    else if ((slot = set_option(a, o))) *slot = opts_value(o);
+    else if (opts_is(o, "--features")) a->kind = opts_value(o);
+    else if (opts_is(o, "--penalty")) a->po.penalties = probe_penalties(o);
+    else if (opts_is(o, "--folds")) a->po.folds = (int)opts_long(o, 2, INT_MAX), a->folds_given = 1;
+    else if (opts_is(o, "--seed")) a->po.seed = opts_long(o, 0, LONG_MAX);
+    else if (opts_is(o, "--tol")) a->po.tol = opts_double(o, 1e-300, 0.1);
+    else if (!opts_positional(o, &a->ckpt)) opts_unknown(o);
 }
 
 static void check_args(const ProbeArgs *a) {
@@ -119,7 +112,7 @@ static void load_text(Loaded *sets, const ProbeArgs *a) {
         if (!a->text[s]) continue;
         docs_read(&docs[s], a->text[s], 1, a->fo.preprocess, a->fo.max_docs);
         if (docs[s].n == 0) die("probe: no documents in '%s'", a->text[s]);
-        sets[s] = (Loaded){NULL, docs[s].label, docs[s].n, 0};
+        sets[s] = (Loaded){.y = docs[s].label, .n = docs[s].n};
         docs[s].label = NULL;
         check_binary(&sets[s], a->text[s]);
         if (v) bigram_vocab_add(v, &docs[s]);
@@ -238,12 +231,11 @@ static void print_json(const ProbeResult *r) {
 int cmd_probe(int argc, char **argv) {
     ProbeArgs a = {.po = {.penalties = 1 << PEN_L2 | 1 << PEN_L1, .folds = 10, .seed = 1}};
     feat_opts_default(&a.fo);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { probe_usage(); return 0; }
-        parse_option(&a, argc, argv, &i);
-    }
+    Opts o;
+    if (!opts_begin(&o, "probe", argc, argv, probe_usage)) return 0;
+    while (opts_next(&o)) parse_option(&a, &o);
     check_args(&a);
-    a.po.device = probe_parse_device(config_choice_name("device", a.fo.device));   // --device: feature extraction and the L2 solver
+    a.po.device = probe_device(config_choice_name("device", a.fo.device), "probe --device");   // --device: feature extraction and the L2 solver
     a.po.progress = a.fo.progress < 0 ? 0 : a.fo.progress ? 1 : 2;
     Loaded sets[3] = {{0}};
     if (a.text[TRAIN]) load_text(sets, &a);
@@ -252,7 +244,7 @@ int cmd_probe(int argc, char **argv) {
     for (int s = 0; s < 3; s++) {
         if (sets[s].n && sets[s].d != sets[TRAIN].d)
             die("probe: the %s set has %d features, the training set %d", set_name[s], sets[s].d, sets[TRAIN].d);
-        ps[s] = (ProbeSet){sets[s].X, sets[s].y, sets[s].n, sets[s].d};
+        ps[s] = (ProbeSet){.X = sets[s].X, .y = sets[s].y, .n = sets[s].n, .d = sets[s].d};
     }
     ProbeResult r;
     probe_run(&ps[TRAIN], sets[DEV].n ? &ps[DEV] : NULL, sets[TEST].n ? &ps[TEST] : NULL, &a.po, &r);

@@ -3,8 +3,8 @@
 // blocks that stay, for `train --resume` or `init_from` to fine-tune.
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "base/progress.h"
+#include "cli/opts.h"
 #include "cli/verbs.h"
 #include "model/model_io.h"
 #include "model/prune.h"
@@ -41,24 +41,20 @@ static void report(const Model *from, const Model *to) {
 
 int cmd_prune(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *dens = NULL;
-    int progress = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(); return 0; }
-        if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) progress = 0;
-        else if (!strcmp(a, "--progress")) progress = 1;
-        else if (!strcmp(a, "--density") || !strcmp(a, "--out")) {
-            if (i + 1 >= argc) die("prune: option %s needs a value (see swlstm prune --help)", a);
-            *(a[2] == 'd' ? &dens : &out) = argv[++i];
-        } else if (a[0] != '-' && !in) in = a;
-        else die("prune: unexpected argument '%s' (see swlstm prune --help)", a);
+    Opts o;
+    if (!opts_begin(&o, "prune", argc, argv, usage)) return 0;
+    while (opts_next(&o)) {
+        if (opts_progress(&o)) continue;
+        if (opts_is(&o, "--density")) dens = opts_value(&o);
+        else if (opts_is(&o, "--out")) out = opts_value(&o);
+        else if (!opts_positional(&o, &in)) opts_unknown(&o);
     }
     if (!in || !dens || !out) die("prune: usage: swlstm prune CKPT --density D --out NEW.ckpt");
     double density = parse_double("prune --density", dens, 0, 1);
     if (!(density > 0)) die("prune: --density %s: expected a fraction of each matrix's blocks in (0, 1]", dens);
     double size = file_size(in);  // the progress line counts bytes: CKPT read, then NEW written
     Progress pr;
-    progress_init(&pr, "prune", NULL, 2 * size, progress);
+    progress_init(&pr, "prune", NULL, 2 * size, o.progress);
     Ckpt c;
     ckpt_read(&c, in);
     progress_show(&pr, size);

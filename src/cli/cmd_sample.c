@@ -7,6 +7,7 @@
 #include "model/model_io.h"
 #include "model/gen.h"
 #include "model/sampler.h"
+#include "cli/opts.h"
 #include "cli/verbs.h"
 
 // Bytes the device loop draws per launch: each launch's bytes reach stdout together.
@@ -39,26 +40,23 @@ static void sample_usage(void) {
 }
 
 static int parse_sample_args(int argc, char **argv, SampleArgs *a) {
-    *a = (SampleArgs){.n = 500, .seed = 1, .so = {1.0, 0, 1.0}, .device = CKPT_CHOICE, .precision = CKPT_CHOICE};
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) { sample_usage(); return 0; }
-        if (!strcmp(o, "--raw-weights")) { a->raw = 1; continue; }
-        if (!strcmp(o, "--any-byte")) { a->any_byte = 1; continue; }
-        if (!strcmp(o, "-v") || !strcmp(o, "--verbose")) { a->verbose = 1; continue; }
-        if (o[0] != '-' && !a->ckpt) { a->ckpt = o; continue; }
-        if (!v) die("sample: option '%s' needs a value (see swlstm sample --help)", o);
-        i++;
-        if (!strcmp(o, "-n")) a->n = parse_long("sample -n", v, 0, 1L << 40);
-        else if (!strcmp(o, "-t") || !strcmp(o, "--temperature")) a->so.temperature = parse_double("sample -t", v, 0, 100);
-        else if (!strcmp(o, "--top-k")) a->so.top_k = (int)parse_long("sample --top-k", v, 0, 256);
-        else if (!strcmp(o, "--top-p")) a->so.top_p = parse_double("sample --top-p", v, 1e-9, 1);
-        else if (!strcmp(o, "-i") || !strcmp(o, "--prime")) a->prime = v;
-        else if (!strcmp(o, "--prime-file")) a->prime_file = v;
-        else if (!strcmp(o, "-s") || !strcmp(o, "--seed")) a->seed = parse_long("sample -s", v, 0, LONG_MAX);
-        else if (!strcmp(o, "--device")) a->device = config_parse_choice("device", v, "sample --device");
-        else if (!strcmp(o, "--precision")) a->precision = config_parse_choice("precision", v, "sample --precision");
-        else die("sample: unknown option '%s' (see swlstm sample --help)", o);
+    *a = (SampleArgs){.n = 500, .seed = 1, .so = {.temperature = 1.0, .top_k = 0, .top_p = 1.0}, .device = CKPT_CHOICE, .precision = CKPT_CHOICE};
+    Opts o;
+    if (!opts_begin(&o, "sample", argc, argv, sample_usage)) return 0;
+    while (opts_next(&o)) {
+        if (opts_is(&o, "--raw-weights")) a->raw = 1;
+        else if (opts_is(&o, "--any-byte")) a->any_byte = 1;
+        else if (opts_is(&o, "-v") || opts_is(&o, "--verbose")) a->verbose = 1;
+        else if (opts_is(&o, "-n")) a->n = opts_long(&o, 0, 1L << 40);
+        else if (opts_is(&o, "-t") || opts_is(&o, "--temperature")) a->so.temperature = opts_double(&o, 0, 100);
+        else if (opts_is(&o, "--top-k")) a->so.top_k = (int)opts_long(&o, 0, 256);
+        else if (opts_is(&o, "--top-p")) a->so.top_p = opts_double(&o, 1e-9, 1);
+        else if (opts_is(&o, "-i") || opts_is(&o, "--prime")) a->prime = opts_value(&o);
+        else if (opts_is(&o, "--prime-file")) a->prime_file = opts_value(&o);
+        else if (opts_is(&o, "-s") || opts_is(&o, "--seed")) a->seed = opts_long(&o, 0, LONG_MAX);
+        else if (opts_is(&o, "--device")) a->device = opts_choice(&o, "device");
+        else if (opts_is(&o, "--precision")) a->precision = opts_choice(&o, "precision");
+        else if (!opts_positional(&o, &a->ckpt)) opts_unknown(&o);
     }
     if (!a->ckpt) die("sample: missing checkpoint path (usage: swlstm sample CKPT [options])");
     if (a->prime && a->prime_file) die("sample: give either -i PRIME or --prime-file, not both");

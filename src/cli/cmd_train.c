@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cli/opts.h"
 #include "cli/verbs.h"
 #include "model/model_io.h"
 #include "train/trainer.h"
@@ -35,21 +36,18 @@ static void resume_data_path(Config *cfg, const char *ckpt_path) {
 int cmd_train(int argc, char **argv) {
     Trainer tr = {.stop_after = -1};
     const char *cfg_path = NULL;
+    Opts o;
+    if (!opts_begin(&o, "train", argc, argv, train_usage)) return 0;
     char **over = xmalloc(sizeof(char *) * (size_t)argc);
     int nover = 0, data_given = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { train_usage(); free(over); return 0; }
-        if (!strcmp(a, "--resume") || !strcmp(a, "--stop-after")) {
-            if (i + 1 >= argc) die("train: %s needs a value", a);
-            if (a[2] == 'r') tr.resume_path = argv[++i];
-            else tr.stop_after = parse_long("train --stop-after", argv[++i], 1, LONG_MAX);
-        } else if (!strncmp(a, "--", 2)) {
-            data_given |= !strcmp(a, "--data");
-            over[nover++] = argv[i];
-            if (!strchr(a, '=') && i + 1 < argc) over[nover++] = argv[++i];
-        } else if (!cfg_path) cfg_path = a;
-        else die("train: unexpected argument '%s' (one CONFIG file; keys as --key value or --key=value)", a);
+    while (opts_next(&o)) {
+        if (opts_is(&o, "--resume")) tr.resume_path = opts_value(&o);
+        else if (opts_is(&o, "--stop-after")) tr.stop_after = opts_long(&o, 1, LONG_MAX);
+        else if (!strncmp(o.arg, "--", 2)) {  // a config key: config_apply_overrides checks it
+            data_given |= !strcmp(o.arg, "--data");
+            over[nover++] = argv[o.i];
+            if (!strchr(o.arg, '=') && o.i + 1 < argc) over[nover++] = (char *)opts_value(&o);
+        } else if (!opts_positional(&o, &cfg_path)) die("train: unexpected argument '%s' (one CONFIG file; keys as --key value or --key=value)", o.arg);
     }
     if (!cfg_path) die("train: missing CONFIG (usage: swlstm train CONFIG [--key value ...] [--resume CKPT])");
     config_defaults(&tr.cfg);

@@ -4,10 +4,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "base/progress.h"
 #include "io/atomic_file.h"
-#include "features/feature_extract.h"
+#include "cli/shared_opts.h"
 #include "features/unit_page.h"
 #include "cli/verbs.h"
 
@@ -28,27 +27,22 @@ static void units_usage(void) {
            "even when stderr is not a terminal.\n");
 }
 
-static void parse_units_args(int argc, char **argv, UnitsArgs *a) {
+static int parse_units_args(int argc, char **argv, UnitsArgs *a) {
     feat_opts_default(&a->fo);
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (feat_opts_parse(&a->fo, argc, argv, &i, "units")) continue;
-        if (o[0] != '-') {
-            if (a->ckpt) die("units: unexpected argument '%s' (checkpoint already given: '%s')", o, a->ckpt);
-            a->ckpt = o;
-            continue;
-        }
-        if (!v) die("units: option '%s' needs a value (see swlstm units --help)", o);
-        i++;
-        if (!strcmp(o, "--unit")) a->unit = parse_long("units --unit", v, 0, INT_MAX);
-        else if (!strcmp(o, "--input")) a->input = v;
-        else if (!strcmp(o, "--out")) a->out = v;
-        else if (!strcmp(o, "--max-bytes")) a->max_bytes = parse_long("units --max-bytes", v, 1, LONG_MAX);
-        else die("units: unknown option '%s' (see swlstm units --help)", o);
+    Opts o;
+    if (!opts_begin(&o, "units", argc, argv, units_usage)) return 0;
+    while (opts_next(&o)) {
+        if (feat_opts_read(&o, &a->fo)) continue;
+        if (opts_is(&o, "--unit")) a->unit = opts_long(&o, 0, INT_MAX);
+        else if (opts_is(&o, "--input")) a->input = opts_value(&o);
+        else if (opts_is(&o, "--out")) a->out = opts_value(&o);
+        else if (opts_is(&o, "--max-bytes")) a->max_bytes = opts_long(&o, 1, LONG_MAX);
+        else if (!opts_positional(&o, &a->ckpt)) opts_unknown(&o);
     }
     if (!a->ckpt || !a->input || !a->out || a->unit < 0)
         die("units: usage: swlstm units CKPT --unit K --input FILE --out PAGE.html");
     if (a->fo.mean || a->fo.state == 'b') die("units: one state per byte: use --state c or h (not --mean or both)");
+    return 1;
 }
 
 // val[t] = unit k of the chosen state after byte t, one byte at a time from a zero state.
@@ -72,10 +66,8 @@ static float *unit_values(Model *m, const FeatOpts *o, int k, const uint8_t *tex
 }
 
 int cmd_units(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { units_usage(); return 0; }
     UnitsArgs a = {.unit = -1};
-    parse_units_args(argc, argv, &a);
+    if (!parse_units_args(argc, argv, &a)) return 0;
     size_t n;
     uint8_t *text = (uint8_t *)read_text_file(a.input, &n, "units --input");
     if (a.max_bytes && (size_t)a.max_bytes < n) n = (size_t)a.max_bytes;

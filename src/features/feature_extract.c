@@ -7,52 +7,9 @@
 #include "base/progress.h"
 #include "model/model_io.h"
 
-const char feat_opts_usage[] =
-    "  --state c|h|both   final cell state c (default), hidden state h, or [c, h]\n"
-    "  --layer N          0-based layer (default: the last)\n"
-    "  --tanh             tanh of c\n"
-    "  --mean             mean of h over the document's steps instead of a final state\n"
-    "  --batch-size B     documents per batch (default 256)\n"
-    "  --no-preprocess    feed lines as they are (default: \"\\n \" + stripped line + \" \")\n"
-    "  --max-docs N       only the first N documents of each file\n"
-    "  --device cpu|cuda  (default cpu)   --precision fp32|bf16\n"
-    "  --progress         progress on stderr even when it is not a terminal (--quiet: none)\n"
-    "  --raw-weights      the trained weights, not their moving average (checkpoints with ema > 0)\n";
-
 void feat_opts_default(FeatOpts *o) {
     *o = (FeatOpts){.layer = -1, .batch = 256, .progress = -1, .preprocess = 1, .device = DEVICE_CPU,
                      .precision = CKPT_CHOICE};
-}
-
-static char parse_state(const char *v, const char *verb) {
-    if (!strcmp(v, "c") || !strcmp(v, "h")) return v[0];
-    if (!strcmp(v, "both")) return 'b';
-    die("%s --state = '%s': expected c, h or both", verb, v);
-}
-
-int feat_opts_parse(FeatOpts *o, int argc, char **argv, int *i, const char *verb) {
-    const char *a = argv[*i];
-    if (!strcmp(a, "--tanh")) return o->tanh_c = 1;
-    if (!strcmp(a, "--mean")) return o->mean = 1;
-    if (!strcmp(a, "--no-preprocess")) return !(o->preprocess = 0);
-    if (!strcmp(a, "--progress")) return o->progress = 1;
-    if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) return !(o->progress = 0);
-    if (!strcmp(a, "--raw-weights")) return o->raw_weights = 1;
-    static const char *valued[] = {"--state", "--layer", "--batch-size", "--max-docs", "--device", "--precision"};
-    int k = 0;
-    while (k < 6 && strcmp(a, valued[k])) k++;
-    if (k == 6) return 0;
-    if (*i + 1 >= argc) die("%s: option '%s' needs a value", verb, a);
-    const char *v = argv[++*i];
-    char what[64];
-    snprintf(what, sizeof what, "%s %s", verb, a);
-    if (k == 0) o->state = parse_state(v, verb);
-    if (k == 1) o->layer = (int)parse_long(what, v, 0, SW_MAX_LAYERS - 1);
-    if (k == 2) o->batch = (int)parse_long(what, v, 1, 1 << 20);
-    if (k == 3) o->max_docs = parse_long(what, v, 1, 1L << 40);
-    if (k == 4) o->device = config_parse_choice("device", v, what);
-    if (k == 5) o->precision = config_parse_choice("precision", v, what);
-    return 1;
 }
 
 static void feat_opts_check(FeatOpts *o, const Model *m) {

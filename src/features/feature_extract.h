@@ -22,11 +22,7 @@ typedef struct {
     int device, precision;   // a Device and a Precision, or CKPT_CHOICE (model_io.h)
 } FeatOpts;
 
-extern const char feat_opts_usage[];   // help text of the options below
-
 void feat_opts_default(FeatOpts *o);
-// If argv[*i] is a feature option, consumes it (and its value, advancing *i); returns 1.
-int feat_opts_parse(FeatOpts *o, int argc, char **argv, int *i, const char *verb);
 // Loads the checkpoint on the chosen device; checks the options against the model.
 Model *feat_model_load(const char *ckpt, FeatOpts *o);
 int feat_dim(const Model *m, const FeatOpts *o);

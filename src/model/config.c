@@ -2,6 +2,7 @@
 // canonical printing and help, so a new Config field is one new row.
 #include "model/config.h"
 #include "base/common.h"
+#include "base/suggest.h"
 #include "sparse/mask.h"
 #include <errno.h>
 #include <limits.h>
@@ -93,38 +94,12 @@ static const Key keys[] = {
 // ---------------------------------------------------------------------------------------------
 // keys and values
 
-static int levenshtein(const char *a, const char *b) {
-    size_t nb = strlen(b);
-    int *row = xmalloc((nb + 1) * sizeof *row);
-    for (size_t j = 0; j <= nb; j++) row[j] = (int)j;
-    for (size_t i = 1; a[i - 1]; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= nb; j++) {
-            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    int d = row[nb];
-    free(row);
-    return d;
-}
-
 static const Key *find_key(const char *name, const char *where) {
     for (int i = 0; i < NKEYS; i++)
         if (!strcmp(keys[i].name, name)) return &keys[i];
-    const Key *best = NULL;  // edit distances only for the error message
-    int best_d = INT_MAX;
-    for (int i = 0; i < NKEYS; i++) {
-        int d = levenshtein(name, keys[i].name);
-        if (d < best_d) best_d = d, best = &keys[i];
-    }
-    // A far-off "closest" key is noise: suggest only within about a third of the name.
-    if (best_d <= 2 || best_d <= (int)strlen(name) / 3)
-        die("%s: unknown key '%s' (did you mean '%s'?)", where, name, best->name);
+    const char *names[NKEYS], *near;
+    for (int i = 0; i < NKEYS; i++) names[i] = keys[i].name;
+    if ((near = suggest_name(name, names, NKEYS))) die("%s: unknown key '%s' (did you mean '%s'?)", where, name, near);
     die("%s: unknown key '%s' (swlstm train --help lists the keys)", where, name);
 }
 
@@ -362,17 +337,27 @@ static void format_value(const Config *c, const Key *k, char out[VALUE_MAX]) {
     *out = 0;
 }
 
-char *config_to_text(const Config *c) {
-    size_t cap = 0, len = 0;
-    char *text = NULL, value[VALUE_MAX];
+// Every key as "key = value" lines, or (json) as one JSON object: choices quoted, doubles with a
+// '.' or an exponent (a reader gets a float), config text's string escapes being JSON's.
+static char *config_write(const Config *c, int json) {
+    size_t cap = 2, len = 0;
+    char *text = xmalloc(cap), value[VALUE_MAX];
     for (int i = 0; i < NKEYS; i++) {
-        format_value(c, &keys[i], value);
-        size_t need = strlen(keys[i].name) + strlen(value) + 5;
+        const Key *k = &keys[i];
+        format_value(c, k, value);
+        int quote = json && k->type == T_CHOICE, point = json && k->type == T_DOUBLE && !strpbrk(value, ".e");
+        size_t need = strlen(k->name) + strlen(value) + 12;
         if (len + need > cap) text = xrealloc(text, cap = 2 * (len + need));
-        len += (size_t)snprintf(text + len, cap - len, "%s = %s\n", keys[i].name, value);
+        if (json) len += (size_t)snprintf(text + len, cap - len, "%s\"%s\": %s%s%s%s", i ? ", " : "{", k->name,
+                                          quote ? "\"" : "", value, quote ? "\"" : "", point ? ".0" : "");
+        else len += (size_t)snprintf(text + len, cap - len, "%s = %s\n", k->name, value);
     }
+    if (json) snprintf(text + len, cap - len, "}");
     return text;
 }
+
+char *config_to_text(const Config *c) { return config_write(c, 0); }
+char *config_to_json(const Config *c) { return config_write(c, 1); }
 
 void config_print_help(void) {
     Config d;

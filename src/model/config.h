@@ -71,6 +71,8 @@ void config_apply_overrides(Config *c, int n, char **args);
 void config_validate(const Config *c);
 // Canonical text: every key as "key = value\n". Caller frees.
 char *config_to_text(const Config *c);
+// The same keys and values as one JSON object (caller frees): numbers, booleans and strings typed.
+char *config_to_json(const Config *c);
 // Parses text made by config_to_text (or any config text). `where` names its origin.
 void config_from_text(Config *c, const char *text, const char *where);
 // The same for a checkpoint's saved text, which may hold values that are no longer offered

@@ -7,22 +7,6 @@
 #include "base/common.h"
 #include "base/rng.h"
 
-int probe_parse_penalty(const char *v) {
-    if (!strcmp(v, "l2")) return 1 << PEN_L2;
-    if (!strcmp(v, "l1")) return 1 << PEN_L1;
-    if (!strcmp(v, "both")) return 1 << PEN_L2 | 1 << PEN_L1;
-    die("probe --penalty = '%s': expected l2, l1 or both", v);
-}
-
-ProbeDevice probe_parse_device(const char *v) {
-    if (!strcmp(v, "cpu")) return PROBE_CPU;
-    if (strcmp(v, "cuda")) die("probe --device = '%s': expected cpu or cuda", v);
-#ifndef SW_CUDA
-    die("probe --device cuda: this swlstm was built without CUDA (nvcc was not found by make); use --device cpu");
-#endif
-    return PROBE_CUDA;
-}
-
 static LrSet all_rows(const ProbeSet *s) {
     int *idx = xmalloc((s->n + 1) * sizeof(int));
     for (int i = 0; i < s->n; i++) idx[i] = i;

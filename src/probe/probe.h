@@ -63,8 +63,6 @@ typedef struct {
     double single_accuracy;  // on test; else dev; else training rows
 } ProbeResult;
 
-int probe_parse_penalty(const char *v);        // "l2" | "l1" | "both" -> bit mask; dies otherwise
-ProbeDevice probe_parse_device(const char *v); // "cpu" | "cuda"; cuda dies on a CPU-only build
 // dev and test may be NULL. Deterministic for a seed (parallel tasks never share sums).
 void probe_run(const ProbeSet *train, const ProbeSet *dev, const ProbeSet *test, const ProbeOpts *o, ProbeResult *r);
 
