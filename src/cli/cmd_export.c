@@ -94,6 +94,7 @@ int cmd_export(int argc, char **argv) {
         else die("export: unexpected argument '%s' (usage: swlstm export CKPT --out MODEL.safetensors)", a);
     }
     if (!ckpt || !out) die("export: usage: swlstm export CKPT --out MODEL.safetensors");
+    refuse_same_file("export", ckpt, out);
     static const char *const optimizer[] = {"adam_m", "adam_v", "hidden", NULL};
     Progress pr;
     progress_init(&pr, "export", NULL, 2 * file_size(ckpt), progress);

@@ -62,7 +62,10 @@ static MaskArgs parse_args(int argc, char **argv) {
         else if ((v = opt_value(argc, argv, &i, "--layer"))) a.layer = (int)parse_long("--layer", v, 0, SW_MAX_LAYERS - 1);
         else die("mask: unknown option '%s' (see swlstm mask --help)", argv[i]);
     }
-    if (a.ckpt) return a;
+    if (a.ckpt) {
+        refuse_same_file("mask --image", a.ckpt, a.image);
+        return a;
+    }
     if (!a.hidden) die("mask: --hidden is required (a positive multiple of --block)");
     if (!a.sparsity) die("mask: --sparsity is required (dense, random_<density>, ba_<m> or ws_<k>_<p>)");
     if (a.block != 8 && a.block != 16 && a.block != 32) die("mask: option --block: '%d' is not 8, 16 or 32", a.block);

@@ -76,6 +76,8 @@ int cmd_units(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { units_usage(); return 0; }
     UnitsArgs a = {.unit = -1};
     parse_units_args(argc, argv, &a);
+    refuse_same_file("units", a.ckpt, a.out);
+    refuse_same_file("units", a.input, a.out);
     size_t n;
     uint8_t *text = (uint8_t *)read_text_file(a.input, &n, "units --input");
     if (a.max_bytes && (size_t)a.max_bytes < n) n = (size_t)a.max_bytes;
