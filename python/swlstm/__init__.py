@@ -7,8 +7,16 @@ with PyTorch, BlockSparseLinear is an nn.Module whose weight holds only the stor
     lin = swlstm.BlockSparseLinear(1024, 1024, layout, block=32).cuda()
     y = lin(x)
 """
-from .ckpt import load
-from .masks import Layout, mask, mask_stats
+import sys
+
+try:
+    import numpy  # noqa: F401
+except ImportError:
+    raise ImportError(f"swlstm needs numpy, which {sys.executable} cannot import: apt-get install python3-numpy "
+                      f"(for /usr/bin/python3), or {sys.executable} -m pip install numpy") from None
+
+from .ckpt import load  # noqa: E402
+from .masks import Layout, mask, mask_stats  # noqa: E402
 
 
 def __getattr__(name):  # torch is imported on first use only
