@@ -1,6 +1,7 @@
 // run_dir.c: who may write into a run directory (train/run_dir.h).
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "base/common.h"
 #include "train/run_dir.h"
@@ -12,7 +13,8 @@ void run_dir_claim(const char *dir, const char *resume, int overwrite) {
     int n = 0, first = -1;
     for (int i = 0; i < 2; i++) {
         snprintf(path[i], sizeof path[i], "%s/%s", dir, run_ckpts[i]);
-        if (access(path[i], F_OK)) continue;
+        struct stat st;
+        if (stat(path[i], &st) || !S_ISREG(st.st_mode)) continue;
         if (resume && same_file(resume, path[i])) return;  // the run it continues
         snprintf(held + strlen(held), sizeof held - strlen(held), "%s%s", n++ ? ", " : "", run_ckpts[i]);
         if (first < 0) first = i;
