@@ -9,23 +9,27 @@ with PyTorch, BlockSparseLinear is an nn.Module whose weight holds only the stor
 """
 import sys
 
-try:
-    import numpy  # noqa: F401
-except ImportError:
-    raise ImportError(f"swlstm needs numpy, which {sys.executable} cannot import: apt-get install python3-numpy "
-                      f"(for /usr/bin/python3), or {sys.executable} -m pip install numpy") from None
+
+def _require(module, apt, pip):
+    """One clear ImportError, naming this interpreter, where the import would give a traceback."""
+    try:
+        __import__(module)
+    except ImportError:
+        raise ImportError(f"swlstm: {module} is missing for {sys.executable}: apt-get install {apt} "
+                          f"(for /usr/bin/python3), or {sys.executable} -m pip install {pip}") from None
+
+
+_require("numpy", "python3-numpy", "numpy")
 
 from .ckpt import load  # noqa: E402
 from .masks import Layout, mask, mask_stats  # noqa: E402
 
 
 def __getattr__(name):  # torch is imported on first use only
-    if name == "BlockSparseLinear":
-        from .linear import BlockSparseLinear
-        return BlockSparseLinear
-    if name == "product":
-        from .linear import product
-        return product
+    if name in ("BlockSparseLinear", "product"):
+        _require("torch", "python3-torch", "torch")
+        from . import linear
+        return getattr(linear, name)
     raise AttributeError("module 'swlstm' has no attribute %r" % name)
 
 

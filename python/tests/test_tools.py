@@ -121,3 +121,10 @@ class MissingPackageLine(unittest.TestCase):
         err, _ = self.line(False)
         self.assertEqual(err, "plot_log: error: no_such_module is missing for %s: apt-get install python3-nsm "
                          "(for /usr/bin/python3), or %s -m pip install nsm" % (sys.executable, sys.executable))
+
+    def test_the_package_names_this_interpreter(self):
+        code = "import sys; sys.modules['numpy'] = None; sys.path.insert(0, %r); import swlstm" % os.path.join(ROOT, "python")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(r.stderr.strip().splitlines()[-1], "ImportError: swlstm: numpy is missing for %s: apt-get install "
+                         "python3-numpy (for /usr/bin/python3), or %s -m pip install numpy" % (sys.executable, sys.executable))
