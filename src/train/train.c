@@ -76,7 +76,7 @@ static void resume(Trainer *tr, const char *path) {
     if (!lead(tr)) return;
     printf("resumed from %s at step %ld\n", path, tr->ts.step);
     if (!isfinite(tr->ts.best_valid_bpc) && tr->cfg.eval_every > 0)
-        printf("  no best valid bpc in the checkpoint (swlstm prune starts a new one): this run's first evaluation sets best.ckpt\n");
+        printf("  the checkpoint holds no best valid bpc (none yet, or a swlstm prune output): this run's first evaluation sets best.ckpt\n");
 }
 
 static void init_from(Trainer *tr) {
