@@ -32,7 +32,9 @@ CUDA ?= $(if $(CUDA_HOME),1,0)
 
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow -fopenmp -pthread $(OPT) -MMD -MP -Isrc -Icuda
 LDLIBS  := -lz -lm
-NVFLAGS := -O3 -std=c++17 -Isrc -Icuda -Xcompiler -Wall,-fopenmp \
+# The CUDA objects are position-independent (host code only; -fno-semantic-interposition keeps
+# its inlining as without) so that libswlstm.so (`make python`) links the ones `make` built.
+NVFLAGS := -O3 -std=c++17 -Isrc -Icuda -Xcompiler -Wall,-fopenmp,-fPIC,-fno-semantic-interposition \
            -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90
 
 ifeq ($(BUILD),build/csan)
@@ -53,8 +55,9 @@ CUSRC   := $(filter-out $(CUAPI),$(wildcard cuda/*/*.cu))
 LIBOBJ  := $(LIBSRC:%.c=$(BUILD)/%.o)
 DBL     := $(BUILD)-f64
 DBLOBJ  := $(LIBSRC:%.c=$(DBL)/%.o)
-# make python: the library and its C ABI (src/api, cuda/api) from the same sources, compiled
-# position-independent in their own build dir (one per CUDA setting: the objects differ).
+# make python: the library and its C ABI (src/api, cuda/api) from the same sources: the C ones
+# compiled position-independent in their own build dir (one per CUDA setting: the objects
+# differ), the CUDA ones make's own (NVFLAGS).
 PIC     := build/pic$(if $(filter 1,$(CUDA)),,-cpu)
 PICOBJ  := $(LIBSRC:%.c=$(PIC)/%.o) $(APISRC:%.c=$(PIC)/%.o)
 # The binding's tests: the first python3 that has torch (else the system's, numpy-only tests).
@@ -62,7 +65,7 @@ PYTHON  ?= $(or $(shell for p in python3 /usr/bin/python3; do $$p -c 'import tor
 ifeq ($(CUDA),1)
   CFLAGS += -DSW_CUDA
   CUOBJ  := $(CUSRC:%.cu=$(BUILD)/%.o)
-  PICOBJ += $(CUSRC:%.cu=$(PIC)/%.o) $(CUAPI:%.cu=$(PIC)/%.o)
+  PICOBJ += $(CUSRC:%.cu=$(BUILD)/%.o) $(CUAPI:%.cu=$(BUILD)/%.o)
   # cuBLAS and cuSPARSE are not linked: cuda/ops/lazy_libs.cu opens them at first use.
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lnccl -ldl -lstdc++
 endif
@@ -104,10 +107,6 @@ $(BUILD)/tests/gpu/%.o: tests/gpu/%.cu $(wildcard cuda/*/*.cuh tests/gpu/*.h)
 $(PIC)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,CC,$<)$(CC) $(CFLAGS) -fPIC -c -o $@ $<
-
-$(PIC)/cuda/%.o: cuda/%.cu $(wildcard cuda/*/*.cuh cuda/*/*.h src/*/*.h)
-	@mkdir -p $(dir $@)
-	$(Q)$(call say,NVCC,$<)$(NVCC) $(NVFLAGS) -Xcompiler -fPIC -c -o $@ $<
 
 # Only the swlstm_* functions are exported (src/api/exports.map).
 $(PIC)/libswlstm.so: $(PICOBJ) src/api/exports.map

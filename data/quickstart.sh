@@ -13,7 +13,7 @@ if nvidia-smi -L >/dev/null 2>&1 && ldd ./swlstm | grep -q libcudart; then
 fi
 echo "quickstart: training configs/tiny.cfg on $corpus ($device)"
 data=()
-[ "$corpus" = "$PWD/data/tinyshakespeare.txt" ] || data=(--data="$corpus")   # tiny.cfg's default
+[ "$corpus" = "$PWD/data/corpus.txt" ] || data=(--data="$corpus")   # tiny.cfg's default
 ./swlstm train configs/tiny.cfg ${data[@]+"${data[@]}"} --device="$device" "$@"
 echo; echo "quickstart: a sample from checkpoints/tiny/best.ckpt:"; echo
 ./swlstm sample checkpoints/tiny/best.ckpt -n 600 -t 0.8 -i "The "

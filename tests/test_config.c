@@ -51,7 +51,7 @@ TEST(shipped_configs_load_and_validate) {
 TEST(config_defaults_values) {
     Config c;
     config_defaults(&c);
-    CHECK(!strcmp(c.data, "data/tinyshakespeare.txt"));
+    CHECK(!strcmp(c.data, "data/corpus.txt"));
     CHECK(!strcmp(c.split, "0.9,0.05,0.05"));
     CHECK(c.device == DEVICE_CPU && c.precision == PREC_FP32 && c.lr_schedule == LR_COSINE);
     CHECK(!strcmp(c.sparsity, "dense") && c.input_sparsity[0] == 0 && c.init_from[0] == 0);
@@ -77,7 +77,7 @@ TEST(config_defaults_values) {
         for (char *o = strchr(line, '\n') + 1; *o; o = strchr(o, '\n') + 1)
             CHECK_MSG(strncmp(o, line, klen) || o[klen] != ' ', "key '%.*s' written twice", klen, line);
     }
-    CHECK(strstr(text, "data = \"data/tinyshakespeare.txt\"\n") != NULL);
+    CHECK(strstr(text, "data = \"data/corpus.txt\"\n") != NULL);
     CHECK(strstr(text, "learning_rate = 0.002\n") != NULL);
     free(text);
 }

@@ -185,7 +185,7 @@ static void stripes_14(void *unused) {
 
 TEST(data_open_errors) {
     const uint8_t *b = corpus();
-    CHECK_DIES(open_path, (void *)tmp_path("missing.txt"), "missing.txt': cannot open: No such file or directory (bash data/get_corpus.sh puts Tiny Shakespeare at");
+    CHECK_DIES(open_path, (void *)tmp_path("missing.txt"), "missing.txt': cannot open: No such file or directory (bash data/get_corpus.sh puts the quick start's corpus at data/corpus.txt");
     CHECK_DIES(open_path, (void *)write_file(tmp_path("empty.txt"), "", 0), "empty.txt': empty");
     CHECK_DIES(open_path, (void *)write_file(tmp_path("empty.gz"), "", 0), "empty.gz': empty");
     // a gzip stream with a flipped byte, then one cut short
@@ -367,5 +367,34 @@ TEST(data_standin_mixed_is_fixed_capped_and_spread) {
     CHECK_EQ(standin("mixed", 4800001, b, err, sizeof err), 1);
     CHECK_MSG(strstr(err, "make_standin.sh: error: only 4800000 bytes of text found in ") == err, "%s", err);
     CHECK(access(b, F_OK) == 0);  // the failed run left the last good file alone
+}
+// ---- data/get_corpus.sh without the internet (the download fails): data/corpus.txt, the
+// configs' default, holds 1,000,000 bytes of the machine's text (here a tree of its own), so
+// that the README's later commands run unchanged; a second call takes that file as it is.
+TEST(data_get_corpus_offline_fills_the_default_path) {
+    char cmd[4096], out[2048], want[1100];
+    const char *t = test_tmpdir();
+    snprintf(cmd, sizeof cmd, "set -e; mkdir -p '%s/gc/data' '%s/gcroot/man/man1' && cp data/get_corpus.sh data/make_standin.sh '%s/gc/data/' && "
+             "awk 'BEGIN { for (l = 0; l < 40000; l++) printf \"line %%05d of a manual page\\n\", l }' > '%s/gcroot/man/man1/page.1'",
+             t, t, t, t);
+    CHECK_EQ(run_shell(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "env -u SWLSTM_DATA STANDIN_ROOT='%s/gcroot' TINYSHAKESPEARE_URL=file:///nonexistent/input.txt "
+             "bash '%s/gc/data/get_corpus.sh' 2>'%s/gc.err'", test_tmpdir(), test_tmpdir(), test_tmpdir());
+    CHECK_EQ(run_shell(cmd, out, sizeof out), 0);
+    snprintf(want, sizeof want, "%s/gc/data/corpus.txt\n", test_tmpdir());
+    CHECK_MSG(!strcmp(out, want), "%s", out);
+    long n;
+    char *text = slurp(tmp_path("gc/data/corpus.txt"), &n);
+    CHECK(text && n == 1000000 && !memcmp(text, "line 00000 of a manual page\n", 28));
+    free(text);
+    size_t elen;
+    char *err = read_text_file(tmp_path("gc.err"), &elen, "stderr");
+    CHECK_MSG(strstr(err, "get_corpus: Tiny Shakespeare unavailable (no internet?); building data/corpus.txt from 1 MB of text on this machine\n"), "%s", err);
+    free(err);
+    CHECK_EQ(run_shell(cmd, out, sizeof out), 0);
+    CHECK_MSG(!strcmp(out, want), "%s", out);
+    err = read_text_file(tmp_path("gc.err"), &elen, "stderr");
+    CHECK_MSG(elen == 0, "%s", err);
+    free(err);
 }
 #endif

@@ -308,9 +308,10 @@ TEST(mask_update_rigl_and_pruning_resume_bit_exactly) {
 // average, moments, and the carried state, which the rebuilt windows must keep).
 TEST(mask_prune_in_training_matches_the_prune_verb) {
     const char *cfg = train_cfg("p.cfg", "prune_to = 0.7\nprune_start = 2\nprune_end = 3\nprune_every = 1\nema = 0.9\n");
-    char log[16384], a[512], b[512], args[2048], ca[600], cb[600], pruned[600];
+    char log[16384], a[512], b[512], c[512], args[2048], ca[600], cb[600], pruned[600];
     snprintf(a, sizeof a, "%s", tmp_path("pv-a"));
     snprintf(b, sizeof b, "%s", tmp_path("pv-b"));
+    snprintf(c, sizeof c, "%s", tmp_path("pv-c"));  // the pruned model's run: b holds the unpruned one
     snprintf(args, sizeof args, "train %s --out_dir %s", cfg, a);
     CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
     CHECK_MSG(strstr(log, "step 3: pruned to 70.0%"), "%s", log);
@@ -320,10 +321,11 @@ TEST(mask_prune_in_training_matches_the_prune_verb) {
     snprintf(pruned, sizeof pruned, "%s/pruned.ckpt", b);
     snprintf(args, sizeof args, "prune %s --density 0.7 --out %s", cb, pruned);
     CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
-    snprintf(args, sizeof args, "train %s --out_dir %s --resume %s", cfg, b, pruned);
+    snprintf(args, sizeof args, "train %s --out_dir %s --resume %s", cfg, c, pruned);
     CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
     CHECK_MSG(!strstr(log, "pruned to"), "the resumed run pruned again:\n%s", log);
     snprintf(ca, sizeof ca, "%s/latest.ckpt", a);
+    snprintf(cb, sizeof cb, "%s/latest.ckpt", c);
     CHECK(ckpt_same_section(ca, cb, "masks") && ckpt_same_section(ca, cb, "params") && ckpt_same_section(ca, cb, "ema"));
     CHECK(ckpt_same_section(ca, cb, "adam_m") && ckpt_same_section(ca, cb, "adam_v") && ckpt_same_section(ca, cb, "hidden"));
 }

@@ -216,4 +216,47 @@ TEST(prune_progress_on_stderr_only_when_asked) {
     const char *why = progress_off_a_terminal("prune", args);
     CHECK_MSG(!why, "%s", why);
 }
+// prune onto its own input (by any path to it) is refused and leaves the checkpoint as it was.
+TEST(prune_onto_its_input_is_refused) {
+    char log[4096], run[512], ck[600], alias[700];
+    snprintf(run, sizeof run, "%s", tmp_path("prune-self"));
+    CHECK_EQ(sw(log, sizeof log, "train %s --out_dir %s --max_steps 2 --warmup_steps 0%s", prune_cfg(), run, ""), 0);
+    snprintf(ck, sizeof ck, "%s/latest.ckpt", run);
+    snprintf(alias, sizeof alias, "%s/./latest.ckpt", run);
+    size_t n0, n1;
+    char *before = read_text_file(ck, &n0, "checkpoint");
+    CHECK_EQ(sw(log, sizeof log, "prune %s --density 0.5 --out %s%s", ck, alias, ""), 1);
+    CHECK_MSG(strstr(log, "swlstm: error: prune: output '") && strstr(log, "' is its input file; write it to another path"), "%s", log);
+    char *after = read_text_file(ck, &n1, "checkpoint");
+    CHECK(n0 == n1 && !memcmp(before, after, n0));
+    free(before);
+    free(after);
+}
+
+// Fine-tuning a pruned model keeps its own best: the unpruned model's best valid bpc is not
+// carried, so the first evaluation writes best.ckpt (by --resume and by init_from), and the
+// log says so.
+TEST(finetuning_a_pruned_model_keeps_its_own_best) {
+    char log[16384], run[512], pruned[512], ft[512], ft2[512], ck[600], args[2048];
+    snprintf(run, sizeof run, "%s", tmp_path("prune-best"));
+    snprintf(pruned, sizeof pruned, "%s", tmp_path("pruned-best.ckpt"));
+    snprintf(ft, sizeof ft, "%s", tmp_path("prune-best-ft"));
+    snprintf(ft2, sizeof ft2, "%s", tmp_path("prune-best-init"));
+    CHECK_EQ(sw(log, sizeof log, "train %s --out_dir %s --eval_every 4%s", prune_cfg(), run, ""), 0);
+    snprintf(ck, sizeof ck, "%s/best.ckpt", run);
+    CHECK_EQ(sw(log, sizeof log, "prune %s --density 0.3 --out %s%s", ck, pruned, ""), 0);
+    CHECK_EQ(sw(log, sizeof log, "info %s%s%s", pruned, "", ""), 0);
+    CHECK_MSG(strstr(log, "best valid bpc none yet"), "%s", log);
+    snprintf(args, sizeof args, "train %s --out_dir %s --resume %s --eval_every 2 --max_steps 10", prune_cfg(), ft, pruned);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "the checkpoint holds no best valid bpc (none yet, or a swlstm prune output): this run's first evaluation sets best.ckpt") &&
+              strstr(log, "eval step 10 |") && strstr(log, "| best\n"), "%s", log);
+    snprintf(ck, sizeof ck, "%s/best.ckpt", ft);
+    CHECK(access(ck, F_OK) == 0);
+    snprintf(args, sizeof args, "train %s --out_dir %s --init_from %s --eval_every 2 --max_steps 2 --warmup_steps 0", prune_cfg(), ft2, pruned);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "the best valid bpc start fresh: this run's first evaluation sets best.ckpt") && strstr(log, "| best\n"), "%s", log);
+    snprintf(ck, sizeof ck, "%s/best.ckpt", ft2);
+    CHECK(access(ck, F_OK) == 0);
+}
 #endif

@@ -41,7 +41,7 @@ TEST(doc_readme_commands_sees_every_block) {
     CHECK_MSG(count_of(out, "): runs\n") + count_of(out, "): skipped: ") == blocks, "each block runs or is skipped:\n%s", out);
     // the quick start runs with its training cut short, every training command too
     CHECK_MSG(strstr(out, "== Quick start (README.md:") && strstr(out, "$ bash data/quickstart.sh --max_steps=50"), "%s", out);
-    CHECK_MSG(strstr(out, "$ ./swlstm train configs/tiny.cfg --max_steps=50   # "), "%s", out);
+    CHECK_MSG(strstr(out, "$ ./swlstm train configs/tiny.cfg --out_dir checkpoints/tiny_b --max_steps=50   # "), "%s", out);
     CHECK_MSG(strstr(out, "$ ./swlstm train --help   #"), "train --help gets no budget:\n%s", out);
     CHECK_MSG(strstr(out, "\nreadme_commands: ") && strstr(out, " 0 failed\n"), "no summary line:\n%s", out);
 }

@@ -681,4 +681,80 @@ TEST(train_removes_stale_temporary_files) {
     CHECK(access(dead, F_OK) != 0);
     CHECK(access(alive, F_OK) == 0 && access(other, F_OK) == 0);
 }
+// A run directory belongs to one run: a new run into one that holds another's checkpoints is
+// refused with the ways on and writes nothing, --overwrite replaces that run; --resume writes
+// beside its checkpoint (not the config's out_dir) and refuses a folder whose checkpoints are
+// not the one it continues.
+TEST(train_keeps_each_run_directory_to_its_run) {
+    char log[16384], dir[512], other[512], args[2048], want[2048], ck[700], stray[700];
+    snprintf(dir, sizeof dir, "%s", tmp_path("owned"));
+    snprintf(other, sizeof other, "%s", tmp_path("owned-other"));
+    snprintf(ck, sizeof ck, "%s/best.ckpt", dir);
+    CHECK_EQ(train(dir, "--max_steps=4", log, sizeof log), 0);
+    size_t n0, n1;
+    char *best = read_text_file(ck, &n0, "checkpoint");
+    CHECK_EQ(train(dir, "--max_steps=4 --seed=2", log, sizeof log), 1);
+    snprintf(want, sizeof want, "swlstm: error: out_dir '%s' holds another run's checkpoints (latest.ckpt, best.ckpt): continue "
+             "it with --resume %s/latest.ckpt, give this run another --out_dir, or --overwrite to replace it\n", dir, dir);
+    CHECK_MSG(strstr(log, want) && !strstr(log, "step 1/"), "%s", log);
+    char *still = read_text_file(ck, &n1, "checkpoint");
+    CHECK(n0 == n1 && !memcmp(best, still, n0));
+    free(still);
+    // --resume without --out_dir: the checkpoint's folder, whatever the config says
+    snprintf(args, sizeof args, "train %s --resume %s/latest.ckpt --max_steps=6", tiny_cfg(), dir);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    snprintf(want, sizeof want, "--resume: out_dir = %s (the checkpoint's folder; --out_dir=DIR for another)", dir);
+    CHECK_MSG(strstr(log, want) && strstr(log, "resumed from") && strstr(log, "checkpoints in "), "%s", log);
+    snprintf(args, sizeof args, "info %s/latest.ckpt", dir);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "training state: step 6,"), "%s", log);
+    // a checkpoint beside another run's is not that run: refused there, taken elsewhere
+    snprintf(stray, sizeof stray, "%s/stray.ckpt", dir);
+    write_file(stray, best, n0);
+    free(best);
+    snprintf(args, sizeof args, "train %s --resume %s --max_steps=8", tiny_cfg(), stray);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 1);
+    snprintf(want, sizeof want, "out_dir '%s' holds another run's checkpoints (latest.ckpt, best.ckpt; %s is not one of them): "
+             "give this run another --out_dir, or --overwrite to replace that run\n", dir, stray);
+    CHECK_MSG(strstr(log, want), "%s", log);
+    snprintf(args, sizeof args, "train %s --resume %s --max_steps=8 --out_dir=%s", tiny_cfg(), stray, other);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(!strstr(log, "--resume: out_dir"), "%s", log);
+    // --overwrite: the old run's files go first
+    CHECK_EQ(train(dir, "--max_steps=2 --eval_every=0 --overwrite", log, sizeof log), 0);
+    snprintf(want, sizeof want, "--overwrite: removed the previous run's latest.ckpt, best.ckpt and log.jsonl from %s\n", dir);
+    CHECK_MSG(strstr(log, want), "%s", log);
+    CHECK(access(ck, F_OK) != 0);  // eval_every = 0: no best of its own
+}
+
+// max_steps below the warm-up ends the warm-up at the last step, with one line.
+TEST(train_clamps_the_warmup_to_max_steps) {
+    char log[16384], dir[512];
+    snprintf(dir, sizeof dir, "%s", tmp_path("short"));
+    CHECK_EQ(train(dir, "--max_steps=1 --warmup_steps=5", log, sizeof log), 0);
+    CHECK_MSG(strstr(log, "warmup_steps = 5 is more than max_steps = 1: the warm-up ends at step 1\n") &&
+              strstr(log, "step 1/1 |") && strstr(log, "lr 1.00e-02"), "%s", log);
+}
+
+// eval on a corpus other than the checkpoint's (its size and fingerprint) warns in one line,
+// and --json says so; on the checkpoint's own corpus, neither.
+TEST(eval_warns_of_another_corpus) {
+    char log[8192], dir[512], args[2048];
+    snprintf(dir, sizeof dir, "%s", tmp_path("evalother"));
+    CHECK_EQ(train(dir, "--max_steps=2 --warmup_steps=0 --eval_every=0", log, sizeof log), 0);
+    size_t n;
+    char *text = read_text_file(corpus(), &n, "test corpus");
+    text[n / 2] ^= 1;
+    const char *other = write_file(tmp_path("corpus-edited.txt"), text, n);
+    free(text);
+    snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --max-bytes 1000 --json --data %s", dir, other);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(count_of(log, "swlstm: warning: eval: data '") == 1 &&
+              strstr(log, "(40000 bytes, fingerprint ") && strstr(log, "is not the corpus ") &&
+              strstr(log, "\"other_corpus\": true}"), "%s", log);
+    snprintf(args, sizeof args, "eval %s/latest.ckpt --split test --max-bytes 1000 --json", dir);
+    CHECK_EQ(run_swlstm(args, log, sizeof log), 0);
+    CHECK_MSG(!strstr(log, "warning") && strstr(log, "\"other_corpus\": false}"), "%s", log);
+}
+
 #endif

@@ -11,7 +11,8 @@ import time
 try:
     import torch
 except ImportError:
-    sys.exit("bench_cudnn: error: PyTorch is missing: apt-get install python3-torch (or pip install torch)")
+    from need import missing
+    missing("bench_cudnn", "torch", "python3-torch", "torch")
 
 
 def bench(H, dtype, B=128, T=128, E=64, warmup=2, steps=5):

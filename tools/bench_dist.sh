@@ -13,7 +13,7 @@ WARM=${WARM:-10}
 DATA=${1:-}
 if [ -z "$DATA" ]; then
     DATA=data/enwik8
-    [ -f "$DATA" ] || DATA=data/tinyshakespeare.txt
+    [ -f "$DATA" ] || DATA=data/corpus.txt
 fi
 [ -f "$DATA" ] || { echo "bench_dist: corpus '$DATA' not found (pass one as the argument)" >&2; exit 1; }
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)

@@ -27,7 +27,8 @@ try:
     import torch
     import torch.nn.functional as F
 except ImportError:
-    sys.exit("cudnn_lm: error: PyTorch is missing: apt-get install python3-torch (or pip install torch)")
+    from need import missing
+    missing("cudnn_lm", "torch", "python3-torch", "torch")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from swlstm_torch import Progress, fmt_eta, progress_wanted  # noqa: E402

@@ -28,9 +28,11 @@ try:
     import torch
     import torch.nn.functional as F
 except ImportError:
-    sys.exit("dyneval_ref: error: PyTorch is missing: apt-get install python3-torch (or pip install torch)")
+    from need import missing
+    missing("dyneval_ref", "torch", "python3-torch", "torch")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from need import cores  # noqa: E402
 from swlstm_torch import (Progress, SwLSTM, die, eval_batch_for, eval_bpc, progress_wanted, read_data,  # noqa: E402
                           split_sizes)
 
@@ -110,7 +112,7 @@ def main():
     ap.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr (shown only on a terminal)")
     a = ap.parse_args()
     progress = progress_wanted(a.quiet)
-    torch.set_num_threads(1)
+    torch.set_num_threads(cores())
     try:
         model = SwLSTM.load(a.model, ema=False if a.raw_weights else None)
     except (OSError, ValueError) as e:

@@ -36,11 +36,11 @@ declare -A cfg=(
 )
 declare -A steps=([lstm]=$LSTM_STEPS [mlstm]=$STEPS)
 
-# train NAME STEPS [ARGS...]: a run of NAME's config into OUT/RUN (RUN = NAME, or ARGS' --out_dir)
+# train NAME STEPS [ARGS...]: a run of NAME's config into OUT/RUN (RUN = NAME, or ARGS' --out_dir); a rerun replaces it
 train() {
     local name=$1 run=$2 n=$3; shift 3
     # shellcheck disable=SC2086
-    "$BIN" train ${cfg[$name]} "${data[@]}" --max_steps="$n" --out_dir="$OUT/$run" "$@" | tee "$OUT/$run.train.txt"
+    "$BIN" train ${cfg[$name]} "${data[@]}" --max_steps="$n" --out_dir="$OUT/$run" --overwrite "$@" | tee "$OUT/$run.train.txt"
 }
 
 # evaluate CKPT TAG [SPLITS]: OUT/TAG.SPLIT.json (the moving average's weights; stripes, as

@@ -99,7 +99,8 @@ def plot(runs, out, title, smooth_n, ymax, xaxis, points):
         import matplotlib.pyplot as plt
         from matplotlib.ticker import FuncFormatter
     except ImportError:
-        sys.exit("plot_log: error: matplotlib is missing: apt-get install python3-matplotlib (or pip install matplotlib)")
+        from need import missing
+        missing("plot_log", "matplotlib", "python3-matplotlib", "matplotlib")
 
     fig = plt.figure(figsize=(12, 7.5), dpi=100)
     grid = fig.add_gridspec(2, 2, height_ratios=[2, 1])

@@ -44,7 +44,8 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        sys.exit("plot_prune: error: matplotlib is missing: apt-get install python3-matplotlib (or pip install matplotlib)")
+        from need import missing
+        missing("plot_prune", "matplotlib", "python3-matplotlib", "matplotlib")
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     for spec in a.tables:

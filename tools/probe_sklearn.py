@@ -27,7 +27,8 @@ try:
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 except ImportError:
-    sys.exit("probe_sklearn: error: scikit-learn is missing: apt-get install python3-sklearn (or pip install scikit-learn)")
+    from need import missing
+    missing("probe_sklearn", "sklearn", "python3-sklearn", "scikit-learn")
 
 M64 = (1 << 64) - 1
 CS = [2.0 ** (k - 8) for k in range(12)]

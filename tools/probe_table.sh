@@ -9,7 +9,7 @@ set -euo pipefail
 data=$1 run=$2 secs=$3 res=${4:-$2}
 ck=$run/latest.ckpt
 mkdir -p "$res"
-timeout -s TERM "$secs" ./swlstm train configs/probe_lm.cfg --data="$data/gcide.dict.dz" --out_dir="$run" \
+timeout -s TERM "$secs" ./swlstm train configs/probe_lm.cfg --data="$data/gcide.dict.dz" --out_dir="$run" --overwrite \
     | tee "$res/train.log" | grep -E "^(eval|stopped|done)|parameters" || true
 ./swlstm info "$ck" | head -6 | tee "$res/info.txt"
 ./swlstm eval "$ck" --split test --max-bytes 2000000 --json | tee "$res/eval.json"

@@ -27,7 +27,7 @@ mkdir -p "$OUT"
 for r in $RUNS; do
     [ -n "${cfg[$r]:-}" ] || { echo "quality_runs.sh: unknown run '$r'" >&2; exit 2; }
     # shellcheck disable=SC2086
-    "$BIN" train ${cfg[$r]} "${data[@]}" --max_steps="$STEPS" --out_dir="$OUT/$r" ${EXTRA:-} | tee "$OUT/$r.train.txt"
+    "$BIN" train ${cfg[$r]} "${data[@]}" --max_steps="$STEPS" --out_dir="$OUT/$r" --overwrite ${EXTRA:-} | tee "$OUT/$r.train.txt"
     for split in valid test; do
         "$BIN" eval "$OUT/$r/best.ckpt" --split "$split" "${evdata[@]}" --protocol stripes --json > "$OUT/$r.$split.json"
     done

@@ -2,7 +2,7 @@
 """swlstm_torch.py: a swlstm model in PyTorch, loaded from `swlstm export` (.safetensors).
 
     ./swlstm export checkpoints/tiny/best.ckpt --out tiny.safetensors
-    python3 tools/swlstm_torch.py tiny.safetensors --data data/tinyshakespeare.txt --split valid
+    python3 tools/swlstm_torch.py tiny.safetensors --data data/corpus.txt --split valid
 
 prints the bits per character that `swlstm eval CKPT --split valid` prints, computed the same
 way: the split cut into stripes, each run from a zero state with the state carried across
@@ -29,11 +29,14 @@ import sys
 import time
 import zipfile
 
+from need import cores
+
 try:
     import torch
     import torch.nn.functional as F
 except ImportError:
-    sys.exit("swlstm_torch: error: PyTorch is missing: apt-get install python3-torch (or pip install torch)")
+    from need import missing
+    missing("swlstm_torch", "torch", "python3-torch", "torch")
 
 LN_EPS = 1e-5
 DTYPES = {"F32": torch.float32, "I32": torch.int32, "F64": torch.float64, "I64": torch.int64}
@@ -330,6 +333,7 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr (shown only on a terminal)")
     a = ap.parse_args()
+    torch.set_num_threads(cores())
     try:
         model = SwLSTM.load(a.model, ema=False if a.raw_weights else None, device=a.device)
     except (OSError, ValueError) as e:

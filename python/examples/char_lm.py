@@ -4,17 +4,24 @@ recurrent matrix: the four gates' W_h [4H, H] stacks one Watts-Strogatz block ma
 as `swlstm train` lays it out (gates i, f, g, o).
 
     make python
-    PYTHONPATH=python python3 python/examples/char_lm.py ../shared/data/tinyshakespeare.txt --steps 200
-    PYTHONPATH=python python3 python/examples/char_lm.py FILE --device cuda --dtype bf16
+    python3 python/examples/char_lm.py data/corpus.txt --steps 200
+    python3 python/examples/char_lm.py FILE --device cuda --dtype bf16
+
+FILE is text; a .gz or dictzip .dz file (/usr/share/dictd/gcide.dict.dz) is read decompressed,
+as `swlstm train` reads it. The swlstm package comes from this checkout (python/swlstm).
 """
 import argparse
+import gzip
 import math
+import os
+import sys
 import time
 
 import numpy as np
 import torch
 
-import swlstm
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import swlstm  # noqa: E402
 
 
 class SmallWorldLSTM(torch.nn.Module):
@@ -74,6 +81,14 @@ def train(data, steps=100, device="cpu", dtype=torch.float32, hidden=256, block=
     return model, losses
 
 
+def read_bytes(path):
+    """The bytes of a text file, decompressed when it is gzip (.gz) or dictzip (.dz)."""
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    with (gzip.open if gz else open)(path, "rb") as f:
+        return np.frombuffer(f.read(), dtype=np.uint8)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("data", help="a text file (bytes)")
@@ -84,7 +99,8 @@ def main():
     ap.add_argument("--block", type=int, default=16)
     ap.add_argument("--sparsity", default="ws_4_0.1")
     args = ap.parse_args()
-    data = np.fromfile(args.data, dtype=np.uint8)
+    torch.set_num_threads(len(os.sched_getaffinity(0)))  # Debian's PyTorch starts with one thread
+    data = read_bytes(args.data)
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
     model, losses = train(data, args.steps, args.device, dtype, args.hidden, args.block, args.sparsity, log_every=50)
     print("W_h: %s" % model.wh)

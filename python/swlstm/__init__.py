@@ -7,17 +7,29 @@ with PyTorch, BlockSparseLinear is an nn.Module whose weight holds only the stor
     lin = swlstm.BlockSparseLinear(1024, 1024, layout, block=32).cuda()
     y = lin(x)
 """
-from .ckpt import load
-from .masks import Layout, mask, mask_stats
+import sys
+
+
+def _require(module, apt, pip):
+    """One clear ImportError, naming this interpreter, where the import would give a traceback."""
+    try:
+        __import__(module)
+    except ImportError:
+        raise ImportError(f"swlstm: {module} is missing for {sys.executable}: apt-get install {apt} "
+                          f"(for /usr/bin/python3), or {sys.executable} -m pip install {pip}") from None
+
+
+_require("numpy", "python3-numpy", "numpy")
+
+from .ckpt import load  # noqa: E402
+from .masks import Layout, mask, mask_stats  # noqa: E402
 
 
 def __getattr__(name):  # torch is imported on first use only
-    if name == "BlockSparseLinear":
-        from .linear import BlockSparseLinear
-        return BlockSparseLinear
-    if name == "product":
-        from .linear import product
-        return product
+    if name in ("BlockSparseLinear", "product"):
+        _require("torch", "python3-torch", "torch")
+        from . import linear
+        return getattr(linear, name)
     raise AttributeError("module 'swlstm' has no attribute %r" % name)
 
 

@@ -92,3 +92,39 @@ class QuietTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class MissingPackageLine(unittest.TestCase):
+    """tools/need.py's missing(): one line naming the interpreter that ran the tool and, when
+    another python3 here can import the package, that one."""
+
+    def line(self, other_has_it):
+        fake = os.path.join(TMP, "bin-%d" % other_has_it, "python3")  # a python3 on PATH: yes or no to any import
+        os.makedirs(os.path.dirname(fake), exist_ok=True)
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\nexit %d\n" % (0 if other_has_it else 1))
+        os.chmod(fake, 0o755)
+        code = ("import sys; sys.path.insert(0, %r); sys.argv = ['tools/plot_log.py', 'RUN']; import need; "
+                "need.missing('plot_log', 'no_such_module', 'python3-nsm', 'nsm')" % TOOLS)
+        env = dict(os.environ, PATH=os.path.dirname(fake) + os.pathsep + "/nonexistent")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        return r.stderr.strip(), fake
+
+    def test_names_this_interpreter_and_the_one_that_has_it(self):
+        err, fake = self.line(True)
+        self.assertEqual(err, "plot_log: error: no_such_module is missing for %s; %s has it: %s tools/plot_log.py RUN"
+                         % (sys.executable, fake, fake))
+
+    def test_names_this_interpreter_and_the_packages(self):
+        err, _ = self.line(False)
+        self.assertEqual(err, "plot_log: error: no_such_module is missing for %s: apt-get install python3-nsm "
+                         "(for /usr/bin/python3), or %s -m pip install nsm" % (sys.executable, sys.executable))
+
+    def test_the_package_names_this_interpreter(self):
+        code = "import sys; sys.modules['numpy'] = None; sys.path.insert(0, %r); import swlstm" % os.path.join(ROOT, "python")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(r.stderr.strip().splitlines()[-1], "ImportError: swlstm: numpy is missing for %s: apt-get install "
+                         "python3-numpy (for /usr/bin/python3), or %s -m pip install numpy" % (sys.executable, sys.executable))

@@ -102,6 +102,16 @@ double file_size(const char *path) {
     return stat(path, &st) ? 0 : (double)st.st_size;
 }
 
+int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+void refuse_same_file(const char *verb, const char *in, const char *out) {
+    if (in && out && same_file(in, out))
+        die("%s: output '%s' is its input file; write it to another path (no verb writes over its own input)", verb, out);
+}
+
 int mkdir_p(const char *path) {
     char *tmp = xstrdup(path);
     for (char *p = tmp + 1; *p; p++) {

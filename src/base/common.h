@@ -54,6 +54,9 @@ FILE *xfopen(const char *path, const char *mode, const char *what);
 char *read_text_file(const char *path, size_t *len, const char *what);
 int ends_with(const char *s, const char *suffix);
 int mkdir_p(const char *path);     // 0 on success
+int same_file(const char *a, const char *b);  // both exist and are one file (links included)
+// Dies when out is the file `in` (verb names the command): no verb writes over its own input.
+void refuse_same_file(const char *verb, const char *in, const char *out);
 double file_size(const char *path);  // bytes; 0 when it cannot be stat'ed (a progress line's total)
 // Command-line numbers: die "<what> = '<s>': expected ..." unless s is a number in [lo, hi].
 long parse_long(const char *what, const char *s, long lo, long hi);

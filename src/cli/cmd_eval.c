@@ -127,9 +127,26 @@ static DynNames dyn_names(const DynOpts *o) {
     return n;
 }
 
+// Whether the corpus differs from the one the checkpoint was trained on (its size and
+// fingerprint, as --resume checks); says so in one line. A checkpoint without the record
+// (weights only, or older) counts as the same.
+static int other_corpus(const char *ckpt, const Dataset *ds, const char *data) {
+    static const char *const all_but_state[] = {"config", "masks", "params", "ema", "adam_m", "adam_v", "hidden", NULL};
+    Ckpt c;
+    TrainState ts;
+    ckpt_read_except(&c, ckpt, all_but_state);
+    int known = ckpt_train_state(&c, &ts) && ts.data_len;
+    ckpt_close(&c);
+    uint32_t now = dataset_fingerprint(ds);
+    if (!known || (ts.data_len == ds->len && ts.data_crc == now)) return 0;
+    warnf("eval: data '%s' (%zu bytes, fingerprint %08x) is not the corpus %s was trained on (%llu bytes, fingerprint %08x): "
+          "its bpc says how the model does on text it never saw", data, ds->len, now, ckpt, (unsigned long long)ts.data_len, ts.data_crc);
+    return 1;
+}
+
 // --dynamic: static and dynamic bpc of the span, one stream or --streams pieces in segments,
 // after the gradient statistics (and --dyn-tune's search); each phase shows its progress.
-static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, const char *split, DynOpts o, int json,
+static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, const char *split, DynOpts o, int json, int other,
                          int mode) {
     const uint8_t *bytes = ds->bytes + ds->off[which];
     size_t count;
@@ -162,9 +179,9 @@ static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, con
         printf("{\"bpc\": %.6f, \"static_bpc\": %.6f, \"static_protocol\": \"%s\", \"bytes\": %zu, \"split\": \"%s\", %s, "
                "\"segment\": %ld, \"eta\": %g, \"lambda\": %g, \"eps\": %g, \"stats_bytes\": %zu, "
                "\"mean_rms\": %.6g, \"tuned\": %s, \"tune_bytes\": %zu, \"tune_bpc\": %.6f, \"seconds\": %.3f, \"static_seconds\": %.3f, "
-               "\"stats_seconds\": %.3f, \"tune_seconds\": %.3f}\n",
+               "\"stats_seconds\": %.3f, \"tune_seconds\": %.3f, \"other_corpus\": %s}\n",
                bpc, static_bpc, nm.json_static, count, split, nm.json, o.segment, o.h.eta, o.h.lambda, o.h.eps, stats, d->mean_rms, o.tune ? "true" : "false",
-               tune, o.tune ? tune_bpc : 0.0, secs, static_secs, stats_secs, tune_secs);
+               tune, o.tune ? tune_bpc : 0.0, secs, static_secs, stats_secs, tune_secs, other ? "true" : "false");
     else
         printf("%s bpc %.4f dynamic, %.4f static (%s), over %zu bytes (protocol dynamic: %s, "
                "weights adapted after each %ld-byte segment; eta %g lambda %g eps %g%s, rms over %zu training bytes; "
@@ -250,13 +267,14 @@ int cmd_eval(int argc, char **argv) {
     Dataset ds;
     dataset_open(&ds, data ? data : m->cfg.data);
     dataset_split(&ds, m->cfg.split, data ? data : m->cfg.data);
+    int other = other_corpus(ckpt, &ds, data ? data : m->cfg.data);
     size_t len = ds.n[which];
     if (max_bytes && (size_t)max_bytes < len) len = (size_t)max_bytes;
     if (len < 2) die("eval: split '%s' of '%s' holds %zu bytes; nothing to evaluate", split, data ? data : m->cfg.data, len);
     if (dyn.on) {
         if (dyn.h.eta < 0) dyn.h.eta = m->cfg.cell == CELL_MLSTM ? DYN_ETA_MLSTM : DYN_ETA_LSTM;
         dyn_streams_check(&dyn.streams, m, len, ckpt, raw);
-        eval_dynamic(m, &ds, which, len, split, dyn, json, o.progress);
+        eval_dynamic(m, &ds, which, len, split, dyn, json, other, o.progress);
         model_free(m);
         dataset_close(&ds);
         return 0;
@@ -276,7 +294,7 @@ int cmd_eval(int argc, char **argv) {
     else snprintf(how, sizeof how, "protocol stripes: %d stripes, each from a zero state", B);
     if (json)
         printf("{\"bpc\": %.6f, \"bytes\": %zu, \"split\": \"%s\", \"protocol\": \"%s\", \"stripes\": %d, "
-               "\"warmup\": %zu, \"seconds\": %.3f}\n", bpc, count, split, name, B, w, secs);
+               "\"warmup\": %zu, \"seconds\": %.3f, \"other_corpus\": %s}\n", bpc, count, split, name, B, w, secs, other ? "true" : "false");
     else printf("%s bpc %.4f over %zu bytes (%s; %.1f s, %.0f chars/s)\n", split, bpc, count, how, secs, count / secs);
     acts_free(m, a);
     model_free(m);

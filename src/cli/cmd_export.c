@@ -90,6 +90,7 @@ int cmd_export(int argc, char **argv) {
         else if (!opts_positional(&o, &ckpt)) opts_unknown(&o);
     }
     if (!ckpt || !out) die("export: usage: swlstm export CKPT --out MODEL.safetensors");
+    refuse_same_file("export", ckpt, out);
     static const char *const optimizer[] = {"adam_m", "adam_v", "hidden", NULL};
     Progress pr;
     progress_init(&pr, "export", NULL, 2 * file_size(ckpt), o.progress);

@@ -52,6 +52,11 @@ static char *default_labels_path(const char *out) {
 int cmd_features(int argc, char **argv) {
     FeatArgs a = {0};
     if (!parse_features_args(argc, argv, &a)) return 0;
+    const char *outs[2] = {a.out, a.labels};
+    for (int k = 0; k < 2; k++) {
+        refuse_same_file("features", a.ckpt, outs[k]);
+        refuse_same_file("features", a.input, outs[k]);
+    }
     Docs d;
     docs_read(&d, a.input, a.want_labels, a.fo.preprocess, a.fo.max_docs);
     if (d.n == 0) die("features: no documents in '%s'", a.input);

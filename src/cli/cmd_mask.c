@@ -54,7 +54,10 @@ static MaskArgs parse_args(Opts *o) {
         else if (opts_is(o, "--layer")) a.layer = (int)opts_long(o, 0, SW_MAX_LAYERS - 1);
         else opts_unknown(o);
     }
-    if (a.ckpt) return a;
+    if (a.ckpt) {
+        refuse_same_file("mask --image", a.ckpt, a.image);
+        return a;
+    }
     if (!a.hidden) die("mask: --hidden is required (a positive multiple of --block)");
     if (!a.sparsity) die("mask: --sparsity is required (dense, random_<density>, ba_<m> or ws_<k>_<p>)");
     if (a.block != 8 && a.block != 16 && a.block != 32) die("mask: option --block: '%d' is not 8, 16 or 32", a.block);

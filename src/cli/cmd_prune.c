@@ -50,6 +50,7 @@ int cmd_prune(int argc, char **argv) {
         else if (!opts_positional(&o, &in)) opts_unknown(&o);
     }
     if (!in || !dens || !out) die("prune: usage: swlstm prune CKPT --density D --out NEW.ckpt");
+    refuse_same_file("prune", in, out);
     double density = parse_double("prune --density", dens, 0, 1);
     if (!(density > 0)) die("prune: --density %s: expected a fraction of each matrix's blocks in (0, 1]", dens);
     double size = file_size(in);  // the progress line counts bytes: CKPT read, then NEW written

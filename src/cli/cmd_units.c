@@ -68,6 +68,8 @@ static float *unit_values(Model *m, const FeatOpts *o, int k, const uint8_t *tex
 int cmd_units(int argc, char **argv) {
     UnitsArgs a = {.unit = -1};
     if (!parse_units_args(argc, argv, &a)) return 0;
+    refuse_same_file("units", a.ckpt, a.out);
+    refuse_same_file("units", a.input, a.out);
     size_t n;
     uint8_t *text = (uint8_t *)read_text_file(a.input, &n, "units --input");
     if (a.max_bytes && (size_t)a.max_bytes < n) n = (size_t)a.max_bytes;

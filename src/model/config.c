@@ -38,7 +38,7 @@ static const char *const NAN_POLICIES[] = {"stop", "skip", NULL};
 static const char *const MASK_UPDATES[] = {"none", "set", "rigl", NULL};
 
 static const Key keys[] = {
-    KEY(data, T_STR, R_ANY, "data/tinyshakespeare.txt", "corpus: raw file, .gz or single-entry .zip (bash data/get_corpus.sh puts Tiny Shakespeare at the default)", NULL),
+    KEY(data, T_STR, R_ANY, "data/corpus.txt", "corpus: raw file, .gz or single-entry .zip (bash data/get_corpus.sh puts the quick start's corpus at the default)", NULL),
     KEY(split, T_STR, R_ANY, "0.9,0.05,0.05", "train,valid,test as fractions or byte counts", NULL),
     KEY(out_dir, T_STR, R_ANY, "checkpoints/run", "run directory: checkpoints and log.jsonl", NULL),
     KEY(device, T_CHOICE, R_ANY, "cpu", "where to train", DEVICES),

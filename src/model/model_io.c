@@ -157,8 +157,10 @@ static void copy_section(CkptWriter *w, const Ckpt *c, const char *tag) {
 
 void model_save_like(const char *path, const Model *m, const Ckpt *c, const real *adam_m, const real *adam_v) {
     CkptWriter *w = model_sections(m);
-    if (ckpt_find(c, "state", 0)) {
-        copy_section(w, c, "state");
+    TrainState ts;
+    if (ckpt_train_state(c, &ts)) {
+        ts.best_valid_bpc = INFINITY;  // another model: its fine-tuning keeps its own best
+        add_state(w, &ts);
         add_reals(w, "adam_m", m->be, adam_m, m->nparams);
         add_reals(w, "adam_v", m->be, adam_v, m->nparams);
         copy_section(w, c, "hidden");

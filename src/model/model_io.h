@@ -26,8 +26,9 @@ typedef struct {
 void model_save(const char *path, const Model *m, const TrainState *ts, const real *adam_m,
                 const real *adam_v, const Acts *a);
 // A checkpoint like c for m, a model of c's config with other masks (swlstm prune): config,
-// masks, m's weights and moving average, and where c holds a training state, c's "state" and
-// "hidden" as they are with adam_m and adam_v (m->nparams each, backend memory).
+// masks, m's weights and moving average, and where c holds a training state, c's "state"
+// (without its best valid bpc: another model's) and "hidden" with adam_m and adam_v
+// (m->nparams each, backend memory).
 void model_save_like(const char *path, const Model *m, const Ckpt *c, const real *adam_m, const real *adam_v);
 // Builds the model stored in a checkpoint already read (its config, masks, weights and moving
 // average) on a device, for verbs that read other sections too (export, prune): the file is

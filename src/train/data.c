@@ -20,7 +20,7 @@
 static void map_file(Dataset *d, const char *path) {
     int fd = open(path, O_RDONLY);
     if (fd < 0)
-        die("data file '%s': cannot open: %s (bash data/get_corpus.sh puts Tiny Shakespeare at data/tinyshakespeare.txt; "
+        die("data file '%s': cannot open: %s (bash data/get_corpus.sh puts the quick start's corpus at data/corpus.txt; "
             "or give another corpus with --data=PATH)", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st)) die("data file '%s': cannot stat: %s", path, strerror(errno));

@@ -13,6 +13,7 @@
 #include "model/byte_set.h"
 #include "train/eval.h"
 #include "train/optim.h"
+#include "train/run_dir.h"
 #include "train/trainer.h"
 
 #define MAX_SKIPPED_IN_ROW 20
@@ -72,7 +73,10 @@ static void resume(Trainer *tr, const char *path) {
     if (tr->ts.data_pos >= tr->st.stripe_len) die("--resume %s: data position %llu is past this data's stripes (was the data file changed?)", path, (unsigned long long)tr->ts.data_pos);
     tr->st.pos = tr->ts.data_pos;
     ckpt_close(&c);
-    if (lead(tr)) printf("resumed from %s at step %ld\n", path, tr->ts.step);
+    if (!lead(tr)) return;
+    printf("resumed from %s at step %ld\n", path, tr->ts.step);
+    if (!isfinite(tr->ts.best_valid_bpc) && tr->cfg.eval_every > 0)
+        printf("  the checkpoint holds no best valid bpc (none yet, or a swlstm prune output): this run's first evaluation sets best.ckpt\n");
 }
 
 static void init_from(Trainer *tr) {
@@ -80,7 +84,7 @@ static void init_from(Trainer *tr) {
     ckpt_read(&c, tr->cfg.init_from);
     model_load_weights(tr->m, &c);
     ckpt_close(&c);
-    if (lead(tr)) printf("init_from %s: loaded weights only (optimizer state, step and data position start fresh)\n", tr->cfg.init_from);
+    if (lead(tr)) printf("init_from %s: loaded weights only (optimizer state, step, data position and the best valid bpc start fresh: this run's first evaluation sets best.ckpt)\n", tr->cfg.init_from);
 }
 
 // Bytes of the valid split that evaluation covers (eval_bytes caps it; 0 = all).
@@ -146,6 +150,7 @@ static void setup(Trainer *tr) {
     tr->ts = (TrainState){.best_valid_bpc = INFINITY};
     tr->masks_step = -1;
     rng_seed(&tr->ts.rng, (uint64_t)cfg->seed ^ 0x5eedULL);
+    if (lead(tr)) run_dir_claim(cfg->out_dir, tr->resume_path, tr->overwrite);
     if (lead(tr) && mkdir_p(cfg->out_dir)) die("out_dir '%s': cannot create the directory", cfg->out_dir);
     int stale = lead(tr) ? af_remove_stale(cfg->out_dir) : 0;
     if (stale) printf("removed %d temporary file(s) of a killed run from %s\n", stale, cfg->out_dir);

@@ -11,6 +11,7 @@ typedef struct {
     Config cfg;
     int rank, world;       // data-parallel rank; 0 of 1 alone
     const char *resume_path;
+    int overwrite;         // --overwrite: a new run may replace another's checkpoints (run_dir.h)
     long stop_after;       // --stop-after: end (with a checkpoint) after this step
     Model *m;
     Acts *a, *ea;          // training window (batch_size/world rows), validation window
