@@ -1,0 +1,340 @@
+// wg_fwd.cu: the wgmma forward step (wg_fwd.h). A persistent CTA an SM walks its items, each
+// the 128 x 128 tile of one hidden block j (its four gates' 32 units side by side) and 128
+// batch rows, dealt to the CTAs longest first. Five warpgroups share the SM: a producer (one
+// thread) streams each list entry's h slab and four gate blocks, 16 KB, into a ring of
+// shared-memory stages with one bulk copy each from their packed images; two consumer
+// warpgroups (64 rows each) run wgmma on every stage; two epilogue warpgroups take the
+// accumulators over through shared memory and apply the cell while the consumers go on with
+// the next item. docs/PERF.md has its figures against the floors.
+#include <algorithm>
+#include <vector>
+#include "base/state.cuh"
+#include "ops/ops.cuh"
+#include "wgmma/wg_fwd.h"
+#include "wgmma/wgmma.cuh"
+
+namespace {
+
+constexpr int RING = 8;                     // stages of the ring
+constexpr int SLAB = 128 * 32 * 2;          // a stage's h slab: 128 rows x 32 columns, bf16
+constexpr int WBLK = 128 * 32 * 2;          // a stage's weights: 4 gates x 32 rows x 32
+constexpr int STAGE = SLAB + WBLK;
+constexpr int ACC = 128 * 128 * 4;          // the accumulators handed to the epilogue
+constexpr int THREADS = 5 * 128;
+constexpr size_t SMEM = RING * STAGE + ACC + 1024 + (2 * RING + 2) * 8;
+
+// An item: hidden block j, 128-row tile m, list entries k0 .. k1 - 1 of j's row; a long row
+// (a hub) is cut into np parts, each summed into partial sums slot cut * most + part.
+struct Item {
+    int j, m, k0, k1, part, np, cut;
+};
+
+struct Args {
+    WgStep s;
+    const int *rowptr, *col;
+    const Item *items;        // a CTA's in its order
+    const int *first;         // CTA c's items: items[first[c] .. first[c + 1])
+    const bf16 *wpk;          // entry p's four gate blocks as the B operand's image, 8 KB
+    float *part;              // [cut][most][128 x 128] partial sums of cut rows
+    int *count;               // [cut] parts summed so far (the last one sets it back to 0)
+    int B, H, most;
+};
+
+// Element (r, k) of a 128 x 32 image (row r, column k of 32), in bytes.
+__host__ __device__ inline uint32_t img_at(int r, int k) { return wg_sw64((uint32_t)(r * 64 + k * 2)); }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // wgmma and setmaxnreg exist in sm_90a code alone
+__device__ inline void produce(const Args &a, unsigned char *ring, uint64_t *full, uint64_t *empty, int t0, int t1) {
+    const int nmt = a.B / 128;
+    int q = 0;
+    for (int t = t0; t < t1; t++) {
+        const Item it = a.items[t];
+        const int p0 = a.rowptr[it.j] + it.k0, n = it.k1 - it.k0;
+        for (int i = 0; i < n; i++, q++) {
+            const int s = q % RING;
+            if (q >= RING) mbar_wait(empty + s, (q / RING - 1) & 1);
+            unsigned char *st = ring + s * STAGE;
+            mbar_expect(full + s, STAGE);
+            bulk_load(st, (const bf16 *)a.s.hpk + ((long)a.col[p0 + i] * nmt + it.m) * (SLAB / 2), SLAB, full + s);
+            bulk_load(st + SLAB, a.wpk + (long)(p0 + i) * (WBLK / 2), WBLK, full + s);
+        }
+    }
+}
+
+// Consumer warpgroup wg: rows 64 wg .. 64 wg + 63 of each item.
+__device__ inline void consume(const Args &a, int wg, unsigned char *ring, uint64_t *full, uint64_t *empty, float *acc,
+                               uint64_t *accfull, uint64_t *accempty, int t0, int t1) {
+    const int e = threadIdx.x % 256, lane = threadIdx.x % 32;
+    int q = 0;
+    for (int t = t0, u = 0; t < t1; t++, u++) {
+        const int n = a.items[t].k1 - a.items[t].k0;
+        float d[64];
+#pragma unroll
+        for (int k = 0; k < 64; k++) d[k] = 0.f;
+        for (int i = 0; i < n; i++, q++) {
+            const int s = q % RING;
+            mbar_wait(full + s, (q / RING) & 1);
+            const uint32_t aa = smem_addr(ring + s * STAGE + wg * (SLAB / 2)), bb = smem_addr(ring + s * STAGE + SLAB);
+            wg_fence();
+            wg_mma_n128(d, wg_desc(aa), wg_desc(bb));
+            wg_mma_n128(d, wg_desc(aa + 32), wg_desc(bb + 32));
+            wg_commit();
+            wg_wait<1>();  // the stage before this one is read: free it
+            if (i > 0 && lane == 0) mbar_arrive(empty + (q - 1) % RING);
+        }
+        wg_wait<0>();
+        if (lane == 0) mbar_arrive(empty + (q - 1) % RING);
+        if (u > 0) mbar_wait(accempty, (u - 1) & 1);
+#pragma unroll
+        for (int k = 0; k < 64; k++) acc[k * 256 + e] = d[k];
+        mbar_arrive(accfull);
+    }
+}
+
+// A part of a cut row: its sums go out; the part that finishes last (1) adds all parts in
+// their order into acc, so the bits do not depend on which one that is.
+__device__ inline bool sum_parts(const Args &a, const Item &it, float *acc, int e) {
+    __shared__ int last;
+    float *mine = a.part + ((long)it.cut * a.most + it.part) * 16384, *all = a.part + (long)it.cut * a.most * 16384;
+#pragma unroll 8
+    for (int k = 0; k < 64; k++) __stcg(mine + k * 256 + e, acc[k * 256 + e]);
+    asm volatile("bar.sync 1, 256;" ::: "memory");  // the epilogue warpgroups
+    if (e == 0) {
+        __threadfence();
+        const int done = atomicAdd(a.count + it.cut, 1) + 1;
+        last = done == it.np;
+        if (last) a.count[it.cut] = 0;
+        __threadfence();
+    }
+    asm volatile("bar.sync 1, 256;" ::: "memory");
+    if (!last) return false;
+#pragma unroll 4
+    for (int k = 0; k < 64; k++) {
+        float v = __ldcg(all + k * 256 + e);
+        for (int p = 1; p < it.np; p++) v += __ldcg(all + (long)p * 16384 + k * 256 + e);
+        acc[k * 256 + e] = v;
+    }
+    return true;
+}
+
+// Epilogue thread e applies the cell to the fragment consumer thread e held: its inputs are
+// loaded as the item starts, while the consumers still run its products.
+__device__ inline void finish(const Args &a, float *acc, uint64_t *accfull, uint64_t *accempty, int t0, int t1) {
+    const int e = threadIdx.x % 256, lane = threadIdx.x % 32, nmt = a.B / 128;
+    const int rl = (e / 128) * 64 + (e / 32 % 4) * 16 + lane / 4;
+    const long H = a.H, G = 4 * H;
+    for (int t = t0, u = 0; t < t1; t++, u++) {
+        const Item it = a.items[t];
+        const int j = it.j, row0 = it.m * 128 + rl;
+        float2 xin[2][4][4], cin[2][4];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const long row = row0 + 8 * r;
+            const float *xr = a.s.xtab + a.s.tok[row] * G;
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {
+                const long col = j * 32 + jj * 8 + lane % 4 * 2;
+#pragma unroll
+                for (int g = 0; g < 4; g++) xin[r][jj][g] = __ldg((const float2 *)(xr + g * H + col));
+                cin[r][jj] = __ldcg((const float2 *)(a.s.c0 + row * H + col));
+            }
+        }
+        mbar_wait(accfull, u & 1);
+        if (it.np > 1 && !sum_parts(a, it, acc, e)) {
+            mbar_arrive(accempty);
+            continue;
+        }
+        unsigned char *hp = (unsigned char *)a.s.hpk1 + ((long)j * nmt + it.m) * SLAB;
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const long row = row0 + 8 * r;
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {
+                const int k = jj * 8 + lane % 4 * 2;
+                const long col = j * 32 + k, at = row * H + col;
+                float pre[4][2];
+#pragma unroll
+                for (int g = 0; g < 4; g++) {
+                    const float2 b = __ldg((const float2 *)(a.s.bias + g * H + col));
+                    pre[g][0] = acc[((g * 4 + jj) * 4 + r * 2) * 256 + e] + xin[r][jj][g].x + b.x;
+                    pre[g][1] = acc[((g * 4 + jj) * 4 + r * 2 + 1) * 256 + e] + xin[r][jj][g].y + b.y;
+                }
+                if (r == 1 && jj == 3) mbar_arrive(accempty);  // the last read of acc
+                float2 cn, hn;
+                uint4 act;
+                float gi = sigm(pre[0][0]), gf = sigm(pre[1][0]), gg = tnh(pre[2][0]), go = sigm(pre[3][0]);
+                cn.x = gf * cin[r][jj].x + gi * gg, hn.x = go * tnh(cn.x);
+                __nv_bfloat162 p0 = __floats2bfloat162_rn(gi, gf), p1 = __floats2bfloat162_rn(gg, go);
+                gi = sigm(pre[0][1]), gf = sigm(pre[1][1]), gg = tnh(pre[2][1]), go = sigm(pre[3][1]);
+                cn.y = gf * cin[r][jj].y + gi * gg, hn.y = go * tnh(cn.y);
+                __nv_bfloat162 p2 = __floats2bfloat162_rn(gi, gf), p3 = __floats2bfloat162_rn(gg, go);
+                __nv_bfloat162 hv = __floats2bfloat162_rn(hn.x, hn.y);
+                act = make_uint4(*(uint32_t *)&p0, *(uint32_t *)&p1, *(uint32_t *)&p2, *(uint32_t *)&p3);
+                *(float2 *)(a.s.c1 + at) = cn;
+                __stcs((float2 *)(a.s.h1 + at), hn);
+                __stcs((uint4 *)a.s.actb + at / 2, act);
+                *(__nv_bfloat162 *)((bf16 *)a.s.hb1 + at) = hv;
+                *(__nv_bfloat162 *)(hp + img_at(rl + 8 * r, k)) = hv;
+            }
+        }
+    }
+}
+
+#endif
+
+__global__ void __launch_bounds__(THREADS, 1) fwd_kernel(Args a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ unsigned char smem_raw[];
+    unsigned char *ring = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    float *acc = (float *)(ring + RING * STAGE);
+    uint64_t *full = (uint64_t *)(ring + RING * STAGE + ACC), *empty = full + RING, *accfull = empty + RING,
+             *accempty = accfull + 1;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < RING; s++) mbar_init(full + s, 1), mbar_init(empty + s, 8);
+        mbar_init(accfull, 256), mbar_init(accempty, 256);
+        mbar_init_fence();
+    }
+    __syncthreads();
+    const int role = threadIdx.x / 128, t0 = a.first[blockIdx.x], t1 = a.first[blockIdx.x + 1];
+    if (role == 4) {
+        wg_regs_down<24>();
+        if (threadIdx.x == 4 * 128) produce(a, ring, full, empty, t0, t1);
+    } else if (role < 2) {
+        consume(a, role, ring, full, empty, acc, accfull, accempty, t0, t1);
+    } else {
+        wg_regs_up<128>();
+        finish(a, acc, accfull, accempty, t0, t1);
+    }
+#endif
+}
+
+__global__ void pack_w_kernel(bf16 *wpk, const bf16 *w, const int *blk, long gstride, long n) {
+    const long i = blockIdx.x * (long)blockDim.x + threadIdx.x;  // entry p, gate g, row r, column pair k2
+    if (i >= n * 4 * 32 * 16) return;
+    const int k = (int)(i % 16) * 2, r = (int)(i / 16 % 32), g = (int)(i / 512 % 4);
+    const long p = i / 2048;
+    const uint32_t v = *(const uint32_t *)(w + ((blk[p] + g * gstride) * 32 + r) * 32 + k);
+    *(uint32_t *)((unsigned char *)(wpk + p * (WBLK / 2)) + img_at(g * 32 + r, k)) = v;
+}
+
+__global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {
+    const long i = blockIdx.x * (long)blockDim.x + threadIdx.x;  // row, column pair
+    if (i >= (long)B * H / 2) return;
+    const int row = (int)(i / (H / 2)), col = (int)(i % (H / 2)) * 2;
+    const uint32_t v = *(const uint32_t *)(h + (long)row * H + col);
+    *(uint32_t *)((unsigned char *)hpk + ((long)(col / 32) * (B / 128) + row / 128) * SLAB + img_at(row % 128, col % 32)) = v;
+}
+
+// Items longest first, each to the CTA with the least work so far (an item costs its entries
+// plus about three stages' worth of epilogue). Rows longer than a CTA's share are cut into
+// parts that different CTAs run.
+int deal(const std::vector<int> &rowptr, int nb, int nmt, int nctas, std::vector<Item> &items, std::vector<int> &first) {
+    const long total = (long)rowptr[nb] * nmt;
+    const int cap = std::max(4, (int)((total + nctas - 1) / nctas));
+    std::vector<Item> all;
+    int cuts = 0, most = 1;
+    for (int j = 0; j < nb; j++)
+        for (int m = 0; m < nmt; m++) {
+            const int n = rowptr[j + 1] - rowptr[j], np = std::max(1, (n + cap - 1) / cap);
+            for (int p = 0; p < np; p++) all.push_back({j, m, n * p / np, n * (p + 1) / np, p, np, np > 1 ? cuts : 0});
+            cuts += np > 1, most = std::max(most, np);
+        }
+    std::stable_sort(all.begin(), all.end(), [](const Item &x, const Item &y) { return x.k1 - x.k0 > y.k1 - y.k0; });
+    std::vector<std::vector<Item>> per(nctas);
+    std::vector<long> load(nctas, 0);
+    for (const Item &it : all) {
+        const int c = (int)(std::min_element(load.begin(), load.end()) - load.begin());
+        load[c] += it.k1 - it.k0 + 3;
+        per[c].push_back(it);
+    }
+    for (int c = 0; c < nctas; c++) {
+        first.push_back((int)items.size());
+        items.insert(items.end(), per[c].begin(), per[c].end());
+    }
+    first.push_back((int)items.size());
+    return cuts * 65536 + most;  // how many rows were cut, and into at most how many parts
+}
+
+}  // namespace
+
+struct WgFwd {
+    Args a;
+    int nctas;
+    long nnz;
+    int *blk;
+    long gstride;
+};
+
+WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B) {
+    int dev, major, minor, sms;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    if (major != 9 || minor != 0 || H % 32 || B % 128 || B <= 0) return NULL;
+    const int nb = H / 32;
+    std::vector<int> rp(rowptr, rowptr + nb + 1), first;
+    std::vector<Item> items;
+    const int dealt = deal(rp, nb, B / 128, sms, items, first), cuts = dealt / 65536;
+    WgFwd *f = (WgFwd *)xcalloc(1, sizeof(WgFwd));
+    f->nctas = sms, f->nnz = rp[nb], f->gstride = gstride;
+    Args &a = f->a;
+    a.B = B, a.H = H, a.most = dealt % 65536;
+    int *d_rowptr, *d_col, *d_first;
+    Item *d_items;
+    bf16 *d_wpk;
+    CUDA_CHECK(cudaMalloc(&d_rowptr, sizeof(int) * (nb + 1)));
+    CUDA_CHECK(cudaMalloc(&d_col, sizeof(int) * std::max(f->nnz, 1L)));
+    CUDA_CHECK(cudaMalloc(&f->blk, sizeof(int) * std::max(f->nnz, 1L)));
+    CUDA_CHECK(cudaMalloc(&d_items, sizeof(Item) * items.size()));
+    CUDA_CHECK(cudaMalloc(&a.part, sizeof(float) * 16384 * std::max(cuts, 1) * a.most));
+    CUDA_CHECK(cudaMalloc(&a.count, sizeof(int) * std::max(cuts, 1)));
+    CUDA_CHECK(cudaMemset(a.count, 0, sizeof(int) * std::max(cuts, 1)));
+    CUDA_CHECK(cudaMalloc(&d_first, sizeof(int) * first.size()));
+    CUDA_CHECK(cudaMalloc(&d_wpk, (size_t)WBLK * std::max(f->nnz, 1L)));
+    CUDA_CHECK(cudaMemcpy(d_rowptr, rowptr, sizeof(int) * (nb + 1), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_col, col, sizeof(int) * f->nnz, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(f->blk, blk, sizeof(int) * f->nnz, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_items, items.data(), sizeof(Item) * items.size(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_first, first.data(), sizeof(int) * first.size(), cudaMemcpyHostToDevice));
+    a.rowptr = d_rowptr, a.col = d_col, a.items = d_items, a.first = d_first, a.wpk = d_wpk;
+    CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
+    wg_fwd_pack_w(f, w);
+    return f;
+}
+
+void wg_fwd_pack_w(WgFwd *f, const void *w) {
+    const long n = f->nnz * 4 * 32 * 16;
+    if (n == 0) return;
+    pack_w_kernel<<<(unsigned)((n + 255) / 256), 256, 0, g_cuda.stream>>>((bf16 *)f->a.wpk, (const bf16 *)w, f->blk, f->gstride,
+                                                                            f->nnz);
+    LAUNCH_CHECK();
+}
+
+size_t wg_fwd_hpk_bytes(const WgFwd *f) { return (size_t)f->a.B * f->a.H * 2; }
+
+void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk) {
+    const long n = (long)f->a.B * f->a.H / 2;
+    pack_h_kernel<<<(unsigned)((n + 255) / 256), 256, 0, g_cuda.stream>>>((bf16 *)hpk, (const bf16 *)hb, f->a.B, f->a.H);
+    LAUNCH_CHECK();
+}
+
+void wg_fwd_step(const WgFwd *f, const WgStep *s) {
+    Args a = f->a;
+    a.s = *s;
+    fwd_kernel<<<f->nctas, THREADS, SMEM, g_cuda.stream>>>(a);
+    LAUNCH_CHECK();
+}
+
+void wg_fwd_free(WgFwd *f) {
+    if (!f) return;
+    CUDA_CHECK(cudaFree((void *)f->a.rowptr));
+    CUDA_CHECK(cudaFree((void *)f->a.col));
+    CUDA_CHECK(cudaFree(f->blk));
+    CUDA_CHECK(cudaFree((void *)f->a.items));
+    CUDA_CHECK(cudaFree((void *)f->a.first));
+    CUDA_CHECK(cudaFree((void *)f->a.wpk));
+    CUDA_CHECK(cudaFree(f->a.part));
+    CUDA_CHECK(cudaFree(f->a.count));
+    free(f);
+}

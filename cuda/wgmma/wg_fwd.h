@@ -1,0 +1,40 @@
+// wg_fwd.h: the forward time step of a plain LSTM layer on Hopper's warpgroup matrix
+// instructions (wg_fwd.cu): bf16, blocks of 32, a batch of a multiple of 128 rows, layer 0's
+// input table, no layer norm. Under construction (issue 57): `swlstm bench --wgmma` and
+// tests/gpu/test_gpu_wgmma.c run it; the recurrent engine does not select it yet.
+#pragma once
+#include <stddef.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct WgFwd WgFwd;
+
+// One step's operands, device pointers, as the engine's forward step takes them
+// (engine/lstm_seq.cuh SeqStep) except h: h_t arrives in the packed image (wg_fwd_pack_h) and
+// h_{t+1} leaves in it too (hpk1) beside its row-major copies. Row b's input projection is row
+// tok[b] of xtab [256, 4H]; c0 = c_t, c1 = c_{t+1} [B, H]; h1 = h_{t+1} in fp32 and hb1 in bf16
+// [B, H]; actb = the four gate activations of a unit side by side, bf16 [B][H][4].
+typedef struct {
+    const void *hpk;
+    void *hpk1;
+    const float *xtab, *bias, *c0;
+    const int *tok;
+    float *c1, *h1;
+    void *hb1, *actb;
+} WgStep;
+
+// W_h's mask as lists by block row, host arrays: row j's entries are rowptr[j] ..
+// rowptr[j + 1] - 1, entry p reads block column col[p], and gate g's weights are stored
+// block blk[p] + g * gstride of w (device, bf16, 32 x 32 row-major). NULL where the kernel
+// does not run the shape (H not a multiple of 32, B not a multiple of 128, no sm_90a device).
+WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B);
+void wg_fwd_pack_w(WgFwd *f, const void *w);  // the weights changed: packs them again
+size_t wg_fwd_hpk_bytes(const WgFwd *f);       // one packed h: B * H bf16
+void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk);  // row-major bf16 [B, H] in
+void wg_fwd_step(const WgFwd *f, const WgStep *s);
+void wg_fwd_free(WgFwd *f);
+
+#ifdef __cplusplus
+}
+#endif
