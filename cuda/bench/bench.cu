@@ -72,8 +72,8 @@ static void l2_once(void *arg, int iter) {
     LAUNCH_CHECK();
 }
 
-extern "C" double cb_l2_gbps(size_t l2_bytes) {
-    size_t bytes = l2_bytes / 4 / 16 * 16;
+extern "C" double cb_read_gbps(size_t bytes) {
+    bytes = bytes / 16 * 16;
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     L2Arg a = {NULL, (long)(bytes / 16), NULL, prop.multiProcessorCount * 8};
@@ -85,6 +85,8 @@ extern "C" double cb_l2_gbps(size_t l2_bytes) {
     CUDA_CHECK(cudaFree(a.sink));
     return (double)L2_PASSES * bytes / (ms * 1e-3) / 1e9;
 }
+
+extern "C" double cb_l2_gbps(size_t l2_bytes) { return cb_read_gbps(l2_bytes / 4); }
 
 // ---- cuBLAS dense baseline: two weight copies (each far larger than L2) alternate ----
 typedef struct {

@@ -12,7 +12,6 @@
 #include <vector>
 #include "bench/bench_cuda.h"
 #include "base/launch.cuh"
-#include "bench/table.h"
 #include "sparse/mask.h"
 
 namespace cg = cooperative_groups;
@@ -345,7 +344,7 @@ static double time_run(Run r, const std::vector<unsigned> &want, int *ok) {
 }
 
 // One table row per mechanism for layout m; returns how many failed their check.
-static int sync_rows(const char *desc, const Mask &m, int nsm) {
+static int sync_rows(const TablePrint *tp, const char *desc, const Mask &m, int nsm) {
     const int nb = m.nr, ctas = std::min(nsm, nb);
     std::vector<int> rp(nb + 1, 0), col;
     for (int r = 0; r < nb; r++) {
@@ -381,12 +380,12 @@ static int sync_rows(const char *desc, const Mask &m, int nsm) {
         if (kind == READY_FLAGS) snprintf(deps, sizeof deps, "%.1f of %d", (double)vlist.size() / ctas, nb);
         if (us0 >= 0) snprintf(alone, sizeof alone, "%.2f", us0);
         if (us < 0) {
-            table_row("| %s | %s | - | - | - | - | n/a (cannot be placed) | | |\n", kind_name[kind], desc);
+            tp->row("| %s | %s | - | - | - | - | n/a (cannot be placed) | | |\n", kind_name[kind], desc);
             continue;
         }
         const int cl = kind == CLUSTER8 || kind == CLUSTER16;
         const int rows_per = cl ? (nb + cluster_of(kind) - 1) / cluster_of(kind) : (nb + ctas - 1) / ctas;
-        table_row("| %s | %s | %d | %d | %s | %d | %.2f | %s | %s |\n", kind_name[kind], desc, cl ? cluster_of(kind) : ctas,
+        tp->row("| %s | %s | %d | %d | %s | %d | %.2f | %s | %s |\n", kind_name[kind], desc, cl ? cluster_of(kind) : ctas,
                32 * warps_per_row(rows_per) * rows_per, deps, STEPS, us,
                ok == 1 ? "ok" : ok < 0 ? "-" : "FAILED", alone);
         fflush(stdout);
@@ -397,23 +396,23 @@ static int sync_rows(const char *desc, const Mask &m, int nsm) {
     return failed;
 }
 
-extern "C" int cb_sync(void) {
+extern "C" int cb_sync(const TablePrint *tp) {
     char dev[256];
     size_t l2;
     cb_device(dev, sizeof dev, &l2);
     int nsm;
     CUDA_CHECK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, 0));
-    table_note("device: %s\na chain of %d dependent steps over H = 5120 in 32 x 32 blocks (160 block rows): each step, every "
+    tp->note("device: %s\na chain of %d dependent steps over H = 5120 in 32 x 32 blocks (160 block rows): each step, every "
            "block row becomes an integer mix of the blocks its W_h row stores (mlstm_3min's ba_14, seed 1; dense: every "
            "row reads the whole row before it, as a layer norm's statistics do); us/step = a run's time / %d, median of "
            "runs; checked = the last state equals the host's, bit for bit; sync alone = the same ordering with no work\n\n",
            dev, STEPS, STEPS);
-    table_head("sync", "| mechanism | mask | CTAs | threads | producers a CTA waits on | steps | us/step | checked | sync alone us/step |");
+    tp->head("sync", "| mechanism | mask | CTAs | threads | producers a CTA waits on | steps | us/step | checked | sync alone us/step |");
     int failed = 0;
     const char *descs[] = {"ba_14", "dense"};
     for (const char *d : descs) {
         Mask m = mask_make(d, 160, 160, 1);
-        failed += sync_rows(d, m, nsm);
+        failed += sync_rows(tp, d, m, nsm);
         mask_free(&m);
     }
     if (failed) fprintf(stderr, "bench --sync: %d mechanism(s) failed their check (see the table)\n", failed);

@@ -17,6 +17,8 @@ typedef struct {
 void bench_kernels(const BenchFilter *f);
 void bench_train(const BenchFilter *f);
 void bench_sample(void);
+void bench_wgmma(void);
+int bench_sync(void);  // 1 if a mechanism failed its check
 
 typedef struct {
     const char *only;     // one row by name (NULL: all)

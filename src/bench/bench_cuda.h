@@ -17,6 +17,13 @@ double cb_time_ms(BenchFn fn, void *arg, int warmup, int reps);
 double cb_copy_gbps(void);
 // L2 read bandwidth, GB/s: a buffer of a quarter of L2 read again and again by every SM.
 double cb_l2_gbps(size_t l2_bytes);
+// Read bandwidth over a working set of `bytes` read again and again, GB/s (the L2's below its
+// size, the HBM's above).
+double cb_read_gbps(size_t bytes);
+// `swlstm bench --wgmma` (wgmma_step.cu): us a time step of the wgmma forward step
+// (cuda/wgmma/wg_fwd.h) over a window of `steps`, W_h's mask as lists by block row (rowptr,
+// col); < 0 where the kernel does not run the shape or the device.
+double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps);
 // cuBLAS dense y[N,R] = x[N,C] W^T with W stored in bf16 (bf16 = 1) or fp32, fp32 accumulate.
 double cb_dense_ms(int N, int R, int C, int bf16, int reps);
 // cuSPARSE BSR SpMM of the same product with w's blocks (vals: `nsets` rotated fp32 weight
@@ -24,9 +31,16 @@ double cb_dense_ms(int N, int R, int C, int bf16, int reps);
 double cb_sparse_ms(const BsMat *w, const real *vals, int nsets, int N, int bf16, int reps, char *why, size_t whylen);
 // "NVIDIA H100 80GB HBM3, 132 SMs, 50 MB L2"
 void cb_device(char *buf, size_t n, size_t *l2_bytes);
+// How the device side prints a table it measures: src/bench/table.h's functions, handed down
+// (cuda/bench sits below src/bench).
+typedef struct {
+    void (*head)(const char *name, const char *head);
+    void (*row)(const char *fmt, ...);
+    void (*note)(const char *fmt, ...);
+} TablePrint;
 // `swlstm bench --sync` (sync.cu): the table of microseconds per dependent step under each
 // way of ordering a chain of small dependent ops. Returns 1 if a mechanism failed its check.
-int cb_sync(void);
+int cb_sync(const TablePrint *tp);
 // GPU memory in use on the device (all allocations of this process and others), GiB.
 double cb_mem_used_gib(void);
 

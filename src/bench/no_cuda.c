@@ -12,11 +12,13 @@ __attribute__((noreturn)) static void no_cuda(void) {
 double cb_time_ms(BenchFn fn, void *arg, int warmup, int reps) { no_cuda(); }
 double cb_copy_gbps(void) { no_cuda(); }
 double cb_l2_gbps(size_t l2_bytes) { no_cuda(); }
+double cb_read_gbps(size_t bytes) { no_cuda(); }
+double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps) { no_cuda(); }
 double cb_dense_ms(int N, int R, int C, int bf16, int reps) { no_cuda(); }
 double cb_sparse_ms(const BsMat *w, const real *vals, int nsets, int N, int bf16, int reps, char *why, size_t whylen) {
     no_cuda();
 }
 void cb_device(char *buf, size_t n, size_t *l2_bytes) { no_cuda(); }
 double cb_mem_used_gib(void) { no_cuda(); }
-int cb_sync(void) { no_cuda(); }
+int cb_sync(const TablePrint *tp) { no_cuda(); }
 #endif

@@ -9,7 +9,7 @@
 #include "model/config.h"
 
 static void usage(void) {
-    printf("usage: swlstm bench [--train | --sample | --sync | --probe] [--bs 8|16|32] [--density D] [--dtype fp32|bf16]\n"
+    printf("usage: swlstm bench [--train | --sample | --sync | --wgmma | --probe] [--bs 8|16|32] [--density D] [--dtype fp32|bf16]\n"
            "                    [--json]\n"
            "  (default) block-sparse kernel table vs cuBLAS and cuSPARSE; --bs, --density and --dtype\n"
            "            keep only the matching rows (block 32 runs densities 1 0.5 0.25 0.1 0.05 0.02;\n"
@@ -25,9 +25,12 @@ static void usage(void) {
            "            batches of 8 and 64 op by op (H=4096 ba_4 and dense, the mlstm at H=8192 ba_7)\n"
            "  --sync    us per dependent step of a chain of small ops: graph, PDL, grid barrier,\n"
            "            readiness flags, clusters (mlstm_3min's W_h layout)\n"
+           "  --wgmma   the floors of a plain LSTM's forward time step (math, HBM and L2 bytes over the\n"
+           "            ceilings measured in the call; the read bandwidth over 8 MB to 1 GB) beside the\n"
+           "            Hopper wgmma step (issue 57) at lstm_3min's and the mLSTM configs' W_h shapes\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n"
            "  --json    each table's rows as JSON lines on stdout, one object a row keyed by the table's\n"
-           "            columns (\"table\": kernels, train, train_ops, sample, sync or probe; numbers as\n"
+           "            columns (\"table\": kernels, train, train_ops, sample, sync, read_sweep, wgmma or probe; numbers as\n"
            "            numbers, \"-\" and n/a as null); the prose around the tables goes to stderr\n"
            "the tables other than --probe need a GPU build\n");
 }
@@ -70,7 +73,7 @@ static int cmd_bench_probe(int argc, char **argv) {
 int cmd_bench(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--probe")) return cmd_bench_probe(argc, argv);
-    int train = 0, sample = 0, sync = 0;
+    int train = 0, sample = 0, sync = 0, wgmma = 0;
     BenchFilter f = {.prec = -1, .cell = -1};
     Opts o;
     if (!opts_begin(&o, "bench", argc, argv, usage)) return 0;
@@ -79,6 +82,7 @@ int cmd_bench(int argc, char **argv) {
         else if (opts_is(&o, "--json")) table_json(1);
         else if (opts_is(&o, "--train")) train = 1;
         else if (opts_is(&o, "--sample")) sample = 1;
+        else if (opts_is(&o, "--wgmma")) wgmma = 1;
         else if (opts_is(&o, "--hidden")) f.hidden = (int)opts_long(&o, 32, 1 << 20);
         else if (opts_is(&o, "--cell")) f.cell = opts_choice(&o, "cell");
         else if (opts_is(&o, "--bs")) f.bs = (int)opts_long(&o, 8, 32);
@@ -86,8 +90,9 @@ int cmd_bench(int argc, char **argv) {
         else if (opts_is(&o, "--dtype")) f.prec = opts_choice(&o, "precision");
         else opts_unknown(&o);
     }
-    if (sync) return cb_sync();
-    if (sample) bench_sample();
+    if (sync) return bench_sync();
+    if (wgmma) bench_wgmma();
+    else if (sample) bench_sample();
     else if (train) bench_train(&f);
     else bench_kernels(&f);
     return 0;
