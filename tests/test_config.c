@@ -243,6 +243,27 @@ TEST(config_parse_choice_errors) {
     CHECK_DIES(parse_device, (void *)"gpu", "sample --device = 'gpu': expected one of cpu, cuda");
 }
 
+// Every key once, typed: doubles with a point (a JSON reader gets a float), choices and strings
+// quoted (escapes as JSON's).
+TEST(config_json_types_every_key) {
+    Config c;
+    config_defaults(&c);
+    snprintf(c.out_dir, sizeof c.out_dir, "a\"b");
+    c.learning_rate = 1;
+    char *j = config_to_json(&c), *t = config_to_text(&c);
+    const char *head = "{\"data\": \"data/tinyshakespeare.txt\", \"split\": \"0.9,0.05,0.05\", ";
+    CHECK_MSG(!strncmp(j, head, strlen(head)) &&
+              j[strlen(j) - 1] == '}', "%s", j);
+    CHECK_MSG(strstr(j, ", \"out_dir\": \"a\\\"b\", \"device\": \"cpu\", ") && strstr(j, ", \"learning_rate\": 1.0, ") &&
+              strstr(j, ", \"layer_norm\": false, ") && strstr(j, ", \"hidden_size\": 256, "), "%s", j);
+    int keys = 0, lines = 0;
+    for (const char *p = j; (p = strstr(p, "\": ")); p++) keys++;
+    for (const char *p = t; (p = strchr(p, '\n')); p++) lines++;
+    CHECK_EQ(keys, lines);
+    free(j);
+    free(t);
+}
+
 TEST(config_text_round_trip) {
     Config a, b;
     config_defaults(&a);
