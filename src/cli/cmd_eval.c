@@ -99,6 +99,10 @@ static const struct {
               [DYN_CHOSEN] = {"chosen", "the best pair of the walk on the valid bytes, below their static bpc"},
               [DYN_STATIC] = {"static", "no pair of the walk beat the static bpc on the valid bytes: eta 0"}};
 
+// The main line's word on eta.
+static const char *HOW[] = {[DYN_GIVEN] = "", [DYN_TUNED] = " (tuned)", [DYN_CHOSEN] = " (chosen)",
+                            [DYN_STATIC] = " (no pair beat static on the valid bytes)"};
+
 // The default's choice in one line (nothing when eta was given or tuned, whose lines precede).
 static void print_choice(const DynResult *r, long segment) {
     const DynChosen *c = &r->chosen;
@@ -140,7 +144,7 @@ static void print_dynamic(const DynResult *r, const DynProtocol *p, const char *
            "weights adapted after each %ld-byte segment; eta %g lambda %g eps %g%s, rms over %zu training bytes; "
            "%.1f s dynamic, %.1f s static, %.1f s statistics%s)\n",
            split, r->bpc, r->static_bpc, nm.text_static, static_bytes, r->count, nm.text, p->segment, r->h.eta,
-           r->h.lambda, r->h.eps, c->how == DYN_TUNED ? " (tuned)" : c->how == DYN_GIVEN ? "" : " (chosen)",
+           r->h.lambda, r->h.eps, HOW[c->how],
            r->stats_bytes, r->seconds, r->static_seconds, r->stats_seconds, choosing);
     if (r->bpc > r->static_bpc)
         printf("note: the dynamic bpc is %.4f worse than the static over the span\n", r->bpc - r->static_bpc);
