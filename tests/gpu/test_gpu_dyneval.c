@@ -2,8 +2,9 @@
 // streams (gradient statistics, segments scored and adapted) of both cells, per-step ops and
 // the recurrent engine, fp32 and bf16 (whose weight shadow each update must refresh): the
 // static and dynamic bpc and the adapted weights; --streams' pieces on one GPU and on two.
-// The weights' tolerance is the precision's, or twice how far the CPU's own stream ends from
-// itself when its trained weights change in their last bit, where the stream amplifies that.
+// The dynamic bpc's and the weights' tolerances are the precision's, or twice how far the CPU's
+// own stream ends from itself when its trained weights change in their last bit, where the
+// stream amplifies that.
 // The update op alone: test_gpu_ops.c.
 #include "model/model_io.h"
 #include "train/dyn_streams.h"
@@ -47,11 +48,11 @@ static void check_dyneval(const char *prec, double tol_bpc, double tol_w) {
         model_free(probe);
         DynRun c = dyn_run(sh, backend_cpu(), train, eval, 800, 0), g = dyn_run(sh, cuda_named(prec), train, eval, 800, 0);
         DynRun cs = dyn_run(sh, backend_cpu(), train, eval, 800, 0x1p-23);
-        double spread = rel_l2(cs.w, c.w, n), tol = fmax(tol_w, 2 * spread);
+        double spread = rel_l2(cs.w, c.w, n), tol = fmax(tol_w, 2 * spread), tol_dyn = fmax(tol_bpc, 2 * fabs(cs.dyn - c.dyn));
         CHECK_MSG(fabs(g.stat - c.stat) < tol_bpc, "%s %s bs %d %s: static bpc gpu %.6f cpu %.6f", prec, shape_cell(sh),
                   sh->bs, sh->sparsity, g.stat, c.stat);
-        CHECK_MSG(fabs(g.dyn - c.dyn) < tol_bpc, "%s %s bs %d %s: dynamic bpc gpu %.6f cpu %.6f", prec, shape_cell(sh),
-                  sh->bs, sh->sparsity, g.dyn, c.dyn);
+        CHECK_MSG(fabs(g.dyn - c.dyn) < tol_dyn, "%s %s bs %d %s: dynamic bpc gpu %.6f cpu %.6f (tol %g)", prec,
+                  shape_cell(sh), sh->bs, sh->sparsity, g.dyn, c.dyn, tol_dyn);
         CHECK_MSG(c.stat - c.dyn > 10 * tol_bpc, "%s %s: the stream gains too little to tell (%.6f -> %.6f)", prec,
                   shape_cell(sh), c.stat, c.dyn);
         double e = rel_l2(g.w, c.w, n);
@@ -67,9 +68,9 @@ static void check_dyneval(const char *prec, double tol_bpc, double tol_w) {
 
 // fp32: the ops' last-bit differences stay last-bit in the weights, but where the stream itself
 // amplifies them (the block-16 LSTM with layer norm: a last-bit change of the trained weights
-// moves the CPU's own adapted weights by ~1e-2, docs/QUALITY.md "Dynamic evaluation"); the
-// bpc sums the whole stream, whose divergence there starts at a step no run can pin.
-TEST(gpu_dyneval_fp32_matches_cpu) { check_dyneval("fp32", 1e-2, 1e-3); }
+// moves the CPU's own adapted weights by ~1e-2 and its dynamic bpc by ~5e-3, docs/QUALITY.md
+// "Dynamic evaluation").
+TEST(gpu_dyneval_fp32_matches_cpu) { check_dyneval("fp32", 1e-3, 1e-3); }
 TEST(gpu_dyneval_bf16_matches_cpu) { check_dyneval("bf16", 5e-2, 3e-2); }
 
 // --streams on the GPU: a checkpoint of an engine-path mLSTM loaded in prec, its statistics,
