@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dyneval_targets.sh: issue 59's targets for `eval --dynamic`'s default on one corpus (one GPU).
 #   bash tools/dyneval_targets.sh CORPUS [SPLIT]     (SPLIT default 0.98,0.01,0.01; the stand-in 0.9,0.05,0.05)
-# Trains configs/mlstm_3min.cfg and configs/lstm_3min.cfg for SECONDS (default 178) each on
+# Trains configs/mlstm_3min.cfg and configs/lstm_3min.cfg for TRAIN_SECONDS (default 178) each on
 # CORPUS (a run whose checkpoint is already in OUT is not trained again, so that a long call
 # can be cut in several), then scores each one's test split (its first MAX_BYTES, default the
 # whole split) three ways, each command timed whole (static reference, statistics, choice,
@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 fail() { echo "dyneval_targets.sh: error: $*" >&2; exit 1; }
 DATA=${1:-}
 SPLIT=${2:-0.98,0.01,0.01}
-SECONDS_=${SECONDS:-178}
+SECONDS_=${TRAIN_SECONDS:-178}
 CONFIGS=${CONFIGS:-configs/mlstm_3min.cfg configs/lstm_3min.cfg}
 [ -n "$DATA" ] || fail "usage: bash tools/dyneval_targets.sh CORPUS [SPLIT]"
 [ -f "$DATA" ] || fail "corpus '$DATA' not found"
