@@ -8,7 +8,7 @@
 #include <string.h>
 #include "base/sha256.h"
 #include "model/model_io.h"
-#include "train/dyn_streams.h"
+#include "train/dyn_protocol.h"
 #include "train/dyneval.h"
 #include "train/eval.h"
 #include "test.h"
@@ -44,15 +44,16 @@ static real *copy_params(const Model *m) {
 }
 
 // The gradient of the mean loss of the T-step window over bytes[0..T], from the state a holds
-// (zero after acts_reset_state), into g; the state is then carried.
-static void window_grad(Model *m, Acts *a, const uint8_t *bytes, int T, real *g) {
+// (zero after acts_reset_state), into g; the state is then carried. Returns the mean loss.
+static double window_grad(Model *m, Acts *a, const uint8_t *bytes, int T, real *g) {
     int in[SEG], tgt[SEG];
     for (int t = 0; t < T; t++) in[t] = bytes[t], tgt[t] = bytes[t + 1];
     memset(m->grads, 0, m->nparams * sizeof(real));
-    model_forward(m, a, in, tgt, T);
+    double loss = model_forward(m, a, in, tgt, T);
     model_backward(m, a, T);
     if (g) memcpy(g, m->grads, m->nparams * sizeof(real));
     acts_carry_state(m, a);
+    return loss;
 }
 
 // With eta = 0 nothing moves: the dynamic bpc is the static stream's, bit for bit.
@@ -82,7 +83,8 @@ TEST(dyneval_eta0_is_the_static_stream_lstm) { check_eta0(0); }
 TEST(dyneval_eta0_is_the_static_stream_mlstm) { check_eta0(1); }
 
 // rms from one training window is |g| of that window; two segments' updates by hand, the
-// second with the decay towards the trained weights and the state carried from the first.
+// second with the decay towards the trained weights and the state carried from the first;
+// the bpc dyn_bpc returns scores each segment before its own update (at p0, then at p1).
 static void check_by_hand(int mlstm) {
     Model *m = small_model(mlstm);
     size_t n = m->nparams;
@@ -93,7 +95,7 @@ static void check_by_hand(int mlstm) {
     acts_reset_state(m, a);
     window_grad(m, a, sb, SEG, gs);
     acts_reset_state(m, a);
-    window_grad(m, a, eb, SEG, g1);
+    double loss1 = window_grad(m, a, eb, SEG, g1);
     DynEval *d = dyn_create(m, sb, SEG + 1, 1, SEG, NULL);
     CHECK_EQ(d->windows, 1);
     double mean = 0;
@@ -106,7 +108,9 @@ static void check_by_hand(int mlstm) {
     for (size_t i = 0; i < n; i++) CHECK_MSG(d->rms[i] == fabsf(gs[i]), "rms[%zu] %g, |g| %g", i, d->rms[i], gs[i]);
     DynHyper h = {2e-3, 0.3, 1e-4};
     size_t count;
-    dyn_bpc(d, a, h, eb, SEG + 1, &count, NULL);  // one segment: the decay has nothing to pull yet
+    double bpc1 = dyn_bpc(d, a, h, eb, SEG + 1, &count, NULL);  // one segment: the decay has nothing to pull yet
+    CHECK_MSG(fabs(bpc1 - loss1 / log(2.0)) < 1e-12, "one segment: bpc %.17g, its loss before the update %.17g", bpc1,
+              loss1 / log(2.0));
     for (size_t i = 0; i < n; i++) {  // float rounding, of the operands' size where they cancel
         double step = h.eta * g1[i] / (fabs(gs[i]) + h.eps);
         CHECK_NEAR(m->params[i], p0[i] - step, 1e-6 * (fabs(p0[i]) + fabs(step)) + 1e-9);
@@ -117,8 +121,13 @@ static void check_by_hand(int mlstm) {
     acts_reset_state(m, a);
     window_grad(m, a, eb, SEG, NULL);
     memcpy(m->params, p1, n * sizeof(real));
-    window_grad(m, a, eb + SEG, SEG, g2);
-    dyn_bpc(d, a, h, eb, 2 * SEG + 1, &count, NULL);
+    double loss2 = window_grad(m, a, eb + SEG, SEG, g2);
+    // Scored after its update instead, the first segment would read at p1: a different loss.
+    acts_reset_state(m, a);
+    double after1 = window_grad(m, a, eb, SEG, NULL);
+    CHECK_MSG(fabs(after1 - loss1) > 1e-4, "the update moves the first segment's loss too little to tell (%g)", after1 - loss1);
+    double bpc2 = dyn_bpc(d, a, h, eb, 2 * SEG + 1, &count, NULL), want2 = (loss1 + loss2) / 2 / log(2.0);
+    CHECK_MSG(fabs(bpc2 - want2) < 1e-12, "two segments: bpc %.17g, by hand %.17g", bpc2, want2);
     CHECK_EQ(count, 2 * SEG);
     int pulled = 0;
     for (size_t i = 0; i < n; i++) {
@@ -236,20 +245,57 @@ TEST(eval_dynamic_verb_leaves_the_checkpoint) {
              "--dyn-tune --tune-bytes 200", ckpt);
     CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
     CHECK_MSG(strstr(out, "dyn-tune: eta ") && strstr(out, "(tuned)"), "%s", out);
+    CHECK_MSG(strstr(out, "over 199 bytes (protocol dynamic: one stream, state carried, weights adapted after each "
+                          "16-byte segment)\n"), "the dyn-tune lines name their protocol: %s", out);
     CHECK_MSG(!strstr(out, "| done"), "progress off a terminal without --progress: %s", out);
     file_hash(ckpt, after);
     CHECK(!memcmp(before, after, SHA256_BYTES));
 }
 
-// Without --eta each cell takes its own default: the plain LSTM loses bpc at the mlstm's.
-TEST(eval_dynamic_eta_default_by_cell) {
+// Without --eta each cell's eta and lambda are chosen on the valid split's first span / 11
+// bytes (90 of 1000 here): the reported pair's dynamic bpc and the static one there are what
+// dyn_bpc and the static stream give on those bytes, and the span is scored with eta 0 when
+// no pair beat static there. --lambda keeps lambda (a pass fewer); --eta is no choice.
+TEST(eval_dynamic_default_chooses_on_valid) {
+    uint8_t *corpus = text(30000, 7);
     for (int mlstm = 0; mlstm < 2; mlstm++) {
         char args[1024], out[4096];
-        snprintf(args, sizeof args, "eval %s --split test --max-bytes 100 --dynamic --segment 16 --dyn-stats 2000 --json",
-                 cell_ckpt(mlstm));
+        const char *base = "--split test --max-bytes 1000 --dynamic --segment 16 --dyn-stats 2000";
+        snprintf(args, sizeof args, "eval %s %s --json", cell_ckpt(mlstm), base);
         CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
-        CHECK_MSG(strstr(out, mlstm ? "\"eta\": 3e-05," : "\"eta\": 3e-06,"), "%s: %s", mlstm ? "mlstm" : "lstm", out);
+        CHECK_MSG(strstr(out, "\"choice_split\": \"valid\", \"choice_bytes\": 89, \"choice_passes\": "), "%s", out);
+        double passes = json_num(out, "\"choice_passes\": "), bpc = json_num(out, "\"choice_bpc\": ");
+        double stat = json_num(out, "\"choice_static_bpc\": "), eta = json_num(out, "\"best_eta\": ");
+        double lambda = json_num(out, "\"best_lambda\": ");
+        CHECK_MSG(passes >= 3 && passes <= 5, "%s", out);
+        if (strstr(out, "\"choice\": \"chosen\""))
+            CHECK_MSG(bpc < stat && json_num(out, "\"eta\": ") == eta, "%s", out);
+        else
+            CHECK_MSG(strstr(out, "\"choice\": \"static\"") && bpc >= stat && json_num(out, "\"eta\": ") == 0 &&
+                      json_num(out, "\"bpc\": ") == json_num(out, "\"static_bpc\": "), "%s", out);
+        Model *m = model_load_infer(cell_ckpt(mlstm), CKPT_CHOICE, CKPT_CHOICE, 0);
+        Acts *a = acts_create(m, 1, 16);
+        size_t count;
+        CHECK_NEAR(eval_bpc(m, a, corpus + 24000, 90, 0, &count, NULL), stat, 1e-6);
+        DynEval *d = dyn_create(m, corpus, 2000, m->cfg.batch_size, 16, NULL);
+        CHECK_NEAR(dyn_bpc(d, a, (DynHyper){eta, lambda, DYN_EPS}, corpus + 24000, 90, &count, NULL), bpc, 1e-6);
+        CHECK_EQ(count, 89);
+        dyn_free(d);
+        acts_free(m, a);
+        model_free(m);
+        snprintf(args, sizeof args, "eval %s %s --lambda 0.02 --json", cell_ckpt(mlstm), base);
+        CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+        CHECK_MSG(json_num(out, "\"choice_passes\": ") <= 4 && json_num(out, "\"best_lambda\": ") == 0.02, "%s", out);
+        snprintf(args, sizeof args, "eval %s %s", cell_ckpt(mlstm), base);
+        CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+        CHECK_MSG(!strncmp(out, "dyn-choose: ", 12) && strchr(out, '\n') && !strncmp(strchr(out, '\n') + 1, "test bpc ", 9),
+                  "%s", out);
+        snprintf(args, sizeof args, "eval %s %s --eta 1e-4 --json", cell_ckpt(mlstm), base);
+        CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+        CHECK_MSG(strstr(out, "\"eta\": 0.0001,") && strstr(out, "\"choice\": \"given\"") &&
+                  strstr(out, "\"choice_bytes\": 0, \"choice_passes\": 0,"), "%s", out);
     }
+    free(corpus);
 }
 
 // n streams of the span on m (d NULL: static), devices G, windows of SEG.
@@ -329,12 +375,20 @@ TEST(eval_dynamic_static_warm_matches) {
     char args[1024], out[4096];
     snprintf(args, sizeof args, "eval %s --split test --max-bytes 1000 --protocol warm --warmup 64 --json", ckpt);
     CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
-    double warm = json_num(out, "\"bpc\": ");
+    double warm = json_num(out, "\"bpc\": "), warm_bytes = json_num(out, "\"bytes\": ");
     snprintf(args, sizeof args, "eval %s --split test --max-bytes 1000 --dynamic --static warm --warmup 64 --segment 16 "
              "--dyn-stats 3000 --json", ckpt);
     CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
     CHECK_MSG(strstr(out, "\"static_protocol\": \"warm\""), "%s", out);
     CHECK_NEAR(json_num(out, "\"static_bpc\": "), warm, 1e-6);
+    CHECK_NEAR(json_num(out, "\"static_bytes\": "), warm_bytes, 0);
+    CHECK_MSG(warm_bytes != json_num(out, "\"bytes\": "), "the warm reference scores as many bytes as the stream: %s", out);
+    snprintf(args, sizeof args, "eval %s --split test --max-bytes 1000 --dynamic --static warm --warmup 64 --segment 16 "
+             "--dyn-stats 3000", ckpt);
+    CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
+    char want[64];
+    snprintf(want, sizeof want, " static (warm, over %.0f bytes), over 999 bytes ", warm_bytes);
+    CHECK_MSG(strstr(out, want), "the text line gives the warm reference's bytes: %s", out);
     snprintf(args, sizeof args, "eval %s --split test --max-bytes 1000 --dynamic --segment 16 --dyn-stats 3000 --json", ckpt);
     CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
     CHECK_MSG(strstr(out, "\"static_protocol\": \"stream\""), "%s", out);

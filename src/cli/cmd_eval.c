@@ -8,27 +8,8 @@
 #include "cli/verbs.h"
 #include "model/model_io.h"
 #include "train/data.h"
-#include "train/dyn_streams.h"
-#include "train/dyneval.h"
+#include "train/dyn_protocol.h"
 #include "train/eval.h"
-
-#define WARMUP_DEFAULT 2048
-// Dynamic evaluation's defaults (README "Dynamic evaluation" says how they were chosen).
-#define DYN_SEGMENT 20
-#define DYN_ETA_MLSTM 3e-5
-#define DYN_ETA_LSTM 3e-6  // the plain cell loses bpc at the mlstm's eta
-#define DYN_LAMBDA 1e-3
-#define DYN_EPS 2e-5
-#define DYN_STATS 1000000
-#define DYN_TUNE_BYTES 50000
-
-typedef struct {
-    int on, tune, static_warm;        // static_warm: the static reference by --protocol warm
-    long segment, stats, tune_bytes;  // stats, tune_bytes: 0 = the default, capped at the split
-    long warmup;
-    DynHyper h;
-    DynStreams streams;  // --streams, --gpus (0 when not given), the checkpoint each GPU loads
-} DynOpts;
 
 static void eval_usage(void) {
     printf("usage: swlstm eval CKPT [--data PATH] [--split valid|test|train] [--max-bytes N]\n"
@@ -58,10 +39,16 @@ static void eval_usage(void) {
            "                      (theta_trained - theta); prints the static and the dynamic bpc.\n"
            "                      The weights change in memory only; the checkpoint is not written.\n"
            "  --segment N         bytes a segment (default %d)\n"
-           "  --eta X --lambda X --eps X   (defaults %g, %g, %g; eta %g for the lstm cell)\n"
+           "  --eta X             the step (default: chosen, below); --lambda X (default %g), --eps X (%g)\n"
+           "                      Without --eta, eta and lambda are chosen on the valid split's first\n"
+           "                      span/%d bytes (or --tune-bytes N): the dynamic bpc of etas by half-\n"
+           "                      decades from %g (%g for the lstm cell), down while it falls, else up,\n"
+           "                      %d at most, then lambda x 10 at the best (unless --lambda): half the\n"
+           "                      cost of the dynamic pass over the span. If none beats the static bpc\n"
+           "                      there, eta is 0 (the static score) and the output says so.\n"
            "  --dyn-stats BYTES   training bytes whose gradients give rms (default %d, or the split)\n"
-           "  --dyn-tune          first pick eta and lambda from a grid around them by the dynamic bpc\n"
-           "                      of the valid split's first --tune-bytes N (default %d)\n"
+           "  --dyn-tune          instead pick eta and lambda from a grid of %d pairs around them by the\n"
+           "                      dynamic bpc of the valid split's first --tune-bytes N (default %d)\n"
            "  --static stream|warm  the static reference: the same stream(s) (default), or the warm\n"
            "                      protocol (stripes side by side: seconds where the stream takes\n"
            "                      minutes on a long split; docs/QUALITY.md measures the two alike)\n"
@@ -74,18 +61,8 @@ static void eval_usage(void) {
            "  --gpus G            spread the streams over G GPUs (default 1), one thread each, each\n"
            "                      GPU taking its pieces in turn; on one GPU (or the CPU) they run\n"
            "                      one after another, never side by side: --streams pays with G > 1\n",
-           WARMUP_DEFAULT, DYN_SEGMENT, DYN_ETA_MLSTM, DYN_LAMBDA, DYN_EPS, DYN_ETA_LSTM, DYN_STATS, DYN_TUNE_BYTES);
-}
-
-// The span of a split: its first `want` bytes (0: `dflt` or the whole split when shorter);
-// an explicit want beyond the split dies naming the option.
-static size_t split_span(const Dataset *ds, int which, long want, long dflt, const char *opt) {
-    size_t n = ds->n[which];
-    if (want && (size_t)want > n)
-        die("eval: %s %ld: the %s split holds %zu bytes", opt, want, which == SPLIT_TRAIN ? "train" : "valid", n);
-    size_t len = want ? (size_t)want : (size_t)dflt < n ? (size_t)dflt : n;
-    if (len < 2) die("eval: %s: the %s split holds %zu bytes; too few", opt, which == SPLIT_TRAIN ? "train" : "valid", n);
-    return len;
+           EVAL_WARMUP, DYN_SEGMENT, DYN_LAMBDA, DYN_EPS, DYN_CHOOSE_SHARE, DYN_ETA_MLSTM, DYN_ETA_LSTM, DYN_CHOOSE_ETAS,
+           DYN_STATS, DYN_TUNE_PAIRS, DYN_TUNE_BYTES);
 }
 
 // A progress line for one phase of a long evaluation (done with progress_done).
@@ -95,25 +72,13 @@ static Progress *phase(Progress *p, const char *what, const char *unit, double t
     return p;
 }
 
-// The static bpc that --dynamic compares against: the same streams with windows of a segment,
-// or the warm protocol over stripes of the config's batch.
-static double static_reference(Model *m, const uint8_t *bytes, size_t len, DynOpts o, Progress *pr) {
-    size_t count;
-    if (!o.static_warm) return dyn_streams_bpc(m, NULL, o.h, &o.streams, bytes, len, &count, pr);
-    int B = eval_batch_for(len, m->cfg.batch_size, m->cfg.seq_length);
-    Acts *a = acts_create(m, B, m->cfg.seq_length);
-    double bpc = eval_bpc(m, a, bytes, len, B > 1 ? eval_warm_for(len, B, (size_t)o.warmup) : 0, &count, pr);
-    acts_free(m, a);
-    return bpc;
-}
-
 // The words that name --dynamic's protocol in the output: the static reference's, json's
 // "protocol" and "streams" (and "devices" for several streams), the text's.
 typedef struct {
     char json_static[16], text_static[32], json[96], text[96];
 } DynNames;
 
-static DynNames dyn_names(const DynOpts *o) {
+static DynNames dyn_names(const DynProtocol *o) {
     int N = o->streams.streams, G = o->streams.devices;
     DynNames n = {"stream", "stream", "\"protocol\": \"dynamic-stream\", \"streams\": 1", "one stream, state carried"};
     if (N > 1) {
@@ -125,6 +90,66 @@ static DynNames dyn_names(const DynOpts *o) {
     }
     if (o->static_warm) snprintf(n.json_static, sizeof n.json_static, "warm"), snprintf(n.text_static, sizeof n.text_static, "warm");
     return n;
+}
+
+// How eta and lambda came: json's "choice" and "why".
+static const struct {
+    const char *name, *why;
+} CHOICE[] = {[DYN_GIVEN] = {"given", "--eta given"},
+              [DYN_TUNED] = {"dyn-tune", "the best pair of the --dyn-tune grid on the valid bytes"},
+              [DYN_CHOSEN] = {"chosen", "the best pair of the walk on the valid bytes, below their static bpc"},
+              [DYN_STATIC] = {"static", "no pair of the walk beat the static bpc on the valid bytes: eta 0"}};
+
+// The main line's word on eta.
+static const char *HOW[] = {[DYN_GIVEN] = "", [DYN_TUNED] = " (tuned)", [DYN_CHOSEN] = " (chosen)",
+                            [DYN_STATIC] = " (no pair beat static on the valid bytes)"};
+
+// The default's choice in one line (nothing when eta was given or tuned, whose lines precede).
+static void print_choice(const DynResult *r, long segment) {
+    const DynChosen *c = &r->chosen;
+    if (c->how == DYN_CHOSEN)
+        printf("dyn-choose: eta %g lambda %g: valid bpc %.4f dynamic, %.4f static, over the valid split's first %zu "
+               "bytes (%d passes, one stream in %ld-byte segments)\n", r->h.eta, r->h.lambda, c->bpc, c->static_bpc,
+               c->bytes, c->passes, segment);
+    else if (c->how == DYN_STATIC)
+        printf("dyn-choose: no eta beat static over the valid split's first %zu bytes (best eta %g lambda %g: %.4f "
+               "dynamic, %.4f static; %d passes): eta 0, the dynamic bpc is the static one\n", c->bytes, c->best.eta,
+               c->best.lambda, c->bpc, c->static_bpc, c->passes);
+}
+
+// --dynamic's answer: static and dynamic bpc of the span, what ran, how eta was chosen.
+static void print_dynamic(const DynResult *r, const DynProtocol *p, const char *split, int json, int other) {
+    DynNames nm = dyn_names(p);
+    const DynChosen *c = &r->chosen;
+    if (json) {
+        printf("{\"bpc\": %.6f, \"static_bpc\": %.6f, \"static_protocol\": \"%s\", \"bytes\": %zu, \"split\": \"%s\", %s, "
+               "\"segment\": %ld, \"eta\": %g, \"lambda\": %g, \"eps\": %g, \"stats_bytes\": %zu, "
+               "\"mean_rms\": %.6g, \"static_bytes\": %zu, \"choice\": \"%s\", \"why\": \"%s\", \"choice_split\": \"valid\", "
+               "\"choice_bytes\": %zu, \"choice_passes\": %d, ",
+               r->bpc, r->static_bpc, nm.json_static, r->count, split, nm.json, p->segment, r->h.eta, r->h.lambda,
+               r->h.eps, r->stats_bytes, r->mean_rms, r->static_count, CHOICE[c->how].name, CHOICE[c->how].why, c->bytes,
+               c->passes);
+        if (c->how != DYN_GIVEN) printf("\"choice_bpc\": %.6f, ", c->bpc);
+        if (c->how >= DYN_CHOSEN) printf("\"choice_static_bpc\": %.6f, \"best_eta\": %g, \"best_lambda\": %g, ",
+                                         c->static_bpc, c->best.eta, c->best.lambda);
+        printf("\"seconds\": %.3f, \"static_seconds\": %.3f, \"stats_seconds\": %.3f, \"choice_seconds\": %.3f, "
+               "\"other_corpus\": %s}\n", r->seconds, r->static_seconds, r->stats_seconds, r->choose_seconds,
+               other ? "true" : "false");
+        return;
+    }
+    print_choice(r, p->segment);
+    char static_bytes[48] = "", choosing[32] = "";
+    if (r->static_count != r->count) snprintf(static_bytes, sizeof static_bytes, ", over %zu bytes", r->static_count);
+    if (c->how != DYN_GIVEN)
+        snprintf(choosing, sizeof choosing, ", %.1f s %s", r->choose_seconds, c->how == DYN_TUNED ? "tuning" : "choosing");
+    printf("%s bpc %.4f dynamic, %.4f static (%s%s), over %zu bytes (protocol dynamic: %s, "
+           "weights adapted after each %ld-byte segment; eta %g lambda %g eps %g%s, rms over %zu training bytes; "
+           "%.1f s dynamic, %.1f s static, %.1f s statistics%s)\n",
+           split, r->bpc, r->static_bpc, nm.text_static, static_bytes, r->count, nm.text, p->segment, r->h.eta,
+           r->h.lambda, r->h.eps, HOW[c->how],
+           r->stats_bytes, r->seconds, r->static_seconds, r->stats_seconds, choosing);
+    if (r->bpc > r->static_bpc)
+        printf("note: the dynamic bpc is %.4f worse than the static over the span\n", r->bpc - r->static_bpc);
 }
 
 // Whether the corpus differs from the one the checkpoint was trained on (its size and
@@ -144,72 +169,6 @@ static int other_corpus(const char *ckpt, const Dataset *ds, const char *data) {
     return 1;
 }
 
-// --dynamic: static and dynamic bpc of the span, one stream or --streams pieces in segments,
-// after the gradient statistics (and --dyn-tune's search); each phase shows its progress.
-static void eval_dynamic(Model *m, const Dataset *ds, int which, size_t len, const char *split, DynOpts o, int json, int other,
-                         int mode) {
-    const uint8_t *bytes = ds->bytes + ds->off[which];
-    size_t count;
-    Progress pr;
-    double t0 = now_sec(), static_bpc = static_reference(m, bytes, len, o, phase(&pr, "eval static", NULL, 1, mode));
-    progress_done(&pr);
-    double static_secs = now_sec() - t0;
-    size_t stats = split_span(ds, SPLIT_TRAIN, o.stats, DYN_STATS, "--dyn-stats");
-    t0 = now_sec();
-    DynEval *d = dyn_create(m, ds->bytes + ds->off[SPLIT_TRAIN], stats, m->cfg.batch_size, (int)o.segment,
-                            phase(&pr, "eval rms statistics", NULL, 1, mode));
-    progress_done(&pr);
-    double stats_secs = now_sec() - t0, tune_bpc = NAN;
-    size_t tune = 0;
-    if (o.tune) {
-        tune = split_span(ds, SPLIT_VALID, o.tune_bytes, DYN_TUNE_BYTES, "--tune-bytes");
-        Acts *a = acts_create(m, 1, (int)o.segment);  // the streams make their own; the search reads one
-        o.h = dyn_tune(d, a, o.h, ds->bytes + ds->off[SPLIT_VALID], tune, &tune_bpc, !json,
-                       phase(&pr, "eval dyn-tune", "pairs", DYN_TUNE_PAIRS, mode));
-        progress_done(&pr);
-        acts_free(m, a);
-    }
-    double tune_secs = now_sec() - t0 - stats_secs;
-    t0 = now_sec();
-    double bpc = dyn_streams_bpc(m, d, o.h, &o.streams, bytes, len, &count, phase(&pr, "eval dynamic", NULL, 1, mode));
-    progress_done(&pr);
-    double secs = now_sec() - t0;
-    DynNames nm = dyn_names(&o);
-    if (json)
-        printf("{\"bpc\": %.6f, \"static_bpc\": %.6f, \"static_protocol\": \"%s\", \"bytes\": %zu, \"split\": \"%s\", %s, "
-               "\"segment\": %ld, \"eta\": %g, \"lambda\": %g, \"eps\": %g, \"stats_bytes\": %zu, "
-               "\"mean_rms\": %.6g, \"tuned\": %s, \"tune_bytes\": %zu, \"tune_bpc\": %.6f, \"seconds\": %.3f, \"static_seconds\": %.3f, "
-               "\"stats_seconds\": %.3f, \"tune_seconds\": %.3f, \"other_corpus\": %s}\n",
-               bpc, static_bpc, nm.json_static, count, split, nm.json, o.segment, o.h.eta, o.h.lambda, o.h.eps, stats, d->mean_rms, o.tune ? "true" : "false",
-               tune, o.tune ? tune_bpc : 0.0, secs, static_secs, stats_secs, tune_secs, other ? "true" : "false");
-    else
-        printf("%s bpc %.4f dynamic, %.4f static (%s), over %zu bytes (protocol dynamic: %s, "
-               "weights adapted after each %ld-byte segment; eta %g lambda %g eps %g%s, rms over %zu training bytes; "
-               "%.1f s dynamic, %.1f s static, %.1f s statistics%s)\n",
-               split, bpc, static_bpc, nm.text_static, count, nm.text, o.segment, o.h.eta, o.h.lambda, o.h.eps, o.tune ? " (tuned)" : "", stats,
-               secs, static_secs, stats_secs, o.tune ? ", tuning too" : "");
-    dyn_free(d);
-}
-
-// --streams and --gpus against the span and the devices (1 each when not given).
-static void dyn_streams_check(DynStreams *s, const Model *m, size_t len, const char *ckpt, int raw) {
-    if (!s->streams) s->streams = 1;
-    if (!s->devices) s->devices = 1;
-    if ((size_t)s->streams > len / 2)
-        die("eval: --streams %d: the span holds %zu bytes; a stream needs 2 at least (at most %zu streams)", s->streams,
-            len, len / 2);
-    if (s->devices > 1 && m->cfg.device != DEVICE_CUDA)
-        die("eval: --gpus %d: the CPU runs the streams one after another on one model; drop --gpus or use --device cuda",
-            s->devices);
-    int ndev = s->devices > 1 ? backend_cuda_devices() : 1;
-    if (s->devices > ndev)
-        die("eval: --gpus %d: this machine shows %d GPUs (CUDA_VISIBLE_DEVICES may hide some)", s->devices, ndev);
-    if (s->devices > s->streams)
-        die("eval: --gpus %d: more GPUs than --streams %d; each GPU takes a stream at least", s->devices, s->streams);
-    s->ckpt = ckpt;
-    s->raw = raw;
-}
-
 static int static_protocol(const char *v) {
     if (strcmp(v, "stream") && strcmp(v, "warm")) die("eval: --static '%s': expected stream or warm", v);
     return !strcmp(v, "warm");
@@ -218,16 +177,16 @@ static int static_protocol(const char *v) {
 int cmd_eval(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL, *split = "valid", *protocol = NULL;
     int device = CKPT_CHOICE, precision = CKPT_CHOICE;
-    long max_bytes = 0, batch = 0, warmup = WARMUP_DEFAULT;
-    int json = 0, raw = 0;
-    DynOpts dyn = {0, 0, 0, DYN_SEGMENT, 0, 0, WARMUP_DEFAULT, {-1, DYN_LAMBDA, DYN_EPS}, {0}};  // eta -1: the cell's
+    long max_bytes = 0, batch = 0, warmup = EVAL_WARMUP;
+    int json = 0, raw = 0, dynamic = 0;
+    DynProtocol dyn = dyn_protocol_defaults();
     Opts o;
     if (!opts_begin(&o, "eval", argc, argv, eval_usage)) return 0;
     while (opts_next(&o)) {
         if (opts_progress(&o)) continue;
         if (opts_is(&o, "--json")) json = 1;
         else if (opts_is(&o, "--raw-weights")) raw = 1;
-        else if (opts_is(&o, "--dynamic")) dyn.on = 1;
+        else if (opts_is(&o, "--dynamic")) dynamic = 1;
         else if (opts_is(&o, "--dyn-tune")) dyn.tune = 1;
         else if (opts_is(&o, "--data")) data = opts_value(&o);
         else if (opts_is(&o, "--split")) split = opts_value(&o);
@@ -238,8 +197,8 @@ int cmd_eval(int argc, char **argv) {
         else if (opts_is(&o, "--max-bytes")) max_bytes = opts_long(&o, 2, LONG_MAX);
         else if (opts_is(&o, "--batch-size")) batch = opts_long(&o, 1, 1 << 20);
         else if (opts_is(&o, "--segment")) dyn.segment = opts_long(&o, 1, 1 << 20);
-        else if (opts_is(&o, "--eta")) dyn.h.eta = opts_double(&o, 0, 1e3);
-        else if (opts_is(&o, "--lambda")) dyn.h.lambda = opts_double(&o, 0, 1e3);
+        else if (opts_is(&o, "--eta")) dyn.h.eta = opts_double(&o, 0, 1e3), dyn.eta_given = 1;
+        else if (opts_is(&o, "--lambda")) dyn.h.lambda = opts_double(&o, 0, 1e3), dyn.lambda_given = 1;
         else if (opts_is(&o, "--eps")) dyn.h.eps = opts_double(&o, 1e-30, 1e3);
         else if (opts_is(&o, "--dyn-stats")) dyn.stats = opts_long(&o, 2, LONG_MAX);
         else if (opts_is(&o, "--static")) dyn.static_warm = static_protocol(opts_value(&o));
@@ -249,12 +208,11 @@ int cmd_eval(int argc, char **argv) {
         else if (!opts_positional(&o, &ckpt)) opts_unknown(&o);
     }
     if (!ckpt) die("eval: missing checkpoint path (usage: swlstm eval CKPT [options])");
-    if (dyn.tune && !dyn.on) die("eval: --dyn-tune tunes --dynamic; add --dynamic");
-    if (dyn.static_warm && !dyn.on) die("eval: --static names --dynamic's reference; add --dynamic");
-    if ((dyn.streams.streams || dyn.streams.devices) && !dyn.on) die("eval: --streams and --gpus split --dynamic; add --dynamic");
+    if (dyn.tune && !dynamic) die("eval: --dyn-tune tunes --dynamic; add --dynamic");
+    if (dyn.static_warm && !dynamic) die("eval: --static names --dynamic's reference; add --dynamic");
+    if ((dyn.streams.streams || dyn.streams.devices) && !dynamic) die("eval: --streams and --gpus split --dynamic; add --dynamic");
     dyn.warmup = warmup;
-    dyn.streams.T = (int)dyn.segment;
-    if (dyn.on && (batch > 1 || (protocol && strcmp(protocol, "stream"))))
+    if (dynamic && (batch > 1 || (protocol && strcmp(protocol, "stream"))))
         die("eval: --dynamic reads one stream (the published protocol) or --streams N of its own; drop --batch-size and --protocol");
     if (!protocol) protocol = "warm";
     int which = split_from_name(split);
@@ -267,14 +225,14 @@ int cmd_eval(int argc, char **argv) {
     Dataset ds;
     dataset_open(&ds, data ? data : m->cfg.data);
     dataset_split(&ds, m->cfg.split, data ? data : m->cfg.data);
-    int other = other_corpus(ckpt, &ds, data ? data : m->cfg.data);
     size_t len = ds.n[which];
     if (max_bytes && (size_t)max_bytes < len) len = (size_t)max_bytes;
     if (len < 2) die("eval: split '%s' of '%s' holds %zu bytes; nothing to evaluate", split, data ? data : m->cfg.data, len);
-    if (dyn.on) {
-        if (dyn.h.eta < 0) dyn.h.eta = m->cfg.cell == CELL_MLSTM ? DYN_ETA_MLSTM : DYN_ETA_LSTM;
-        dyn_streams_check(&dyn.streams, m, len, ckpt, raw);
-        eval_dynamic(m, &ds, which, len, split, dyn, json, other, o.progress);
+    int other = other_corpus(ckpt, &ds, data ? data : m->cfg.data);
+    if (dynamic) {
+        dyn_protocol_check(&dyn, m, len, ckpt, raw);
+        DynResult r = dyn_protocol_run(m, &ds, which, len, &dyn, !json, o.progress);
+        print_dynamic(&r, &dyn, split, json, other);
         model_free(m);
         dataset_close(&ds);
         return 0;

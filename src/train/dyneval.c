@@ -1,5 +1,5 @@
 // dyneval.c: dynamic evaluation (dyneval.h): the gradients' statistics, the adapted stream
-// and the search over eta and lambda. The scoring loop is eval.c's, with a hook per window.
+// (the protocol around them: dyn_protocol.c). The scoring loop is eval.c's, with a hook per window.
 #include "train/dyneval.h"
 #include <math.h>
 #include <stdio.h>
@@ -101,23 +101,4 @@ double dyn_nats(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t le
 
 double dyn_bpc(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, size_t *count, Progress *pr) {
     return dyn_nats(d, a, h, bytes, len, count, pr) / (double)*count / log(2.0);
-}
-
-DynHyper dyn_tune(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, double *best_bpc, int verbose,
-                  Progress *pr) {
-    static const double eta_x[] = {0.1, 0.3, 1, 3, 10}, lambda_x[] = {0, 1, 10};
-    _Static_assert(sizeof eta_x / sizeof *eta_x * (sizeof lambda_x / sizeof *lambda_x) == DYN_TUNE_PAIRS, "grid size");
-    DynHyper best = h;
-    *best_bpc = INFINITY;
-    for (size_t i = 0; i < sizeof eta_x / sizeof *eta_x; i++)
-        for (size_t j = 0; j < sizeof lambda_x / sizeof *lambda_x; j++) {
-            DynHyper t = {h.eta * eta_x[i], h.lambda * lambda_x[j], h.eps};
-            size_t count;
-            double bpc = dyn_bpc(d, a, t, bytes, len, &count, NULL);
-            if (pr) progress_show(pr, (double)(i * (sizeof lambda_x / sizeof *lambda_x) + j + 1));
-            if (verbose) printf("dyn-tune: eta %.3g lambda %.3g: valid bpc %.4f over %zu bytes\n", t.eta, t.lambda, bpc, count);
-            if (bpc < *best_bpc) *best_bpc = bpc, best = t;
-        }
-    dyn_restore(d);
-    return best;
 }

@@ -41,9 +41,3 @@ void dyn_restore(DynEval *d);
 double dyn_bpc(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, size_t *count, Progress *pr);
 // dyn_bpc's sum: the loss in nats over its *count predictions.
 double dyn_nats(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, size_t *count, Progress *pr);
-// The small search of `eval --dyn-tune`: dyn_bpc over len bytes (of the valid split) for a grid
-// of DYN_TUNE_PAIRS pairs of eta and lambda around h (eps kept); returns the best pair, its bpc
-// in *best_bpc. Prints a line per pair when verbose; pairs done on pr unless NULL.
-#define DYN_TUNE_PAIRS 15
-DynHyper dyn_tune(DynEval *d, Acts *a, DynHyper h, const uint8_t *bytes, size_t len, double *best_bpc, int verbose,
-                  Progress *pr);

@@ -6,6 +6,9 @@
 #include "train/data.h"
 #include "model/model.h"
 
+// The warm protocol's default: bytes of context each stripe but the first runs over first.
+#define EVAL_WARMUP 2048
+
 // Batch rows for evaluating len bytes with windows of T: at most `batch`, fewer for short spans.
 int eval_batch_for(size_t len, int batch, int T);
 // Splits the span into a->B stripes, runs each from a zero state with windows of up to a->T

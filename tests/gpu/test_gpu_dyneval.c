@@ -2,6 +2,9 @@
 // streams (gradient statistics, segments scored and adapted) of both cells, per-step ops and
 // the recurrent engine, fp32 and bf16 (whose weight shadow each update must refresh): the
 // static and dynamic bpc and the adapted weights; --streams' pieces on one GPU and on two.
+// The dynamic bpc's and the weights' tolerances are the precision's, or twice how far the CPU's
+// own stream ends from itself when its trained weights change in their last bit, where the
+// stream amplifies that.
 // The update op alone: test_gpu_ops.c.
 #include "model/model_io.h"
 #include "train/dyn_streams.h"
@@ -14,8 +17,12 @@ typedef struct {
     real *w;  // adapted weights, host
 } DynRun;
 
-static DynRun dyn_run(const Shape *sh, const Backend *be, const unsigned char *train, const unsigned char *eval, size_t n) {
+// ulp > 0 (the CPU only): each trained weight first scaled by 1 + ulp or 1 - ulp, at random.
+static DynRun dyn_run(const Shape *sh, const Backend *be, const unsigned char *train, const unsigned char *eval, size_t n,
+                      double ulp) {
     Model *m = make_model(sh, be);
+    unsigned long long seed = 5;
+    for (size_t i = 0; ulp > 0 && i < m->nparams; i++) m->params[i] *= (real)(1 + (test_rand(&seed) < 0.5 ? -ulp : ulp));
     Acts *a = acts_create(m, 1, 16);
     DynRun r;
     size_t count;
@@ -39,25 +46,31 @@ static void check_dyneval(const char *prec, double tol_bpc, double tol_w) {
         Model *probe = make_model(sh, backend_cpu());
         size_t n = probe->nparams;
         model_free(probe);
-        DynRun c = dyn_run(sh, backend_cpu(), train, eval, 800), g = dyn_run(sh, cuda_named(prec), train, eval, 800);
+        DynRun c = dyn_run(sh, backend_cpu(), train, eval, 800, 0), g = dyn_run(sh, cuda_named(prec), train, eval, 800, 0);
+        DynRun cs = dyn_run(sh, backend_cpu(), train, eval, 800, 0x1p-23);
+        double spread = rel_l2(cs.w, c.w, n), tol = fmax(tol_w, 2 * spread), tol_dyn = fmax(tol_bpc, 2 * fabs(cs.dyn - c.dyn));
         CHECK_MSG(fabs(g.stat - c.stat) < tol_bpc, "%s %s bs %d %s: static bpc gpu %.6f cpu %.6f", prec, shape_cell(sh),
                   sh->bs, sh->sparsity, g.stat, c.stat);
-        CHECK_MSG(fabs(g.dyn - c.dyn) < tol_bpc, "%s %s bs %d %s: dynamic bpc gpu %.6f cpu %.6f", prec, shape_cell(sh),
-                  sh->bs, sh->sparsity, g.dyn, c.dyn);
+        CHECK_MSG(fabs(g.dyn - c.dyn) < tol_dyn, "%s %s bs %d %s: dynamic bpc gpu %.6f cpu %.6f (tol %g)", prec,
+                  shape_cell(sh), sh->bs, sh->sparsity, g.dyn, c.dyn, tol_dyn);
         CHECK_MSG(c.stat - c.dyn > 10 * tol_bpc, "%s %s: the stream gains too little to tell (%.6f -> %.6f)", prec,
                   shape_cell(sh), c.stat, c.dyn);
         double e = rel_l2(g.w, c.w, n);
-        CHECK_MSG(e < tol_w, "%s %s bs %d %s: adapted weights rel L2 %g", prec, shape_cell(sh), sh->bs, sh->sparsity, e);
+        CHECK_MSG(e < tol, "%s %s bs %d %s: adapted weights rel L2 %g (tol %g; the CPU's own spread %g)", prec,
+                  shape_cell(sh), sh->bs, sh->sparsity, e, tol, spread);
         free(c.w);
+        free(cs.w);
         free(g.w);
     }
     free(train);
     free(eval);
 }
 
-// fp32: the update divides by each weight's rms, so the ops' last-bit differences grow over the
-// stream's 50 updates (docs/QUALITY.md, "Dynamic evaluation", gives how far apart they end).
-TEST(gpu_dyneval_fp32_matches_cpu) { check_dyneval("fp32", 1e-2, 2e-2); }
+// fp32: the ops' last-bit differences stay last-bit in the weights, but where the stream itself
+// amplifies them (a last-bit change of the trained weights moves the CPU's own adapted weights
+// by ~1e-2 for the block-16 LSTM with layer norm, ~3e-3 and ~6e-3 for the mLSTMs; docs/QUALITY.md
+// "Dynamic evaluation").
+TEST(gpu_dyneval_fp32_matches_cpu) { check_dyneval("fp32", 1e-3, 1e-3); }
 TEST(gpu_dyneval_bf16_matches_cpu) { check_dyneval("bf16", 5e-2, 3e-2); }
 
 // --streams on the GPU: a checkpoint of an engine-path mLSTM loaded in prec, its statistics,
