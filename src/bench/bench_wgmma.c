@@ -7,6 +7,7 @@
 #include "bench/bench.h"
 #include "bench/bench_cuda.h"
 #include "bench/table.h"
+#include "ops/backend.h"
 #include "sparse/mask.h"
 
 #define STEPS 64  // a window's time steps, each step's outputs in planes of their own
@@ -53,6 +54,7 @@ static void step_row(const StepShape *s, double tflops, double hbm_gbps, double 
 }
 
 void bench_wgmma(void) {
+    backend_cuda(PREC_BF16);  // the device and its cuBLAS handle, for the dense product's rate
     char dev[256];
     size_t l2b;
     cb_device(dev, sizeof dev, &l2b);
