@@ -23,10 +23,9 @@ constexpr int ACC = 128 * 128 * 4;          // the accumulators handed to the ep
 constexpr int THREADS = 5 * 128;
 constexpr size_t SMEM = RING * STAGE + ACC + 1024 + (2 * RING + 2) * 8;
 
-// An item: hidden block j, 128-row tile m, list entries k0 .. k1 - 1 of j's row; a long row
-// (a hub) is cut into np parts, each summed into partial sums slot cut * most + part.
+// An item: hidden block j's whole list over 128-row tile m.
 struct Item {
-    int j, m, k0, k1, part, np, cut;
+    int j, m;
 };
 
 struct Args {
@@ -35,9 +34,7 @@ struct Args {
     const Item *items;        // a CTA's in its order
     const int *first;         // CTA c's items: items[first[c] .. first[c + 1])
     const bf16 *wpk;          // entry p's four gate blocks as the B operand's image, 8 KB
-    float *part;              // [cut][most][128 x 128] partial sums of cut rows
-    int *count;               // [cut] parts summed so far (the last one sets it back to 0)
-    int B, H, most;
+    int B, H;
 };
 
 // Element (r, k) of a 128 x 32 image (row r, column k of 32), in bytes.
@@ -49,7 +46,7 @@ __device__ inline void produce(const Args &a, unsigned char *ring, uint64_t *ful
     int q = 0;
     for (int t = t0; t < t1; t++) {
         const Item it = a.items[t];
-        const int p0 = a.rowptr[it.j] + it.k0, n = it.k1 - it.k0;
+        const int p0 = a.rowptr[it.j], n = a.rowptr[it.j + 1] - p0;
         for (int i = 0; i < n; i++, q++) {
             const int s = q % RING;
             if (q >= RING) mbar_wait(empty + s, (q / RING - 1) & 1);
@@ -67,7 +64,7 @@ __device__ inline void consume(const Args &a, int wg, unsigned char *ring, uint6
     const int e = threadIdx.x % 256, lane = threadIdx.x % 32;
     int q = 0;
     for (int t = t0, u = 0; t < t1; t++, u++) {
-        const int n = a.items[t].k1 - a.items[t].k0;
+        const int j = a.items[t].j, n = a.rowptr[j + 1] - a.rowptr[j];
         float d[64];
 #pragma unroll
         for (int k = 0; k < 64; k++) d[k] = 0.f;
@@ -91,35 +88,9 @@ __device__ inline void consume(const Args &a, int wg, unsigned char *ring, uint6
     }
 }
 
-// A part of a cut row: its sums go out; the part that finishes last (1) adds all parts in
-// their order into acc, so the bits do not depend on which one that is.
-__device__ inline bool sum_parts(const Args &a, const Item &it, float *acc, int e) {
-    __shared__ int last;
-    float *mine = a.part + ((long)it.cut * a.most + it.part) * 16384, *all = a.part + (long)it.cut * a.most * 16384;
-#pragma unroll 8
-    for (int k = 0; k < 64; k++) __stcg(mine + k * 256 + e, acc[k * 256 + e]);
-    asm volatile("bar.sync 1, 256;" ::: "memory");  // the epilogue warpgroups
-    if (e == 0) {
-        __threadfence();
-        const int done = atomicAdd(a.count + it.cut, 1) + 1;
-        last = done == it.np;
-        if (last) a.count[it.cut] = 0;
-        __threadfence();
-    }
-    asm volatile("bar.sync 1, 256;" ::: "memory");
-    if (!last) return false;
-#pragma unroll 4
-    for (int k = 0; k < 64; k++) {
-        float v = __ldcg(all + k * 256 + e);
-        for (int p = 1; p < it.np; p++) v += __ldcg(all + (long)p * 16384 + k * 256 + e);
-        acc[k * 256 + e] = v;
-    }
-    return true;
-}
-
 // Epilogue thread e applies the cell to the fragment consumer thread e held: its inputs are
 // loaded as the item starts, while the consumers still run its products.
-__device__ inline void finish(const Args &a, float *acc, uint64_t *accfull, uint64_t *accempty, int t0, int t1) {
+__device__ inline void finish(const Args &a, const float *acc, uint64_t *accfull, uint64_t *accempty, int t0, int t1) {
     const int e = threadIdx.x % 256, lane = threadIdx.x % 32, nmt = a.B / 128;
     const int rl = (e / 128) * 64 + (e / 32 % 4) * 16 + lane / 4;
     const long H = a.H, G = 4 * H;
@@ -140,10 +111,6 @@ __device__ inline void finish(const Args &a, float *acc, uint64_t *accfull, uint
             }
         }
         mbar_wait(accfull, u & 1);
-        if (it.np > 1 && !sum_parts(a, it, acc, e)) {
-            mbar_arrive(accempty);
-            continue;
-        }
         unsigned char *hp = (unsigned char *)a.s.hpk1 + ((long)j * nmt + it.m) * SLAB;
 #pragma unroll
         for (int r = 0; r < 2; r++) {
@@ -225,26 +192,19 @@ __global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {
     *(uint32_t *)((unsigned char *)hpk + ((long)(col / 32) * (B / 128) + row / 128) * SLAB + img_at(row % 128, col % 32)) = v;
 }
 
-// Items longest first, each to the CTA with the least work so far (an item costs its entries
-// plus about three stages' worth of epilogue). Rows longer than a CTA's share are cut into
-// parts that different CTAs run.
-int deal(const std::vector<int> &rowptr, int nb, int nmt, int nctas, std::vector<Item> &items, std::vector<int> &first) {
-    const long total = (long)rowptr[nb] * nmt;
-    const int cap = std::max(4, (int)((total + nctas - 1) / nctas));
+// Items longest list first, each to the CTA with the least work so far (an item costs its
+// list's length plus about three stages' worth of epilogue).
+void deal(const std::vector<int> &rowptr, int nb, int nmt, int nctas, std::vector<Item> &items, std::vector<int> &first) {
     std::vector<Item> all;
-    int cuts = 0, most = 1;
     for (int j = 0; j < nb; j++)
-        for (int m = 0; m < nmt; m++) {
-            const int n = rowptr[j + 1] - rowptr[j], np = std::max(1, (n + cap - 1) / cap);
-            for (int p = 0; p < np; p++) all.push_back({j, m, n * p / np, n * (p + 1) / np, p, np, np > 1 ? cuts : 0});
-            cuts += np > 1, most = std::max(most, np);
-        }
-    std::stable_sort(all.begin(), all.end(), [](const Item &x, const Item &y) { return x.k1 - x.k0 > y.k1 - y.k0; });
+        for (int m = 0; m < nmt; m++) all.push_back({j, m});
+    auto len = [&](const Item &x) { return rowptr[x.j + 1] - rowptr[x.j]; };
+    std::stable_sort(all.begin(), all.end(), [&](const Item &x, const Item &y) { return len(x) > len(y); });
     std::vector<std::vector<Item>> per(nctas);
     std::vector<long> load(nctas, 0);
     for (const Item &it : all) {
         const int c = (int)(std::min_element(load.begin(), load.end()) - load.begin());
-        load[c] += it.k1 - it.k0 + 3;
+        load[c] += len(it) + 3;
         per[c].push_back(it);
     }
     for (int c = 0; c < nctas; c++) {
@@ -252,7 +212,6 @@ int deal(const std::vector<int> &rowptr, int nb, int nmt, int nctas, std::vector
         items.insert(items.end(), per[c].begin(), per[c].end());
     }
     first.push_back((int)items.size());
-    return cuts * 65536 + most;  // how many rows were cut, and into at most how many parts
 }
 
 }  // namespace
@@ -275,11 +234,11 @@ WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gst
     const int nb = H / 32;
     std::vector<int> rp(rowptr, rowptr + nb + 1), first;
     std::vector<Item> items;
-    const int dealt = deal(rp, nb, B / 128, sms, items, first), cuts = dealt / 65536;
+    deal(rp, nb, B / 128, sms, items, first);
     WgFwd *f = (WgFwd *)xcalloc(1, sizeof(WgFwd));
     f->nctas = sms, f->nnz = rp[nb], f->gstride = gstride;
     Args &a = f->a;
-    a.B = B, a.H = H, a.most = dealt % 65536;
+    a.B = B, a.H = H;
     int *d_rowptr, *d_col, *d_first;
     Item *d_items;
     bf16 *d_wpk;
@@ -287,9 +246,6 @@ WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gst
     CUDA_CHECK(cudaMalloc(&d_col, sizeof(int) * std::max(f->nnz, 1L)));
     CUDA_CHECK(cudaMalloc(&f->blk, sizeof(int) * std::max(f->nnz, 1L)));
     CUDA_CHECK(cudaMalloc(&d_items, sizeof(Item) * items.size()));
-    CUDA_CHECK(cudaMalloc(&a.part, sizeof(float) * 16384 * std::max(cuts, 1) * a.most));
-    CUDA_CHECK(cudaMalloc(&a.count, sizeof(int) * std::max(cuts, 1)));
-    CUDA_CHECK(cudaMemset(a.count, 0, sizeof(int) * std::max(cuts, 1)));
     CUDA_CHECK(cudaMalloc(&d_first, sizeof(int) * first.size()));
     CUDA_CHECK(cudaMalloc(&d_wpk, (size_t)WBLK * std::max(f->nnz, 1L)));
     CUDA_CHECK(cudaMemcpy(d_rowptr, rowptr, sizeof(int) * (nb + 1), cudaMemcpyHostToDevice));
@@ -334,7 +290,5 @@ void wg_fwd_free(WgFwd *f) {
     CUDA_CHECK(cudaFree((void *)f->a.items));
     CUDA_CHECK(cudaFree((void *)f->a.first));
     CUDA_CHECK(cudaFree((void *)f->a.wpk));
-    CUDA_CHECK(cudaFree(f->a.part));
-    CUDA_CHECK(cudaFree(f->a.count));
     free(f);
 }

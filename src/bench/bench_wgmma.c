@@ -26,7 +26,7 @@ static const StepShape step_shapes[] = {
 static void read_sweep(void) {
     static const int mb[] = {8, 16, 32, 48, 64, 128, 1024};
     table_head("read_sweep", "| working set MB | read TB/s |");
-    for (size_t i = 0; i < sizeof mb / sizeof *mb; i++) table_row("| %d | %.2f |", mb[i], cb_read_gbps((size_t)mb[i] << 20) / 1e3);
+    for (size_t i = 0; i < sizeof mb / sizeof *mb; i++) table_row("| %d | %.2f |\n", mb[i], cb_read_gbps((size_t)mb[i] << 20) / 1e3);
 }
 
 // The step's bytes: weights and state through HBM (each read or written once), and what the
@@ -47,7 +47,7 @@ static void step_row(const StepShape *s, double tflops, double hbm_gbps, double 
     const double tm = flop / (tflops * 1e12) * 1e6, th = hbm / (hbm_gbps * 1e9) * 1e6, tl = l2 / (l2_gbps * 1e9) * 1e6;
     const double floor = tm > th ? (tm > tl ? tm : tl) : (th > tl ? th : tl);
     const double us = cb_wgmma_fwd_us(rowptr, col, s->hidden, s->batch, STEPS);
-    table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |", s->name, s->hidden,
+    table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", s->name, s->hidden,
               s->mask, s->batch, p, flop / 1e9, tm, hbm / 1e6, th, l2 / 1e6, tl, floor, us, flop / (us * 1e-6) / 1e12, us / floor);
     free(rowptr), free(col);
     mask_free(&mk);
@@ -58,9 +58,9 @@ void bench_wgmma(void) {
     char dev[256];
     size_t l2b;
     cb_device(dev, sizeof dev, &l2b);
-    const double hbm = cb_copy_gbps() / 2, l2 = cb_read_gbps(32 << 20);
+    const double hbm = cb_copy_gbps(), l2 = cb_read_gbps(32 << 20);
     const double tflops = 2.0 * 8192 * 8192 * 8192 / (cb_dense_ms(8192, 8192, 8192, 1, 20) * 1e-3) / 1e12;
-    table_note("%s; dense bf16 product %.0f TFLOP/s (cuBLAS, 8192^3), HBM %.2f TB/s (a copy's reads and writes over 2), "
+    table_note("%s; dense bf16 product %.0f TFLOP/s (cuBLAS, 8192^3), HBM %.2f TB/s (a large copy's reads and writes), "
                "L2 read %.2f TB/s (32 MB read again and again)\n\n",
                dev, tflops, hbm / 1e3, l2 / 1e3);
     read_sweep();
