@@ -251,7 +251,7 @@ TEST(config_json_types_every_key) {
     snprintf(c.out_dir, sizeof c.out_dir, "a\"b");
     c.learning_rate = 1;
     char *j = config_to_json(&c), *t = config_to_text(&c);
-    const char *head = "{\"data\": \"data/tinyshakespeare.txt\", \"split\": \"0.9,0.05,0.05\", ";
+    const char *head = "{\"data\": \"data/corpus.txt\", \"split\": \"0.9,0.05,0.05\", ";
     CHECK_MSG(!strncmp(j, head, strlen(head)) &&
               j[strlen(j) - 1] == '}', "%s", j);
     CHECK_MSG(strstr(j, ", \"out_dir\": \"a\\\"b\", \"device\": \"cpu\", ") && strstr(j, ", \"learning_rate\": 1.0, ") &&
