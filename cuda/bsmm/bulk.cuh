@@ -67,6 +67,15 @@ __device__ inline void bulk_load_hint(void *dst, const void *src, uint32_t bytes
                  ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(pol) : "memory");
 }
 
+// The same without a policy.
+__device__ inline void bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)) : "memory");
+}
+__device__ inline void mbar_arrive(uint64_t *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
 // The CTA walks stages 0..n-1 of a ring of S slots, one barrier each: stages 0..S-2 already
 // issued, it waits for stage st, then (all threads past stage st - 1, so its slot is free)
 // thread 0 issues stage st + S - 1 and everyone uses stage st.

@@ -10,6 +10,7 @@
 #include <vector>
 #include "base/state.cuh"
 #include "ops/ops.cuh"
+#include "sparse/piece_plan.h"
 #include "wgmma/wg_fwd.h"
 #include "wgmma/wgmma.cuh"
 
@@ -192,26 +193,20 @@ __global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {
     *(uint32_t *)((unsigned char *)hpk + ((long)(col / 32) * (B / 128) + row / 128) * SLAB + img_at(row % 128, col % 32)) = v;
 }
 
-// Items longest list first, each to the CTA with the least work so far (an item costs its
-// list's length plus about three stages' worth of epilogue).
-void deal(const std::vector<int> &rowptr, int nb, int nmt, int nctas, std::vector<Item> &items, std::vector<int> &first) {
-    std::vector<Item> all;
-    for (int j = 0; j < nb; j++)
-        for (int m = 0; m < nmt; m++) all.push_back({j, m});
-    auto len = [&](const Item &x) { return rowptr[x.j + 1] - rowptr[x.j]; };
-    std::stable_sort(all.begin(), all.end(), [&](const Item &x, const Item &y) { return len(x) > len(y); });
-    std::vector<std::vector<Item>> per(nctas);
-    std::vector<long> load(nctas, 0);
-    for (const Item &it : all) {
-        const int c = (int)(std::min_element(load.begin(), load.end()) - load.begin());
-        load[c] += len(it) + 3;
-        per[c].push_back(it);
+// Items dealt longest list first, each to the CTA with the fewest blocks so far (piece_plan,
+// no list cut): plan row j * nmt + m is hidden block j over 128-row tile m.
+void deal(const int *rowptr, int nb, int nmt, int nctas, std::vector<Item> &items, std::vector<int> &first) {
+    std::vector<int> tiles(nb * nmt + 1, 0);
+    int longest = 1;
+    for (int r = 0; r < nb * nmt; r++) {
+        const int n = rowptr[r / nmt + 1] - rowptr[r / nmt];
+        tiles[r + 1] = tiles[r] + n, longest = std::max(longest, n);
     }
-    for (int c = 0; c < nctas; c++) {
-        first.push_back((int)items.size());
-        items.insert(items.end(), per[c].begin(), per[c].end());
-    }
-    first.push_back((int)items.size());
+    PiecePlan plan;
+    piece_plan(&plan, tiles.data(), nb * nmt, longest, nctas);
+    for (int i = 0; i < plan.npieces; i++) items.push_back({plan.row[i] / nmt, plan.row[i] % nmt});
+    first.assign(plan.worker_ptr, plan.worker_ptr + nctas + 1);
+    piece_plan_free(&plan);
 }
 
 }  // namespace
@@ -232,11 +227,11 @@ WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gst
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     if (major != 9 || minor != 0 || H % 32 || B % 128 || B <= 0) return NULL;
     const int nb = H / 32;
-    std::vector<int> rp(rowptr, rowptr + nb + 1), first;
+    std::vector<int> first;
     std::vector<Item> items;
-    deal(rp, nb, B / 128, sms, items, first);
+    deal(rowptr, nb, B / 128, sms, items, first);
     WgFwd *f = (WgFwd *)xcalloc(1, sizeof(WgFwd));
-    f->nctas = sms, f->nnz = rp[nb], f->gstride = gstride;
+    f->nctas = sms, f->nnz = rowptr[nb], f->gstride = gstride;
     Args &a = f->a;
     a.B = B, a.H = H;
     int *d_rowptr, *d_col, *d_first;

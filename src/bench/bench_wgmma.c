@@ -8,6 +8,7 @@
 #include "bench/bench_cuda.h"
 #include "bench/table.h"
 #include "ops/backend.h"
+#include "sparse/bsmat.h"
 #include "sparse/mask.h"
 
 #define STEPS 64  // a window's time steps, each step's outputs in planes of their own
@@ -35,21 +36,17 @@ static void read_sweep(void) {
 static void step_row(const StepShape *s, double tflops, double hbm_gbps, double l2_gbps) {
     const int nb = s->hidden / 32;
     Mask mk = mask_make(s->mask, nb, nb, 1);
-    int *rowptr = xmalloc(sizeof(int) * (nb + 1)), *col = xmalloc(sizeof(int) * mask_count(&mk)), p = 0;
-    for (int r = 0; r < nb; r++) {
-        rowptr[r] = p;
-        for (int c = 0; c < nb; c++)
-            if (mk.m[r * nb + c]) col[p++] = c;
-    }
-    rowptr[nb] = p;
+    BsMat w;  // the mask's lists by block row
+    bsmat_from_mask(&w, &mk, 32, 1);
+    const int p = w.nnzb;
     const double BH = (double)s->batch * s->hidden, flop = 2.0 * 4 * p * 1024 * s->batch;
     const double hbm = p * 8192.0 + BH * (4 + 8 + 4 + 4 + 2 + 2), l2 = p * (s->batch / 128) * 16384.0 + BH * (16 + 4);
     const double tm = flop / (tflops * 1e12) * 1e6, th = hbm / (hbm_gbps * 1e9) * 1e6, tl = l2 / (l2_gbps * 1e9) * 1e6;
     const double floor = tm > th ? (tm > tl ? tm : tl) : (th > tl ? th : tl);
-    const double us = cb_wgmma_fwd_us(rowptr, col, s->hidden, s->batch, STEPS);
+    const double us = cb_wgmma_fwd_us(w.row_ptr, w.col_idx, s->hidden, s->batch, STEPS);
     table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", s->name, s->hidden,
               s->mask, s->batch, p, flop / 1e9, tm, hbm / 1e6, th, l2 / 1e6, tl, floor, us, flop / (us * 1e-6) / 1e12, us / floor);
-    free(rowptr), free(col);
+    bsmat_free(&w);
     mask_free(&mk);
 }
 

@@ -3,6 +3,7 @@
 // batch of two 128-row tiles), outputs poisoned with NaN first, two chained steps (the second
 // reads the packed h the first wrote), and the same bits on a second run.
 #include <stdint.h>
+#include "sparse/bsmat.h"
 #include "sparse/mask.h"
 #include "wgmma/wg_fwd.h"
 #include "gpu_check.h"
@@ -32,18 +33,17 @@ typedef struct {
 static Layer layer_make(int H, int B, const char *desc, unsigned long long *s) {
     Layer L = {.H = H, .B = B, .nb = H / 32};
     Mask mk = mask_make(desc, L.nb, L.nb, 5);
+    BsMat lists;  // the mask's lists by block row
+    bsmat_from_mask(&lists, &mk, 32, 1);
+    mask_free(&mk);
+    L.nnz = lists.nnzb;
     L.rowptr = xmalloc(sizeof(int) * (L.nb + 1));
-    L.nnz = (int)mask_count(&mk);
     L.col = xmalloc(sizeof(int) * L.nnz);
     L.blk = xmalloc(sizeof(int) * L.nnz);
-    int p = 0;
-    for (int r = 0; r < L.nb; r++) {
-        L.rowptr[r] = p;
-        for (int c = 0; c < L.nb; c++)
-            if (mk.m[r * L.nb + c]) L.col[p] = c, L.blk[p] = L.nnz - 1 - p, p++;  // stored out of list order
-    }
-    L.rowptr[L.nb] = p;
-    mask_free(&mk);
+    memcpy(L.rowptr, lists.row_ptr, sizeof(int) * (L.nb + 1));
+    memcpy(L.col, lists.col_idx, sizeof(int) * L.nnz);
+    for (int p = 0; p < L.nnz; p++) L.blk[p] = L.nnz - 1 - p;  // stored out of list order
+    bsmat_free(&lists);
     L.w = xmalloc(sizeof(uint16_t) * 4 * L.nnz * 1024);
     for (long i = 0; i < 4L * L.nnz * 1024; i++) L.w[i] = bf16_bits(0.15 * (2 * test_rand(s) - 1));
     L.xtab = h_rand(256L * 4 * H, s, 0.5);
