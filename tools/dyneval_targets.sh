@@ -11,9 +11,10 @@
 #             LSTM): the cost the default is held to (<= 1.5x)
 #   tune      `eval --dynamic --dyn-tune`: the full grid of 15 pairs on the valid split
 # and prints one table: static and dynamic bpc, the pairs, the seconds, and whether the default
-# is below static and within 0.005 of the grid's. CONFIGS picks the configs, GPU the device
-# (CUDA_VISIBLE_DEVICES), OUT (default checkpoints/dyneval_targets/<corpus name>) keeps the
-# logs, checkpoints and each eval's JSON.
+# is below static and within 0.005 of the grid's. CONFIGS picks the configs, RUNS the scorings
+# (default "default fixed tune"; the table needs all three, or says what is missing), GPU the device
+# (CUDA_VISIBLE_DEVICES), OUT_DIR (default checkpoints/dyneval_targets/<corpus name>) keeps the
+# logs, checkpoints and each eval's JSON; an eval whose JSON is there is not run again either.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail() { echo "dyneval_targets.sh: error: $*" >&2; exit 1; }
@@ -24,7 +25,7 @@ CONFIGS=${CONFIGS:-configs/mlstm_3min.cfg configs/lstm_3min.cfg}
 [ -n "$DATA" ] || fail "usage: bash tools/dyneval_targets.sh CORPUS [SPLIT]"
 [ -f "$DATA" ] || fail "corpus '$DATA' not found"
 [ -x ./swlstm ] || fail "./swlstm not built (run make)"
-OUT=${OUT:-checkpoints/dyneval_targets/$(basename "$DATA")}
+OUT=${OUT_DIR:-checkpoints/dyneval_targets/$(basename "$DATA")}
 MAXB=()
 [ -n "${MAX_BYTES:-}" ] && MAXB=(--max-bytes "$MAX_BYTES")
 export CUDA_VISIBLE_DEVICES=${GPU:-${CUDA_VISIBLE_DEVICES:-0}}
@@ -35,6 +36,7 @@ mkdir -p "$OUT"
 run_eval() {
     local name=$1 ckpt=$2
     shift 2
+    [ -f "$OUT/$name.json" ] && return
     local t0 t1
     t0=$(date +%s.%N)
     ./swlstm eval "$ckpt" --data "$DATA" --split test "${MAXB[@]}" --dynamic --json --quiet "$@" > "$OUT/$name.raw"
@@ -52,10 +54,15 @@ for cfg in $CONFIGS; do
         [ -f "$dir/latest.ckpt" ] || fail "training $name left no checkpoint (see $dir.log)"
     fi
     case $name in mlstm*) eta=3e-5 ;; *) eta=3e-6 ;; esac
-    echo "scoring $name: default, fixed eta $eta, dyn-tune" >&2
-    run_eval "$name.default" "$dir/latest.ckpt"
-    run_eval "$name.fixed" "$dir/latest.ckpt" --eta "$eta"
-    run_eval "$name.tune" "$dir/latest.ckpt" --dyn-tune
+    echo "scoring $name: ${RUNS:-default fixed tune} (fixed: eta $eta)" >&2
+    for r in ${RUNS:-default fixed tune}; do
+        case $r in
+        default) run_eval "$name.default" "$dir/latest.ckpt" ;;
+        fixed) run_eval "$name.fixed" "$dir/latest.ckpt" --eta "$eta" ;;
+        tune) run_eval "$name.tune" "$dir/latest.ckpt" --dyn-tune ;;
+        *) fail "RUNS: '$r' is not default, fixed or tune" ;;
+        esac
+    done
 done
 
 python3 - "$OUT" "$(basename "$DATA")" "$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2> /dev/null || echo unknown)" \
@@ -65,12 +72,21 @@ out, corpus, card, cfgs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 print(f"{corpus}, test split, {card}")
 print("| config | static | default (choice: eta, lambda) | fixed eta | dyn-tune (eta, lambda) | s default / fixed | below static | within 0.005 of grid | cost <= 1.5x |")
 print("|---|---|---|---|---|---|---|---|---|")
+def load(n, k):
+    f = os.path.join(out, f"{n}.{k}.json")
+    return json.load(open(f)) if os.path.exists(f) else None
+
 for cfg in cfgs:
     n = os.path.basename(cfg)[:-4]
-    d, f, t = (json.load(open(os.path.join(out, f"{n}.{k}.json"))) for k in ("default", "fixed", "tune"))
-    ratio = d["wall"] / f["wall"]
-    print(f"| {n} | {d['static_bpc']:.4f} | {d['bpc']:.4f} ({d['choice']}: {d['eta']:g}, {d['lambda']:g}) | {f['bpc']:.4f} "
-          f"| {t['bpc']:.4f} ({t['eta']:g}, {t['lambda']:g}) | {d['wall']:.0f} / {f['wall']:.0f} ({ratio:.2f}x) "
-          f"| {'yes' if d['bpc'] < d['static_bpc'] else 'NO'} | {'yes' if d['bpc'] <= t['bpc'] + 0.005 else 'NO'} "
-          f"| {'yes' if ratio <= 1.5 else 'NO'} |")
+    d, f, t = (load(n, k) for k in ("default", "fixed", "tune"))
+    if not d:
+        print(f"| {n} | not scored |")
+        continue
+    fb = f"{f['bpc']:.4f}" if f else "-"
+    tb = f"{t['bpc']:.4f} ({t['eta']:g}, {t['lambda']:g})" if t else "-"
+    cost = f"{d['wall']:.0f} / {f['wall']:.0f} ({d['wall'] / f['wall']:.2f}x)" if f else f"{d['wall']:.0f} / -"
+    near = ("yes" if d["bpc"] <= t["bpc"] + 0.005 else "NO") if t else "-"
+    cheap = ("yes" if d["wall"] / f["wall"] <= 1.5 else "NO") if f else "-"
+    print(f"| {n} | {d['static_bpc']:.4f} | {d['bpc']:.4f} ({d['choice']}: {d['eta']:g}, {d['lambda']:g}) | {fb} | {tb} | {cost} "
+          f"| {'yes' if d['bpc'] < d['static_bpc'] else 'NO'} | {near} | {cheap} |")
 EOF

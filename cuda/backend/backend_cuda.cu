@@ -98,7 +98,8 @@ static void cuda_init(void) {
      .norm_act_fwd = norm_act_fwd_cuda, .mul_bwd = mul_bwd_cuda, .relu_bwd = relu_bwd_cuda,     \
      .gather_blocks = gather_blocks_cuda, .dense_grad = dense_grad_cuda<BF>, .block_sumsq = block_sumsq_cuda,                        \
      .softmax_xent = softmax_xent_cuda,                                                         \
-     .adam = adam_cuda, .sumsq = sumsq_cuda, .axpy = axpy_cuda, .ema = ema_cuda, .dyn_update = dyn_update_cuda}
+     .adam = adam_cuda, .sumsq = sumsq_cuda, .axpy = axpy_cuda, .ema = ema_cuda, .dyn_update = dyn_update_cuda, \
+     .sq_acc = sq_acc_cuda}
 
 static const Backend cuda_fp32 = CUDA_TABLE(false, cu_register_fp32);
 static const Backend cuda_bf16 = CUDA_TABLE(true, cu_register_bf16);

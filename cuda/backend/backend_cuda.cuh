@@ -56,6 +56,7 @@ double sumsq_cuda(const real *x, size_t n);
 void axpy_cuda(real *y, const real *x, real alpha, size_t n);
 void ema_cuda(real *avg, const real *p, real decay, size_t n);
 void dyn_update_cuda(real *p, const real *g, const real *p0, const real *rms, size_t n, DynArgs a);
+void sq_acc_cuda(double *acc, const real *g, size_t n);
 
 void bsmat_upload_cuda(BsMat *w);   // bsmat_dev.cu
 void bsmat_release_cuda(BsMat *w);

@@ -193,6 +193,8 @@ typedef struct Backend {
     // Dynamic evaluation (ops/dyn_update.h): p moves against g scaled by 1/(rms + eps) and
     // back towards the trained weights p0; n elements.
     void (*dyn_update)(real *p, const real *g, const real *p0, const real *rms, size_t n, DynArgs a);
+    // Its statistics: acc[i] += g[i]^2 in double, n elements (acc from alloc, like every array).
+    void (*sq_acc)(double *acc, const real *g, size_t n);
 } Backend;
 
 const Backend *backend_cpu(void);

@@ -41,6 +41,7 @@ double sumsq_cpu(const real *x, size_t n);
 void axpy_cpu(real *y, const real *x, real alpha, size_t n);
 void ema_cpu(real *avg, const real *p, real decay, size_t n);
 void dyn_update_cpu(real *p, const real *g, const real *p0, const real *rms, size_t n, DynArgs a);
+void sq_acc_cpu(double *acc, const real *g, size_t n);
 
 static const Backend cpu = {
     .name = "cpu",
@@ -57,6 +58,7 @@ static const Backend cpu = {
     .gather_blocks = gather_blocks_cpu, .dense_grad = dense_grad_cpu, .block_sumsq = block_sumsq_cpu,
     .softmax_xent = softmax_xent_cpu,
     .adam = adam_cpu, .sumsq = sumsq_cpu, .axpy = axpy_cpu, .ema = ema_cpu, .dyn_update = dyn_update_cpu,
+    .sq_acc = sq_acc_cpu,
 };
 
 const Backend *backend_cpu(void) { return &cpu; }

@@ -8,8 +8,7 @@
 #include "train/eval.h"
 
 typedef struct {
-    double *ms;   // host: sum of squared gradients per weight
-    real *g;      // host copy of one window's gradients
+    double *ms;  // the backend's: sum of squared gradients per weight
     long windows;
 } StatsCtx;
 
@@ -19,8 +18,7 @@ static void stats_hook(void *ctx, Model *m, Acts *a, int T) {
     const Backend *be = m->be;
     be->zero(m->grads, m->nparams * sizeof(real));
     model_backward(m, a, T);
-    be->to_host(c->g, m->grads, m->nparams * sizeof(real));
-    for (size_t i = 0; i < m->nparams; i++) c->ms[i] += (double)c->g[i] * (double)c->g[i];
+    be->sq_acc(c->ms, m->grads, m->nparams);
     c->windows++;
 }
 
@@ -49,23 +47,28 @@ DynEval *dyn_create(Model *m, const uint8_t *bytes, size_t len, int B, int T, Pr
     B = eval_batch_for(len, B, T);
     Acts *a = acts_create(m, B, T);
     Stripes s = eval_stripes(bytes, len, B, T);
-    StatsCtx c = {xcalloc(m->nparams, sizeof(double)), xmalloc(m->nparams * sizeof(real)), 0};
+    StatsCtx c = {be->alloc(m->nparams * sizeof(double)), 0};
+    be->zero(c.ms, m->nparams * sizeof(double));
     eval_nats_then(m, a, &s, stats_hook, &c, pr);
     acts_free(m, a);
     d->windows = c.windows;
-    for (size_t i = 0; i < m->nparams; i++) c.g[i] = (real)sqrt(c.ms[i] / (double)d->windows);
+    double *ms = xmalloc(m->nparams * sizeof(double));
+    real *rms = xmalloc(m->nparams * sizeof(real));
+    be->to_host(ms, c.ms, m->nparams * sizeof(double));
+    be->free(c.ms);
+    for (size_t i = 0; i < m->nparams; i++) rms[i] = (real)sqrt(ms[i] / (double)d->windows);
     double sum = 0;
     for (int k = 0; k < m->ntensor; k++) {
         const ParamTensor *t = &m->tensor[k];
         double ts = 0;
-        for (size_t i = 0; i < t->n; i++) ts += c.g[t->off + i];
+        for (size_t i = 0; i < t->n; i++) ts += rms[t->off + i];
         sum += ts / (double)t->n;
     }
     d->mean_rms = sum / m->ntensor;
     if (!(d->mean_rms > 0)) die("dynamic evaluation: the gradients over %zu training bytes are all zero", len);
-    be->to_device(d->rms, c.g, m->nparams * sizeof(real));
-    free(c.ms);
-    free(c.g);
+    be->to_device(d->rms, rms, m->nparams * sizeof(real));
+    free(ms);
+    free(rms);
     return d;
 }
 

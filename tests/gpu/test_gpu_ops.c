@@ -204,7 +204,7 @@ static void check_matmul(const char *prec) {
 TEST(gpu_matmul_fp32_matches_cpu) { check_matmul("fp32"); }
 TEST(gpu_matmul_bf16_matches_cpu) { check_matmul("bf16"); }
 
-TEST(gpu_adam_sumsq_axpy_dyn_update_match_cpu) {
+TEST(gpu_adam_sumsq_axpy_dyn_update_sq_acc_match_cpu) {
     const Backend *cpu = backend_cpu(), *gpu = backend_cuda(PREC_FP32);
     size_t n = 10007;
     unsigned long long s = 12;
@@ -231,6 +231,15 @@ TEST(gpu_adam_sumsq_axpy_dyn_update_match_cpu) {
     cpu->dyn_update(p, g, m, v, n, da);
     gpu->dyn_update(d_p, d_g, d_m, d_v, n, da);
     CMP(d_p, p, n, 1e-6, "dyn_update");
+    // its statistics: squared gradients summed in double, twice, the same bits as the CPU's
+    double *acc = xcalloc(n, sizeof(double)), *got = xmalloc(n * sizeof(double)), *d_acc = gpu->alloc(n * sizeof(double));
+    gpu->zero(d_acc, n * sizeof(double));
+    for (int k = 0; k < 2; k++) cpu->sq_acc(acc, g, n), gpu->sq_acc(d_acc, d_g, n);
+    gpu->to_host(got, d_acc, n * sizeof(double));
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += got[i] != acc[i];
+    CHECK_MSG(bad == 0, "sq_acc: %zu of %zu sums differ from the CPU's", bad, n);
+    gpu->free(d_acc); free(acc); free(got);
     gpu->free(d_p); gpu->free(d_g); gpu->free(d_m); gpu->free(d_v);
     free(p); free(g); free(m); free(v);
 }
