@@ -2,8 +2,8 @@
 # dyneval_targets.sh: issue 59's targets for `eval --dynamic`'s default on one corpus (one GPU).
 #   bash tools/dyneval_targets.sh CORPUS [SPLIT]     (SPLIT default 0.98,0.01,0.01; the stand-in 0.9,0.05,0.05)
 # Trains configs/mlstm_3min.cfg and configs/lstm_3min.cfg for TRAIN_SECONDS (default 178) each on
-# CORPUS (a run whose checkpoint is already in OUT is not trained again, so that a long call
-# can be cut in several), then scores each one's test split (its first MAX_BYTES, default the
+# CORPUS (a run whose training ended is not trained again, so that a long call can be cut in
+# several; one the cut interrupted is), then scores each one's test split (its first MAX_BYTES, default the
 # whole split) three ways, each command timed whole (static reference, statistics, choice,
 # dynamic pass):
 #   default   `eval --dynamic` as shipped: eta and lambda chosen on the valid split
@@ -48,10 +48,12 @@ run_eval() {
 for cfg in $CONFIGS; do
     name=$(basename "$cfg" .cfg)
     dir=$OUT/$name
-    if [ ! -f "$dir/latest.ckpt" ]; then
+    if [ ! -f "$dir.trained" ]; then  # a run that this script's own end cut short is trained again
         echo "training $name for $SECONDS_ s on $DATA" >&2
+        rm -rf "$dir"
         timeout -s TERM "$SECONDS_" ./swlstm train "$cfg" --data "$DATA" --split "$SPLIT" --out_dir "$dir" > "$dir.log" 2>&1 || true
         [ -f "$dir/latest.ckpt" ] || fail "training $name left no checkpoint (see $dir.log)"
+        touch "$dir.trained"
     fi
     case $name in mlstm*) eta=3e-5 ;; *) eta=3e-6 ;; esac
     echo "scoring $name: ${RUNS:-default fixed tune} (fixed: eta $eta)" >&2
