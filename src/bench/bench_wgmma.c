@@ -1,6 +1,7 @@
 // bench_wgmma.c: `swlstm bench --wgmma`: the floors of a plain LSTM layer's forward time step
 // at the shipped configs' shapes (math, HBM and L2 bytes over the ceilings measured in the same
-// call) beside the wgmma step (cuda/wgmma/wg_fwd.h, issue 57). GPU only.
+// call) beside the wgmma step (cuda/wgmma/wg_fwd.h, issue 57), and the floors of the backward's
+// data step on the same design. GPU only.
 #include <stdio.h>
 #include <stdlib.h>
 #include "base/common.h"
@@ -30,24 +31,59 @@ static void read_sweep(void) {
     for (size_t i = 0; i < sizeof mb / sizeof *mb; i++) table_row("| %d | %.2f |\n", mb[i], cb_read_gbps((size_t)mb[i] << 20) / 1e3);
 }
 
-// The step's bytes: weights and state through HBM (each read or written once), and what the
-// SMs read from L2 (each list entry's h slab and gate blocks once per 128-row tile, the
-// epilogue's input-table rows and c).
-static void step_row(const StepShape *s, double tflops, double hbm_gbps, double l2_gbps) {
-    const int nb = s->hidden / 32;
-    Mask mk = mask_make(s->mask, nb, nb, 1);
-    BsMat w;  // the mask's lists by block row
-    bsmat_from_mask(&w, &mk, 32, 1);
-    const int p = w.nnzb;
-    const double BH = (double)s->batch * s->hidden, flop = 2.0 * 4 * p * 1024 * s->batch;
-    const double hbm = p * 8192.0 + BH * (4 + 8 + 4 + 4 + 2 + 2), l2 = p * (s->batch / 128) * 16384.0 + BH * (16 + 4);
-    const double tm = flop / (tflops * 1e12) * 1e6, th = hbm / (hbm_gbps * 1e9) * 1e6, tl = l2 / (l2_gbps * 1e9) * 1e6;
-    const double floor = tm > th ? (tm > tl ? tm : tl) : (th > tl ? th : tl);
-    const double us = cb_wgmma_fwd_us(w.row_ptr, w.col_idx, s->hidden, s->batch, STEPS);
+// The measured ceilings the floors divide by.
+typedef struct {
+    double tflops, hbm_gbps, l2_gbps;
+} Ceilings;
+
+// A time step's bytes and floors at a shape: p list entries, each read from L2 as entry_l2
+// bytes per 128-row tile, and unit_hbm / unit_l2 bytes a unit and row of state through HBM / L2
+// besides the weights, which HBM gives once.
+typedef struct {
+    double flop, hbm, l2, tm, th, tl, floor;
+} Floors;
+
+static Floors floors_of(const StepShape *s, int p, double entry_l2, double unit_hbm, double unit_l2, const Ceilings *c) {
+    const double BH = (double)s->batch * s->hidden;
+    Floors f = {.flop = 2.0 * 4 * p * 1024 * s->batch, .hbm = p * 8192.0 + BH * unit_hbm, .l2 = p * (s->batch / 128) * entry_l2 + BH * unit_l2};
+    f.tm = f.flop / (c->tflops * 1e12) * 1e6, f.th = f.hbm / (c->hbm_gbps * 1e9) * 1e6, f.tl = f.l2 / (c->l2_gbps * 1e9) * 1e6;
+    f.floor = f.tm > f.th ? (f.tm > f.tl ? f.tm : f.tl) : (f.th > f.tl ? f.th : f.tl);
+    return f;
+}
+
+// The forward step: through HBM c in, c out, h out in fp32, the four gates in bf16, h in bf16
+// and packed; through L2 each list entry's h slab and gate blocks (16 KB) once per tile, the
+// epilogue's input-table rows and c. Beside it the wgmma step's time.
+static void fwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) {
+    const Floors f = floors_of(s, w->nnzb, 16384.0, 4 + 8 + 4 + 4 + 2 + 2, 16 + 4, c);
+    const double us = cb_wgmma_fwd_us(w->row_ptr, w->col_idx, s->hidden, s->batch, STEPS);
     table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", s->name, s->hidden,
-              s->mask, s->batch, p, flop / 1e9, tm, hbm / 1e6, th, l2 / 1e6, tl, floor, us, flop / (us * 1e-6) / 1e12, us / floor);
-    bsmat_free(&w);
-    mask_free(&mk);
+              s->mask, s->batch, w->nnzb, f.flop / 1e9, f.tm, f.hbm / 1e6, f.th, f.l2 / 1e6, f.tl, f.floor, us,
+              f.flop / (us * 1e-6) / 1e12, us / f.floor);
+}
+
+// The backward's data step on the same design (no kernel yet): each list entry of a block
+// column reads its block row's dz slab (128 rows x four gates x 32 units, bf16: 32 KB) and its
+// gate blocks once per tile; the epilogue reads the gates, c_t, c_{t+1}, dh and dc and writes
+// dh, dc and dz, 40 bytes a unit and row either way.
+static void bwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) {
+    const Floors f = floors_of(s, w->nnzb, 32768.0 + 8192.0, 40, 40, c);
+    table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f |\n", s->name, s->hidden, s->mask, s->batch,
+              w->nnzb, f.flop / 1e9, f.tm, f.hbm / 1e6, f.th, f.l2 / 1e6, f.tl, f.floor);
+}
+
+// One row a shape, from the mask's lists by block row (seed 1, as the configs draw them).
+static void shape_rows(void (*row)(const StepShape *, const BsMat *, const Ceilings *), const Ceilings *c) {
+    for (size_t i = 0; i < sizeof step_shapes / sizeof *step_shapes; i++) {
+        const StepShape *s = &step_shapes[i];
+        const int nb = s->hidden / 32;
+        Mask mk = mask_make(s->mask, nb, nb, 1);
+        BsMat w;
+        bsmat_from_mask(&w, &mk, 32, 1);
+        row(s, &w, c);
+        bsmat_free(&w);
+        mask_free(&mk);
+    }
 }
 
 void bench_wgmma(void) {
@@ -55,16 +91,19 @@ void bench_wgmma(void) {
     char dev[256];
     size_t l2b;
     cb_device(dev, sizeof dev, &l2b);
-    const double hbm = cb_copy_gbps(), l2 = cb_read_gbps(32 << 20);
-    const double tflops = 2.0 * 8192 * 8192 * 8192 / (cb_dense_ms(8192, 8192, 8192, 1, 20) * 1e-3) / 1e12;
+    Ceilings c = {.hbm_gbps = cb_copy_gbps(), .l2_gbps = cb_read_gbps(32 << 20)};
+    c.tflops = 2.0 * 8192 * 8192 * 8192 / (cb_dense_ms(8192, 8192, 8192, 1, 20) * 1e-3) / 1e12;
     table_note("%s; dense bf16 product %.0f TFLOP/s (cuBLAS, 8192^3), HBM %.2f TB/s (a large copy's reads and writes), "
                "L2 read %.2f TB/s (32 MB read again and again)\n\n",
-               dev, tflops, hbm / 1e3, l2 / 1e3);
+               dev, c.tflops, c.hbm_gbps / 1e3, c.l2_gbps / 1e3);
     read_sweep();
     table_note("\n");
     table_head("wgmma", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us | wgmma us | TFLOP/s "
                         "| x floor |");
-    for (size_t i = 0; i < sizeof step_shapes / sizeof *step_shapes; i++) step_row(&step_shapes[i], tflops, hbm, l2);
+    shape_rows(fwd_row, &c);
     table_note("\nfloor: the largest of math, HBM and L2 alone; wgmma: us a time step, the median over groups of 10 of a %d-step "
-               "window\n", STEPS);
+               "window\n\nThe backward's data step (dh = dz W_h and the cell's gradient) on the same design, its floors only:\n",
+               STEPS);
+    table_head("wgmma_bwd", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us |");
+    shape_rows(bwd_row, &c);
 }
