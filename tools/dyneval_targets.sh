@@ -13,8 +13,7 @@
 # and prints one table: static and dynamic bpc, the pairs, the seconds, and whether the default
 # is below static and within 0.005 of the grid's. CONFIGS picks the configs, RUNS the scorings
 # (default "default fixed tune"; without fixed, its seconds are the default's less the choice's,
-# marked *), GPU the device
-# (CUDA_VISIBLE_DEVICES), OUT_DIR (default checkpoints/dyneval_targets/<corpus name>) keeps the
+# marked *), GPU the device (CUDA_VISIBLE_DEVICES), OUT_DIR (default checkpoints/dyneval_targets/<corpus name>) keeps the
 # logs, checkpoints and each eval's JSON; an eval whose JSON is there is not run again either.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +22,7 @@ DATA=${1:-}
 SPLIT=${2:-0.98,0.01,0.01}
 SECONDS_=${TRAIN_SECONDS:-178}
 CONFIGS=${CONFIGS:-configs/mlstm_3min.cfg configs/lstm_3min.cfg}
+RUNS=${RUNS:-default fixed tune}
 [ -n "$DATA" ] || fail "usage: bash tools/dyneval_targets.sh CORPUS [SPLIT]"
 [ -f "$DATA" ] || fail "corpus '$DATA' not found"
 [ -x ./swlstm ] || fail "./swlstm not built (run make)"
@@ -57,8 +57,8 @@ for cfg in $CONFIGS; do
         touch "$dir.trained"
     fi
     case $name in mlstm*) eta=3e-5 ;; *) eta=3e-6 ;; esac
-    echo "scoring $name: ${RUNS:-default fixed tune} (fixed: eta $eta)" >&2
-    for r in ${RUNS:-default fixed tune}; do
+    echo "scoring $name: $RUNS (fixed: eta $eta)" >&2
+    for r in $RUNS; do
         case $r in
         default) run_eval "$name.default" "$dir/latest.ckpt" ;;
         fixed) run_eval "$name.fixed" "$dir/latest.ckpt" --eta "$eta" ;;
