@@ -1,6 +1,7 @@
 // wg_fwd.cu: the wgmma forward step (wg_fwd.h). A persistent CTA an SM walks its items, each
 // the 128 x 128 tile of one hidden block j (its four gates' 32 units side by side) and 128
-// batch rows, dealt to the CTAs longest first. Five warpgroups share the SM: a producer (one
+// batch rows, or half of it (16 units' four gates) where the list is long enough to hold the
+// step back, dealt to the CTAs longest first. Five warpgroups share the SM: a producer (one
 // thread) streams each list entry's h slab and four gate blocks, 16 KB, into a ring of
 // shared-memory stages with one bulk copy each from their packed images; two consumer
 // warpgroups (64 rows each) run wgmma on every stage; two epilogue warpgroups take the
@@ -24,9 +25,12 @@ constexpr int ACC = 128 * 128 * 4;          // the accumulators handed to the ep
 constexpr int THREADS = 5 * 128;
 constexpr size_t SMEM = RING * STAGE + ACC + 1024 + (2 * RING + 2) * 8;
 
-// An item: hidden block j's whole list over 128-row tile m.
+// An item: hidden block j's whole list over 128-row tile m, for all 32 units of the block
+// (half < 0) or for units 16 half .. 16 half + 15. The weights' image holds a block's units
+// by halves, each half's four gates side by side (rows 64 half + 16 g + u % 16), so a half
+// item's weights are 4 KB in one piece and its accumulators the first 64 columns.
 struct Item {
-    int j, m;
+    int j, m, half;
 };
 
 struct Args {
@@ -52,99 +56,128 @@ __device__ inline void produce(const Args &a, unsigned char *ring, uint64_t *ful
             const int s = q % RING;
             if (q >= RING) mbar_wait(empty + s, (q / RING - 1) & 1);
             unsigned char *st = ring + s * STAGE;
-            mbar_expect(full + s, STAGE);
+            const int wbytes = it.half < 0 ? WBLK : WBLK / 2;
+            mbar_expect(full + s, SLAB + wbytes);
             bulk_load(st, (const bf16 *)a.s.hpk + ((long)a.col[p0 + i] * nmt + it.m) * (SLAB / 2), SLAB, full + s);
-            bulk_load(st + SLAB, a.wpk + (long)(p0 + i) * (WBLK / 2), WBLK, full + s);
+            bulk_load(st + SLAB, a.wpk + (long)(p0 + i) * (WBLK / 2) + (it.half < 0 ? 0 : it.half * (WBLK / 4)), wbytes, full + s);
         }
     }
+}
+
+// One item's products into d for consumer warpgroup wg, stage q onwards: N = 128 (a whole
+// item) or 64 (a half), each its own loop so that the compiler sees no branch between wgmmas.
+template <bool WHOLE>
+__device__ inline void products(float (&d)[64], int wg, int n, int &q, unsigned char *ring, uint64_t *full, uint64_t *empty) {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int k = 0; k < 64; k++) d[k] = 0.f;
+    for (int i = 0; i < n; i++, q++) {
+        const int s = q % RING;
+        mbar_wait(full + s, (q / RING) & 1);
+        const uint32_t aa = smem_addr(ring + s * STAGE + wg * (SLAB / 2)), bb = smem_addr(ring + s * STAGE + SLAB);
+        wg_fence();
+        if (WHOLE) {
+            wg_mma_n128(d, wg_desc(aa), wg_desc(bb));
+            wg_mma_n128(d, wg_desc(aa + 32), wg_desc(bb + 32));
+        } else {
+            wg_mma_n64(d, wg_desc(aa), wg_desc(bb));
+            wg_mma_n64(d, wg_desc(aa + 32), wg_desc(bb + 32));
+        }
+        wg_commit();
+        wg_wait<1>();  // the stage before this one is read: free it
+        if (i > 0 && lane == 0) mbar_arrive(empty + (q - 1) % RING);
+    }
+    wg_wait<0>();
+    if (n > 0 && lane == 0) mbar_arrive(empty + (q - 1) % RING);  // an empty list holds no stage
 }
 
 // Consumer warpgroup wg: rows 64 wg .. 64 wg + 63 of each item.
 __device__ inline void consume(const Args &a, int wg, unsigned char *ring, uint64_t *full, uint64_t *empty, float *acc,
                                uint64_t *accfull, uint64_t *accempty, int t0, int t1) {
-    const int e = threadIdx.x % 256, lane = threadIdx.x % 32;
+    const int e = threadIdx.x % 256;
     int q = 0;
     for (int t = t0, u = 0; t < t1; t++, u++) {
-        const int j = a.items[t].j, n = a.rowptr[j + 1] - a.rowptr[j];
+        const int j = a.items[t].j, n = a.rowptr[j + 1] - a.rowptr[j], whole = a.items[t].half < 0;
         float d[64];
-#pragma unroll
-        for (int k = 0; k < 64; k++) d[k] = 0.f;
-        for (int i = 0; i < n; i++, q++) {
-            const int s = q % RING;
-            mbar_wait(full + s, (q / RING) & 1);
-            const uint32_t aa = smem_addr(ring + s * STAGE + wg * (SLAB / 2)), bb = smem_addr(ring + s * STAGE + SLAB);
-            wg_fence();
-            wg_mma_n128(d, wg_desc(aa), wg_desc(bb));
-            wg_mma_n128(d, wg_desc(aa + 32), wg_desc(bb + 32));
-            wg_commit();
-            wg_wait<1>();  // the stage before this one is read: free it
-            if (i > 0 && lane == 0) mbar_arrive(empty + (q - 1) % RING);
-        }
-        wg_wait<0>();
-        if (lane == 0) mbar_arrive(empty + (q - 1) % RING);
+        if (whole)
+            products<true>(d, wg, n, q, ring, full, empty);
+        else
+            products<false>(d, wg, n, q, ring, full, empty);
         if (u > 0) mbar_wait(accempty, (u - 1) & 1);
 #pragma unroll
-        for (int k = 0; k < 64; k++) acc[k * 256 + e] = d[k];
+        for (int k = 0; k < 64; k++)
+            if (whole || k < 32) acc[k * 256 + e] = d[k];
         mbar_arrive(accfull);
     }
 }
 
 // Epilogue thread e applies the cell to the fragment consumer thread e held: its inputs are
-// loaded as the item starts, while the consumers still run its products.
-__device__ inline void finish(const Args &a, const float *acc, uint64_t *accfull, uint64_t *accempty, int t0, int t1) {
+// loaded as the item starts, while the consumers still run its products. Of the item's NJ
+// groups of 8 units (4 whole, 2 a half), unit k = 8 (j0 + jj) + 2 (lane % 4) (+ 1) of the block,
+// gate g, sits in the accumulators' column group 8 (jj / 2) + 2 g + jj % 2; u: the item's
+// place among its CTA's.
+template <int NJ>
+__device__ inline void finish_item(const Args &a, const Item &it, const float *acc, uint64_t *accfull, uint64_t *accempty, int u) {
     const int e = threadIdx.x % 256, lane = threadIdx.x % 32, nmt = a.B / 128;
     const int rl = (e / 128) * 64 + (e / 32 % 4) * 16 + lane / 4;
     const long H = a.H, G = 4 * H;
+    const int j = it.j, row0 = it.m * 128 + rl, j0 = it.half < 0 ? 0 : 2 * it.half;
+    float2 xin[2][NJ][4], cin[2][NJ];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const long row = row0 + 8 * r;
+        const float *xr = a.s.xtab + a.s.tok[row] * G;
+#pragma unroll
+        for (int jj = 0; jj < NJ; jj++) {
+            const long col = j * 32 + (j0 + jj) * 8 + lane % 4 * 2;
+#pragma unroll
+            for (int g = 0; g < 4; g++) xin[r][jj][g] = __ldg((const float2 *)(xr + g * H + col));
+            cin[r][jj] = __ldcg((const float2 *)(a.s.c0 + row * H + col));
+        }
+    }
+    mbar_wait(accfull, u & 1);
+    unsigned char *hp = (unsigned char *)a.s.hpk1 + ((long)j * nmt + it.m) * SLAB;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const long row = row0 + 8 * r;
+#pragma unroll
+        for (int jj = 0; jj < NJ; jj++) {
+            const int k = (j0 + jj) * 8 + lane % 4 * 2, c8 = (jj / 2) * 8 + jj % 2;
+            const long col = j * 32 + k, at = row * H + col;
+            float pre[4][2];
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                const float2 b = __ldg((const float2 *)(a.s.bias + g * H + col));
+                pre[g][0] = acc[((c8 + 2 * g) * 4 + r * 2) * 256 + e] + xin[r][jj][g].x + b.x;
+                pre[g][1] = acc[((c8 + 2 * g) * 4 + r * 2 + 1) * 256 + e] + xin[r][jj][g].y + b.y;
+            }
+            if (r == 1 && jj == NJ - 1) mbar_arrive(accempty);  // the last read of acc
+            float2 cn, hn;
+            uint4 act;
+            float gi = sigm(pre[0][0]), gf = sigm(pre[1][0]), gg = tnh(pre[2][0]), go = sigm(pre[3][0]);
+            cn.x = gf * cin[r][jj].x + gi * gg, hn.x = go * tnh(cn.x);
+            __nv_bfloat162 p0 = __floats2bfloat162_rn(gi, gf), p1 = __floats2bfloat162_rn(gg, go);
+            gi = sigm(pre[0][1]), gf = sigm(pre[1][1]), gg = tnh(pre[2][1]), go = sigm(pre[3][1]);
+            cn.y = gf * cin[r][jj].y + gi * gg, hn.y = go * tnh(cn.y);
+            __nv_bfloat162 p2 = __floats2bfloat162_rn(gi, gf), p3 = __floats2bfloat162_rn(gg, go);
+            __nv_bfloat162 hv = __floats2bfloat162_rn(hn.x, hn.y);
+            act = make_uint4(*(uint32_t *)&p0, *(uint32_t *)&p1, *(uint32_t *)&p2, *(uint32_t *)&p3);
+            *(float2 *)(a.s.c1 + at) = cn;
+            __stcs((float2 *)(a.s.h1 + at), hn);
+            __stcs((uint4 *)a.s.actb + at / 2, act);
+            *(__nv_bfloat162 *)((bf16 *)a.s.hb1 + at) = hv;
+            *(__nv_bfloat162 *)(hp + img_at(rl + 8 * r, k)) = hv;
+        }
+    }
+}
+
+__device__ inline void finish(const Args &a, const float *acc, uint64_t *accfull, uint64_t *accempty, int t0, int t1) {
     for (int t = t0, u = 0; t < t1; t++, u++) {
         const Item it = a.items[t];
-        const int j = it.j, row0 = it.m * 128 + rl;
-        float2 xin[2][4][4], cin[2][4];
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const long row = row0 + 8 * r;
-            const float *xr = a.s.xtab + a.s.tok[row] * G;
-#pragma unroll
-            for (int jj = 0; jj < 4; jj++) {
-                const long col = j * 32 + jj * 8 + lane % 4 * 2;
-#pragma unroll
-                for (int g = 0; g < 4; g++) xin[r][jj][g] = __ldg((const float2 *)(xr + g * H + col));
-                cin[r][jj] = __ldcg((const float2 *)(a.s.c0 + row * H + col));
-            }
-        }
-        mbar_wait(accfull, u & 1);
-        unsigned char *hp = (unsigned char *)a.s.hpk1 + ((long)j * nmt + it.m) * SLAB;
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const long row = row0 + 8 * r;
-#pragma unroll
-            for (int jj = 0; jj < 4; jj++) {
-                const int k = jj * 8 + lane % 4 * 2;
-                const long col = j * 32 + k, at = row * H + col;
-                float pre[4][2];
-#pragma unroll
-                for (int g = 0; g < 4; g++) {
-                    const float2 b = __ldg((const float2 *)(a.s.bias + g * H + col));
-                    pre[g][0] = acc[((g * 4 + jj) * 4 + r * 2) * 256 + e] + xin[r][jj][g].x + b.x;
-                    pre[g][1] = acc[((g * 4 + jj) * 4 + r * 2 + 1) * 256 + e] + xin[r][jj][g].y + b.y;
-                }
-                if (r == 1 && jj == 3) mbar_arrive(accempty);  // the last read of acc
-                float2 cn, hn;
-                uint4 act;
-                float gi = sigm(pre[0][0]), gf = sigm(pre[1][0]), gg = tnh(pre[2][0]), go = sigm(pre[3][0]);
-                cn.x = gf * cin[r][jj].x + gi * gg, hn.x = go * tnh(cn.x);
-                __nv_bfloat162 p0 = __floats2bfloat162_rn(gi, gf), p1 = __floats2bfloat162_rn(gg, go);
-                gi = sigm(pre[0][1]), gf = sigm(pre[1][1]), gg = tnh(pre[2][1]), go = sigm(pre[3][1]);
-                cn.y = gf * cin[r][jj].y + gi * gg, hn.y = go * tnh(cn.y);
-                __nv_bfloat162 p2 = __floats2bfloat162_rn(gi, gf), p3 = __floats2bfloat162_rn(gg, go);
-                __nv_bfloat162 hv = __floats2bfloat162_rn(hn.x, hn.y);
-                act = make_uint4(*(uint32_t *)&p0, *(uint32_t *)&p1, *(uint32_t *)&p2, *(uint32_t *)&p3);
-                *(float2 *)(a.s.c1 + at) = cn;
-                __stcs((float2 *)(a.s.h1 + at), hn);
-                __stcs((uint4 *)a.s.actb + at / 2, act);
-                *(__nv_bfloat162 *)((bf16 *)a.s.hb1 + at) = hv;
-                *(__nv_bfloat162 *)(hp + img_at(rl + 8 * r, k)) = hv;
-            }
-        }
+        if (it.half < 0)
+            finish_item<4>(a, it, acc, accfull, accempty, u);
+        else
+            finish_item<2>(a, it, acc, accfull, accempty, u);
     }
 }
 
@@ -182,7 +215,7 @@ __global__ void pack_w_kernel(bf16 *wpk, const bf16 *w, const int *blk, long gst
     const int k = (int)(i % 16) * 2, r = (int)(i / 16 % 32), g = (int)(i / 512 % 4);
     const long p = i / 2048;
     const uint32_t v = *(const uint32_t *)(w + ((blk[p] + g * gstride) * 32 + r) * 32 + k);
-    *(uint32_t *)((unsigned char *)(wpk + p * (WBLK / 2)) + img_at(g * 32 + r, k)) = v;
+    *(uint32_t *)((unsigned char *)(wpk + p * (WBLK / 2)) + img_at(r / 16 * 64 + g * 16 + r % 16, k)) = v;
 }
 
 __global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {
@@ -193,18 +226,35 @@ __global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {
     *(uint32_t *)((unsigned char *)hpk + ((long)(col / 32) * (B / 128) + row / 128) * SLAB + img_at(row % 128, col % 32)) = v;
 }
 
-// Items dealt longest list first, each to the CTA with the fewest blocks so far (piece_plan,
-// no list cut): plan row j * nmt + m is hidden block j over 128-row tile m.
+// A stage's cost in 4 KB: the h slab and the weights of a whole item (8 + 8 KB) or a half.
+constexpr int WHOLE_COST = 4, HALF_COST = 3;
+
+// Items dealt costliest first, each to the CTA with the least cost so far (piece_plan, a plan
+// row an item, no list cut). A block's list whose whole item would cost more than 1.5 CTA
+// shares goes as two half items, so hub rows no longer bound the step; below that, the halves'
+// second reading of the h slabs costs more than the balance buys (docs/PERF.md). An empty list
+// still costs 1: its epilogue writes the cell's outputs.
 void deal(const int *rowptr, int nb, int nmt, int nctas, std::vector<Item> &items, std::vector<int> &first) {
-    std::vector<int> tiles(nb * nmt + 1, 0);
-    int longest = 1;
-    for (int r = 0; r < nb * nmt; r++) {
-        const int n = rowptr[r / nmt + 1] - rowptr[r / nmt];
-        tiles[r + 1] = tiles[r] + n, longest = std::max(longest, n);
-    }
+    long total = 0;
+    for (int j = 0; j < nb; j++) total += (long)WHOLE_COST * (rowptr[j + 1] - rowptr[j]) * nmt;
+    std::vector<Item> cand;
+    std::vector<int> cost(1, 0);  // prefix sums: the plan's rows
+    auto add = [&](Item it, int c) { cand.push_back(it), cost.push_back(cost.back() + std::max(1, c)); };
+    for (int j = 0; j < nb; j++)
+        for (int m = 0; m < nmt; m++) {
+            const int n = rowptr[j + 1] - rowptr[j];
+            if (2L * WHOLE_COST * n * nctas <= 3 * total) {
+                add({j, m, -1}, WHOLE_COST * n);
+            } else {
+                add({j, m, 0}, HALF_COST * n);
+                add({j, m, 1}, HALF_COST * n);
+            }
+        }
+    int most = 1;
+    for (size_t i = 1; i < cost.size(); i++) most = std::max(most, cost[i] - cost[i - 1]);
     PiecePlan plan;
-    piece_plan(&plan, tiles.data(), nb * nmt, longest, nctas);
-    for (int i = 0; i < plan.npieces; i++) items.push_back({plan.row[i] / nmt, plan.row[i] % nmt});
+    piece_plan(&plan, cost.data(), (int)cand.size(), most, nctas);
+    for (int i = 0; i < plan.npieces; i++) items.push_back(cand[plan.row[i]]);
     first.assign(plan.worker_ptr, plan.worker_ptr + nctas + 1);
     piece_plan_free(&plan);
 }

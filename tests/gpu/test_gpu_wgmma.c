@@ -1,7 +1,8 @@
 // test_gpu_wgmma.c: the wgmma forward step (cuda/wgmma/wg_fwd.h) against a double-precision
-// reference of the same step on the same bf16 operands: two Barabasi-Albert masks (one with a
-// batch of two 128-row tiles), outputs poisoned with NaN first, two chained steps (the second
-// reads the packed h the first wrote), and the same bits on a second run.
+// reference of the same step on the same bf16 operands: Barabasi-Albert masks (one with a
+// batch of two 128-row tiles, one with rows emptied or cut to one entry, one whose long lists
+// go as half items and short ones whole), outputs poisoned with NaN first, two chained steps
+// (the second reads the packed h the first wrote), and the same bits on a second run.
 #include <stdint.h>
 #include "sparse/bsmat.h"
 #include "sparse/mask.h"
@@ -30,18 +31,23 @@ typedef struct {
     int *tok;           // [B]
 } Layer;
 
-static Layer layer_make(int H, int B, const char *desc, unsigned long long *s) {
+// thin: row j keeps no entry where j % 5 == 1 and its first alone where j % 5 == 2.
+static Layer layer_make(int H, int B, const char *desc, int thin, unsigned long long *s) {
     Layer L = {.H = H, .B = B, .nb = H / 32};
     Mask mk = mask_make(desc, L.nb, L.nb, 5);
     BsMat lists;  // the mask's lists by block row
     bsmat_from_mask(&lists, &mk, 32, 1);
     mask_free(&mk);
-    L.nnz = lists.nnzb;
     L.rowptr = xmalloc(sizeof(int) * (L.nb + 1));
-    L.col = xmalloc(sizeof(int) * L.nnz);
-    L.blk = xmalloc(sizeof(int) * L.nnz);
-    memcpy(L.rowptr, lists.row_ptr, sizeof(int) * (L.nb + 1));
-    memcpy(L.col, lists.col_idx, sizeof(int) * L.nnz);
+    L.col = xmalloc(sizeof(int) * lists.nnzb);
+    L.blk = xmalloc(sizeof(int) * lists.nnzb);
+    L.nnz = 0;
+    for (int j = 0; j < L.nb; j++) {
+        const int n = lists.row_ptr[j + 1] - lists.row_ptr[j], keep = !thin ? n : j % 5 == 1 ? 0 : j % 5 == 2 ? 1 : n;
+        L.rowptr[j] = L.nnz;
+        for (int i = 0; i < keep; i++) L.col[L.nnz++] = lists.col_idx[lists.row_ptr[j] + i];
+    }
+    L.rowptr[L.nb] = L.nnz;
     for (int p = 0; p < L.nnz; p++) L.blk[p] = L.nnz - 1 - p;  // stored out of list order
     bsmat_free(&lists);
     L.w = xmalloc(sizeof(uint16_t) * 4 * L.nnz * 1024);
@@ -84,10 +90,10 @@ static double rel_d(const float *a, const double *ref, long n) {
     return sqrt(num / den);
 }
 
-static void check_layer(int H, int B, const char *desc) {
+static void check_layer(int H, int B, const char *desc, int thin) {
     unsigned long long s = 77;
     const Backend *gpu = cuda_named("bf16");
-    Layer L = layer_make(H, B, desc, &s);
+    Layer L = layer_make(H, B, desc, thin, &s);
     const long BH = (long)B * H;
     void *d_w = d_from(gpu, L.w, sizeof(uint16_t) * 4 * L.nnz * 1024);
     WgFwd *f = wg_fwd_create(L.rowptr, L.col, L.blk, L.nnz, d_w, H, B);
@@ -154,6 +160,8 @@ static void check_layer(int H, int B, const char *desc) {
 }
 
 TEST(gpu_wgmma_fwd_matches_reference) {
-    check_layer(512, 128, "ba_2");
-    check_layer(1024, 256, "ba_3");
+    check_layer(512, 128, "ba_2", 0);
+    check_layer(1024, 256, "ba_3", 0);
+    check_layer(512, 256, "ba_4", 1);
+    check_layer(4096, 128, "ba_2", 0);
 }
