@@ -35,11 +35,18 @@ __device__ inline void mbar_expect(uint64_t *bar, uint32_t bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 
+// The wait for the phase of parity `parity` to complete. CLUSTER: threads of other CTAs of the
+// cluster arrive on it too (cluster.cuh), so their stores before arriving are acquired.
+template <bool CLUSTER = false>
 __device__ inline void mbar_wait(uint64_t *bar, uint32_t parity) {
     uint32_t done;
     do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
+        if constexpr (CLUSTER)
+            asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                         : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
+        else
+            asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                         : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
     } while (!done);
 }
 
@@ -71,6 +78,12 @@ __device__ inline void bulk_load_hint(void *dst, const void *src, uint32_t bytes
 __device__ inline void bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                  ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)) : "memory");
+}
+// The same copy landing at dst's offset in the shared memory of each CTA of the cluster named
+// in `ctas` (bit r: rank r), completing on the barrier at bar's offset in each (sm_90).
+__device__ inline void bulk_load_multicast(void *dst, const void *src, uint32_t bytes, uint64_t *bar, uint16_t ctas) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;"
+                 ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)), "h"(ctas) : "memory");
 }
 __device__ inline void mbar_arrive(uint64_t *bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");

@@ -20,6 +20,11 @@ double cb_l2_gbps(size_t l2_bytes);
 // Read bandwidth over a working set of `bytes` read again and again, GB/s (the L2's below its
 // size, the HBM's above).
 double cb_read_gbps(size_t bytes);
+// Bytes a second, GB/s, that reach the SMs' shared memory when 16 KB bulk copies out of L2
+// are each multicast to the `cluster` CTAs (1, 2, 4 or 8) of a cluster (multicast.cu); the L2
+// reads them at 1/cluster of that; *ctas: the CTAs (one an SM) that ran. < 0 where no such
+// cluster fits.
+double cb_multicast_gbps(int cluster, int *ctas);
 // `swlstm bench --wgmma` (wgmma_step.cu): us a time step of the wgmma forward step
 // (cuda/wgmma/wg_fwd.h) over a window of `steps`, W_h's mask as lists by block row (rowptr,
 // col); < 0 where the kernel does not run the shape or the device.

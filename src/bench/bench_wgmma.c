@@ -106,4 +106,13 @@ void bench_wgmma(void) {
                STEPS);
     table_head("wgmma_bwd", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us |");
     shape_rows(bwd_row, &c);
+    table_note("\nBulk copies of 16 KB slabs out of L2 (8 MB) into shared memory, each multicast to a cluster's CTAs "
+               "(an 8-stage ring of 128 KB an SM):\n");
+    table_head("multicast", "| CTAs a cluster | into the SMs TB/s | a SM GB/s | from L2 TB/s |");
+    for (int cs = 1; cs <= 8; cs *= 2) {
+        int ctas = 0;
+        const double gbps = cb_multicast_gbps(cs, &ctas);
+        if (gbps < 0) table_row("| %d | n/a | n/a | n/a |\n", cs);
+        else table_row("| %d | %.2f | %.0f | %.2f |\n", cs, gbps / 1e3, gbps / ctas, gbps / cs / 1e3);
+    }
 }

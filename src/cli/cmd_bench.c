@@ -28,10 +28,11 @@ static void usage(void) {
            "  --wgmma   the floors of a plain LSTM's forward time step (math, HBM and L2 bytes over the\n"
            "            ceilings measured in the call; the read bandwidth over 8 MB to 1 GB) beside the\n"
            "            Hopper wgmma step (issue 57) at lstm_3min's and the mLSTM configs' W_h shapes, and the\n"
-           "            floors of the backward's data step on the same design\n"
+           "            floors of the backward's data step on the same design and the rate of multicast\n"
+           "            bulk copies into clusters of 1-8 CTAs\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n"
            "  --json    each table's rows as JSON lines on stdout, one object a row keyed by the table's\n"
-           "            columns (\"table\": kernels, train, train_ops, sample, sync, read_sweep, wgmma, wgmma_bwd or probe; numbers as\n"
+           "            columns (\"table\": kernels, train, train_ops, sample, sync, read_sweep, wgmma, wgmma_bwd, multicast or probe; numbers as\n"
            "            numbers, \"-\" and n/a as null); the prose around the tables goes to stderr\n"
            "the tables other than --probe need a GPU build\n");
 }
