@@ -13,6 +13,7 @@ struct Window {
     int B, H, steps;
     bf16 *hpk, *hb, *actb;
     float *c, *h1;
+    int *tok;  // [steps][B]
     WgStep base;
 };
 
@@ -23,7 +24,7 @@ void step_once(void *arg, int iter) {
     WgStep s = w->base;
     s.hpk = w->hpk + t * BH, s.hpk1 = w->hpk + (t + 1) * BH;
     s.c0 = w->c + t * BH, s.c1 = w->c + (t + 1) * BH, s.h1 = w->h1 + t * BH;
-    s.hb1 = w->hb + t * BH, s.actb = w->actb + 4 * t * BH;
+    s.hb1 = w->hb + t * BH, s.actb = w->actb + 4 * t * BH, s.tok = w->tok + t * w->B;
     wg_fwd_step(w->f, &s);
 }
 
@@ -45,7 +46,7 @@ float *random_floats(long n, float scale, unsigned seed) {
 
 }  // namespace
 
-extern "C" double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps) {
+extern "C" double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps, const int *tok, int cpasync) {
     const long nnz = rowptr[H / 32], BH = (long)B * H;
     std::vector<int> blk(nnz);
     for (long p = 0; p < nnz; p++) blk[p] = (int)p;
@@ -55,13 +56,12 @@ extern "C" double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int 
     CUDA_CHECK(cudaMalloc(&h0, 2 * BH));
     to_bf16(w, wf, 4 * nnz * 1024);
     to_bf16(h0, hf, BH);
-    Window win = {wg_fwd_create(rowptr, col, blk.data(), nnz, w, H, B), B, H, steps};
+    Window win = {wg_fwd_create(rowptr, col, blk.data(), nnz, w, H, B, cpasync ? WG_LOAD_CPASYNC : WG_LOAD_BULK), B, H, steps};
     if (!win.f) return -1;
-    int *tok;
-    CUDA_CHECK(cudaMalloc(&tok, sizeof(int) * B));
-    std::vector<int> htok(B);
-    for (int b = 0; b < B; b++) htok[b] = (b * 37 + 11) % 256;
-    CUDA_CHECK(cudaMemcpy(tok, htok.data(), sizeof(int) * B, cudaMemcpyHostToDevice));
+    std::vector<int> htok((size_t)steps * B);
+    for (size_t i = 0; i < htok.size(); i++) htok[i] = tok ? tok[i] : ((int)(i % B) * 37 + 11) % 256;
+    CUDA_CHECK(cudaMalloc(&win.tok, sizeof(int) * htok.size()));
+    CUDA_CHECK(cudaMemcpy(win.tok, htok.data(), sizeof(int) * htok.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMalloc(&win.hpk, 2 * BH * (steps + 1)));
     CUDA_CHECK(cudaMalloc(&win.hb, 2 * BH * steps));
     CUDA_CHECK(cudaMalloc(&win.actb, 8 * BH * steps));
@@ -70,10 +70,10 @@ extern "C" double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int 
     wg_fwd_pack_h(win.f, h0, win.hpk);
     float *xtab = random_floats(256L * 4 * H, 0.5f, 4), *bias = random_floats(4L * H, 0.2f, 5);
     win.base = WgStep{};
-    win.base.xtab = xtab, win.base.bias = bias, win.base.tok = tok;
+    win.base.xtab = xtab, win.base.bias = bias;
     double ms = cb_time_ms(step_once, &win, steps, 10 * steps);
     wg_fwd_free(win.f);
-    void *bufs[] = {wf, hf, w, h0, tok, win.hpk, win.hb, win.actb, win.h1, win.c, xtab, bias};
+    void *bufs[] = {wf, hf, w, h0, win.tok, win.hpk, win.hb, win.actb, win.h1, win.c, xtab, bias};
     for (void *p : bufs) CUDA_CHECK(cudaFree(p));
     return ms * 1e3;
 }

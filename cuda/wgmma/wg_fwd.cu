@@ -1,15 +1,16 @@
 // wg_fwd.cu: the wgmma forward step (wg_fwd.h). A persistent CTA an SM walks its items, each
 // the 128 x 128 tile of one hidden block j (its four gates' 32 units side by side) and 128
 // batch rows, or half of it (16 units' four gates) where the list is long enough to hold the
-// step back, dealt to the CTAs longest first. Five warpgroups share the SM: a producer (one
-// thread) streams each list entry's h slab and four gate blocks, 16 KB, into a ring of
-// shared-memory stages with one bulk copy each from their packed images; two consumer
+// step back, dealt to the CTAs longest first. Five warpgroups share the SM: a producer streams
+// each list entry's h slab and four gate blocks, 16 KB, into a ring of shared-memory stages
+// from their packed images (one thread's bulk copies, or the warpgroup's cp.async); two consumer
 // warpgroups (64 rows each) run wgmma on every stage; two epilogue warpgroups take the
 // accumulators over through shared memory and apply the cell while the consumers go on with
 // the next item. docs/PERF.md has its figures against the floors.
 #include <algorithm>
 #include <vector>
 #include "base/state.cuh"
+#include "bsmm/bsmm_tile.cuh"
 #include "ops/ops.cuh"
 #include "sparse/piece_plan.h"
 #include "wgmma/wg_fwd.h"
@@ -46,7 +47,7 @@ struct Args {
 __host__ __device__ inline uint32_t img_at(int r, int k) { return wg_sw64((uint32_t)(r * 64 + k * 2)); }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // wgmma and setmaxnreg exist in sm_90a code alone
-__device__ inline void produce(const Args &a, unsigned char *ring, uint64_t *full, uint64_t *empty, int t0, int t1) {
+__device__ inline void produce_bulk(const Args &a, unsigned char *ring, uint64_t *full, uint64_t *empty, int t0, int t1) {
     const int nmt = a.B / 128;
     int q = 0;
     for (int t = t0; t < t1; t++) {
@@ -62,6 +63,39 @@ __device__ inline void produce(const Args &a, unsigned char *ring, uint64_t *ful
             bulk_load(st + SLAB, a.wpk + (long)(p0 + i) * (WBLK / 2) + (it.half < 0 ? 0 : it.half * (WBLK / 4)), wbytes, full + s);
         }
     }
+}
+
+// The same stages from all 128 threads of the producer's warpgroup, 16 bytes a cp.async: a
+// thread hands stage q over (its share landed, then the proxy fence that lets wgmma read it)
+// LAG stages later, so that LAG + 1 of its stages are in flight.
+__device__ inline void produce_cpasync(const Args &a, unsigned char *ring, uint64_t *full, uint64_t *empty, int t0, int t1) {
+    constexpr int LAG = RING - 2;
+    const int tid = threadIdx.x % 128, nmt = a.B / 128;
+    int q = 0;
+    for (int t = t0; t < t1; t++) {
+        const Item it = a.items[t];
+        const int p0 = a.rowptr[it.j], n = a.rowptr[it.j + 1] - p0, wchunks = it.half < 0 ? 4 : 2;
+#pragma unroll 1
+        for (int i = 0; i < n; i++, q++) {
+            const int s = q % RING;
+            if (q >= RING) mbar_wait(empty + s, (q / RING - 1) & 1);
+            unsigned char *st = ring + s * STAGE;
+            const unsigned char *hs = (const unsigned char *)a.s.hpk + ((long)a.col[p0 + i] * nmt + it.m) * SLAB;
+            const unsigned char *ws = (const unsigned char *)a.wpk + (long)(p0 + i) * WBLK + (it.half < 0 ? 0 : it.half * (WBLK / 2));
+#pragma unroll
+            for (int k = 0; k < 4; k++) cp_async16(st + (tid + 128 * k) * 16, hs + (tid + 128 * k) * 16, true);
+            for (int k = 0; k < wchunks; k++) cp_async16(st + SLAB + (tid + 128 * k) * 16, ws + (tid + 128 * k) * 16, true);
+            cp_commit();
+            if (q >= LAG) {
+                cp_wait<LAG>();
+                fence_async_shared();
+                mbar_arrive(full + (q - LAG) % RING);
+            }
+        }
+    }
+    cp_wait<0>();
+    fence_async_shared();
+    for (int r = q > LAG ? q - LAG : 0; r < q; r++) mbar_arrive(full + r % RING);
 }
 
 // One item's products into d for consumer warpgroup wg, stage q onwards: N = 128 (a whole
@@ -183,6 +217,7 @@ __device__ inline void finish(const Args &a, const float *acc, uint64_t *accfull
 
 #endif
 
+template <int LOAD>
 __global__ void __launch_bounds__(THREADS, 1) fwd_kernel(Args a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ unsigned char smem_raw[];
@@ -191,15 +226,18 @@ __global__ void __launch_bounds__(THREADS, 1) fwd_kernel(Args a) {
     uint64_t *full = (uint64_t *)(ring + RING * STAGE + ACC), *empty = full + RING, *accfull = empty + RING,
              *accempty = accfull + 1;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < RING; s++) mbar_init(full + s, 1), mbar_init(empty + s, 8);
+        for (int s = 0; s < RING; s++) mbar_init(full + s, LOAD == WG_LOAD_BULK ? 1 : 128), mbar_init(empty + s, 8);
         mbar_init(accfull, 256), mbar_init(accempty, 256);
         mbar_init_fence();
     }
     __syncthreads();
     const int role = threadIdx.x / 128, t0 = a.first[blockIdx.x], t1 = a.first[blockIdx.x + 1];
-    if (role == 4) {
+    if (role == 4 && LOAD == WG_LOAD_BULK) {
         wg_regs_down<24>();
-        if (threadIdx.x == 4 * 128) produce(a, ring, full, empty, t0, t1);
+        if (threadIdx.x == 4 * 128) produce_bulk(a, ring, full, empty, t0, t1);
+    } else if (role == 4) {
+        wg_regs_down<32>();
+        produce_cpasync(a, ring, full, empty, t0, t1);
     } else if (role < 2) {
         consume(a, role, ring, full, empty, acc, accfull, accempty, t0, t1);
     } else {
@@ -263,13 +301,15 @@ void deal(const int *rowptr, int nb, int nmt, int nctas, std::vector<Item> &item
 
 struct WgFwd {
     Args a;
+    WgLoad load;
     int nctas;
     long nnz;
     int *blk;
     long gstride;
 };
 
-WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B) {
+WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B,
+                     WgLoad load) {
     int dev, major, minor, sms;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -281,7 +321,7 @@ WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gst
     std::vector<Item> items;
     deal(rowptr, nb, B / 128, sms, items, first);
     WgFwd *f = (WgFwd *)xcalloc(1, sizeof(WgFwd));
-    f->nctas = sms, f->nnz = rowptr[nb], f->gstride = gstride;
+    f->load = load, f->nctas = sms, f->nnz = rowptr[nb], f->gstride = gstride;
     Args &a = f->a;
     a.B = B, a.H = H;
     int *d_rowptr, *d_col, *d_first;
@@ -299,7 +339,8 @@ WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gst
     CUDA_CHECK(cudaMemcpy(d_items, items.data(), sizeof(Item) * items.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(d_first, first.data(), sizeof(int) * first.size(), cudaMemcpyHostToDevice));
     a.rowptr = d_rowptr, a.col = d_col, a.items = d_items, a.first = d_first, a.wpk = d_wpk;
-    CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
+    CUDA_CHECK(cudaFuncSetAttribute(load == WG_LOAD_BULK ? fwd_kernel<WG_LOAD_BULK> : fwd_kernel<WG_LOAD_CPASYNC>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
     wg_fwd_pack_w(f, w);
     return f;
 }
@@ -323,7 +364,8 @@ void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk) {
 void wg_fwd_step(const WgFwd *f, const WgStep *s) {
     Args a = f->a;
     a.s = *s;
-    fwd_kernel<<<f->nctas, THREADS, SMEM, g_cuda.stream>>>(a);
+    if (f->load == WG_LOAD_BULK) fwd_kernel<WG_LOAD_BULK><<<f->nctas, THREADS, SMEM, g_cuda.stream>>>(a);
+    else fwd_kernel<WG_LOAD_CPASYNC><<<f->nctas, THREADS, SMEM, g_cuda.stream>>>(a);
     LAUNCH_CHECK();
 }
 

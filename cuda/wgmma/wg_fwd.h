@@ -24,11 +24,17 @@ typedef struct {
     void *hb1, *actb;
 } WgStep;
 
+// How the producer brings each stage into shared memory: one bulk copy a piece, issued by one
+// thread, or 16-byte cp.async copies from the producer's whole warpgroup. Both are kept while
+// they are measured against each other (`swlstm bench --wgmma`, docs/PERF.md).
+typedef enum { WG_LOAD_BULK, WG_LOAD_CPASYNC } WgLoad;
+
 // W_h's mask as lists by block row, host arrays: row j's entries are rowptr[j] ..
 // rowptr[j + 1] - 1, entry p reads block column col[p], and gate g's weights are stored
 // block blk[p] + g * gstride of w (device, bf16, 32 x 32 row-major). NULL where the kernel
 // does not run the shape (H not a multiple of 32, B not a multiple of 128, no sm_90a device).
-WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B);
+WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B,
+                     WgLoad load);
 void wg_fwd_pack_w(WgFwd *f, const void *w);  // the weights changed: packs them again
 size_t wg_fwd_hpk_bytes(const WgFwd *f);       // one packed h: B * H bf16
 void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk);  // row-major bf16 [B, H] in

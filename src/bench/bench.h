@@ -17,7 +17,7 @@ typedef struct {
 void bench_kernels(const BenchFilter *f);
 void bench_train(const BenchFilter *f);
 void bench_sample(void);
-void bench_wgmma(void);
+void bench_wgmma(const char *corpus);  // corpus: also a row on its bytes (NULL: none)
 int bench_sync(void);  // 1 if a mechanism failed its check
 
 typedef struct {

@@ -25,10 +25,16 @@ double cb_read_gbps(size_t bytes);
 // reads them at 1/cluster of that; *ctas: the CTAs (one an SM) that ran. < 0 where no such
 // cluster fits.
 double cb_multicast_gbps(int cluster, int *ctas);
+// Bytes a second, GB/s, that reach the SMs' shared memory when each SM streams 16 KB stages
+// out of L2 through a ring of `stages` slots (4, 8 or 12): mode 0, a bulk copy a stage; 1,
+// four bulk copies of 4 KB; 2, a warpgroup's 16-byte cp.async copies (ring.cu). < 0: no such mode.
+double cb_ring_gbps(int mode, int stages, int *ctas);
 // `swlstm bench --wgmma` (wgmma_step.cu): us a time step of the wgmma forward step
 // (cuda/wgmma/wg_fwd.h) over a window of `steps`, W_h's mask as lists by block row (rowptr,
-// col); < 0 where the kernel does not run the shape or the device.
-double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps);
+// col), step t's input bytes tok[t * B ..] (host; NULL: row b reads byte (37 b + 11) mod 256
+// at every step, all distinct), its stages loaded by bulk copies (cpasync 0) or by cp.async
+// (1; wg_fwd.h WgLoad); < 0 where the kernel does not run the shape or the device.
+double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps, const int *tok, int cpasync);
 // cuBLAS dense y[N,R] = x[N,C] W^T with W stored in bf16 (bf16 = 1) or fp32, fp32 accumulate.
 double cb_dense_ms(int N, int R, int C, int bf16, int reps);
 // cuSPARSE BSR SpMM of the same product with w's blocks (vals: `nsets` rotated fp32 weight

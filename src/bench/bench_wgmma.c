@@ -4,6 +4,7 @@
 // data step on the same design. GPU only.
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "base/common.h"
 #include "bench/bench.h"
 #include "bench/bench_cuda.h"
@@ -11,6 +12,7 @@
 #include "ops/backend.h"
 #include "sparse/bsmat.h"
 #include "sparse/mask.h"
+#include "train/data.h"
 
 #define STEPS 64  // a window's time steps, each step's outputs in planes of their own
 
@@ -53,14 +55,18 @@ static Floors floors_of(const StepShape *s, int p, double entry_l2, double unit_
 
 // The forward step: through HBM c in, c out, h out in fp32, the four gates in bf16, h in bf16
 // and packed; through L2 each list entry's h slab and gate blocks (16 KB) once per tile, the
-// epilogue's input-table rows and c. Beside it the wgmma step's time.
-static void fwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) {
+// epilogue's input-table rows and c. Beside it the wgmma step's time on input bytes tok
+// (bench_cuda.h; NULL: all distinct), its stages loaded by bulk copies, then by cp.async.
+static void fwd_row_on(const StepShape *s, const char *name, const BsMat *w, const Ceilings *c, const int *tok) {
     const Floors f = floors_of(s, w->nnzb, 16384.0, 4 + 8 + 4 + 4 + 2 + 2, 16 + 4, c);
-    const double us = cb_wgmma_fwd_us(w->row_ptr, w->col_idx, s->hidden, s->batch, STEPS);
-    table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", s->name, s->hidden,
-              s->mask, s->batch, w->nnzb, f.flop / 1e9, f.tm, f.hbm / 1e6, f.th, f.l2 / 1e6, f.tl, f.floor, us,
-              f.flop / (us * 1e-6) / 1e12, us / f.floor);
+    const double us = cb_wgmma_fwd_us(w->row_ptr, w->col_idx, s->hidden, s->batch, STEPS, tok, 0);
+    const double cp = cb_wgmma_fwd_us(w->row_ptr, w->col_idx, s->hidden, s->batch, STEPS, tok, 1);
+    table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f | %.1f | %.2f |\n", name,
+              s->hidden, s->mask, s->batch, w->nnzb, f.flop / 1e9, f.tm, f.hbm / 1e6, f.th, f.l2 / 1e6, f.tl, f.floor, us,
+              f.flop / (us * 1e-6) / 1e12, us / f.floor, cp, cp / f.floor);
 }
+
+static void fwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) { fwd_row_on(s, s->name, w, c, NULL); }
 
 // The backward's data step on the same design (no kernel yet): each list entry of a block
 // column reads its block row's dz slab (128 rows x four gates x 32 units, bf16: 32 KB) and its
@@ -72,21 +78,45 @@ static void bwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) {
               w->nnzb, f.flop / 1e9, f.tm, f.hbm / 1e6, f.th, f.l2 / 1e6, f.tl, f.floor);
 }
 
+static void shape_mask(const StepShape *s, BsMat *w) {
+    const int nb = s->hidden / 32;
+    Mask mk = mask_make(s->mask, nb, nb, 1);
+    bsmat_from_mask(w, &mk, 32, 1);
+    mask_free(&mk);
+}
+
 // One row a shape, from the mask's lists by block row (seed 1, as the configs draw them).
 static void shape_rows(void (*row)(const StepShape *, const BsMat *, const Ceilings *), const Ceilings *c) {
     for (size_t i = 0; i < sizeof step_shapes / sizeof *step_shapes; i++) {
-        const StepShape *s = &step_shapes[i];
-        const int nb = s->hidden / 32;
-        Mask mk = mask_make(s->mask, nb, nb, 1);
         BsMat w;
-        bsmat_from_mask(&w, &mk, 32, 1);
-        row(s, &w, c);
+        shape_mask(&step_shapes[i], &w);
+        row(&step_shapes[i], &w, c);
         bsmat_free(&w);
-        mask_free(&mk);
     }
 }
 
-void bench_wgmma(void) {
+// lstm_3min's step on the input bytes of the first training window of a corpus (B stripes
+// over the whole file, as `swlstm train` lays them out).
+static void corpus_row(const char *path, const Ceilings *c) {
+    const StepShape *s = &step_shapes[0];
+    Dataset d;
+    dataset_open(&d, path);
+    Stripes st;
+    stripes_init(&st, d.bytes, d.len, s->batch, STEPS);
+    int *in = xmalloc(sizeof(int) * STEPS * s->batch), *tgt = xmalloc(sizeof(int) * STEPS * s->batch);
+    stripes_fill(&st, 0, STEPS, in, tgt);
+    const char *base = strrchr(path, '/');
+    char name[128];
+    snprintf(name, sizeof name, "%s on %s", s->name, base ? base + 1 : path);
+    BsMat w;
+    shape_mask(s, &w);
+    fwd_row_on(s, name, &w, c, in);
+    bsmat_free(&w);
+    free(in), free(tgt);
+    dataset_close(&d);
+}
+
+void bench_wgmma(const char *corpus) {
     backend_cuda(PREC_BF16);  // the device and its cuBLAS handle, for the dense product's rate
     char dev[256];
     size_t l2b;
@@ -99,13 +129,24 @@ void bench_wgmma(void) {
     read_sweep();
     table_note("\n");
     table_head("wgmma", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us | wgmma us | TFLOP/s "
-                        "| x floor |");
+                        "| x floor | cp.async us | x floor |");
     shape_rows(fwd_row, &c);
+    if (corpus) corpus_row(corpus, &c);
     table_note("\nfloor: the largest of math, HBM and L2 alone; wgmma: us a time step, the median over groups of 10 of a %d-step "
-               "window\n\nThe backward's data step (dh = dz W_h and the cell's gradient) on the same design, its floors only:\n",
+               "window, its stages loaded by bulk copies (wgmma us) or by cp.async (cp.async us); random weights, h, c and input table; "
+               "the input bytes all distinct but in the corpus row\n\nThe backward's data step (dh = dz W_h and the cell's gradient) on the same design, its floors only:\n",
                STEPS);
     table_head("wgmma_bwd", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us |");
     shape_rows(bwd_row, &c);
+    table_note("\n16 KB stages out of L2 (32 MB, each SM its own stage at a time) into a ring of shared-memory slots an SM:\n");
+    table_head("ring", "| copies | stages | KB in flight | into the SMs TB/s | a SM GB/s |");
+    static const char *how[] = {"bulk, 16 KB a stage", "bulk, 4 x 4 KB a stage", "cp.async, 16 B x 128 threads"};
+    for (int mode = 0; mode < 3; mode++)
+        for (int st = 4; st <= 12; st += 4) {
+            int ctas = 0;
+            const double gbps = cb_ring_gbps(mode, st, &ctas);
+            table_row("| %s | %d | %d | %.2f | %.0f |\n", how[mode], st, st * 16, gbps / 1e3, gbps / ctas);
+        }
     table_note("\nBulk copies of 16 KB slabs out of L2 (8 MB) into shared memory, each multicast to a cluster's CTAs "
                "(an 8-stage ring of 128 KB an SM):\n");
     table_head("multicast", "| CTAs a cluster | into the SMs TB/s | a SM GB/s | from L2 TB/s |");

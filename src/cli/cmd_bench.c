@@ -29,10 +29,13 @@ static void usage(void) {
            "            ceilings measured in the call; the read bandwidth over 8 MB to 1 GB) beside the\n"
            "            Hopper wgmma step (issue 57) at lstm_3min's and the mLSTM configs' W_h shapes, and the\n"
            "            floors of the backward's data step on the same design and the rate of multicast\n"
+           "            rates of bulk and cp.async copies into a ring of shared-memory stages and of multicast\n"
            "            bulk copies into clusters of 1-8 CTAs\n"
+           "  --data F  with --wgmma: also lstm_3min's step on the input bytes of a training window of\n"
+           "            corpus F (B stripes, as training reads them)\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n"
            "  --json    each table's rows as JSON lines on stdout, one object a row keyed by the table's\n"
-           "            columns (\"table\": kernels, train, train_ops, sample, sync, read_sweep, wgmma, wgmma_bwd, multicast or probe; numbers as\n"
+           "            columns (\"table\": kernels, train, train_ops, sample, sync, read_sweep, wgmma, wgmma_bwd, ring, multicast or probe; numbers as\n"
            "            numbers, \"-\" and n/a as null); the prose around the tables goes to stderr\n"
            "the tables other than --probe need a GPU build\n");
 }
@@ -76,6 +79,7 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--probe")) return cmd_bench_probe(argc, argv);
     int train = 0, sample = 0, sync = 0, wgmma = 0;
+    const char *data = NULL;
     BenchFilter f = {.prec = -1, .cell = -1};
     Opts o;
     if (!opts_begin(&o, "bench", argc, argv, usage)) return 0;
@@ -85,6 +89,7 @@ int cmd_bench(int argc, char **argv) {
         else if (opts_is(&o, "--train")) train = 1;
         else if (opts_is(&o, "--sample")) sample = 1;
         else if (opts_is(&o, "--wgmma")) wgmma = 1;
+        else if (opts_is(&o, "--data")) data = opts_value(&o);
         else if (opts_is(&o, "--hidden")) f.hidden = (int)opts_long(&o, 32, 1 << 20);
         else if (opts_is(&o, "--cell")) f.cell = opts_choice(&o, "cell");
         else if (opts_is(&o, "--bs")) f.bs = (int)opts_long(&o, 8, 32);
@@ -93,7 +98,8 @@ int cmd_bench(int argc, char **argv) {
         else opts_unknown(&o);
     }
     if (sync) return bench_sync();
-    if (wgmma) bench_wgmma();
+    if (data && !wgmma) die("bench: --data %s: only --wgmma reads a corpus (bench --probe has its own --data)", data);
+    if (wgmma) bench_wgmma(data);
     else if (sample) bench_sample();
     else if (train) bench_train(&f);
     else bench_kernels(&f);

@@ -2,7 +2,8 @@
 // reference of the same step on the same bf16 operands: Barabasi-Albert masks (one with a
 // batch of two 128-row tiles, one with rows emptied or cut to one entry, one whose long lists
 // go as half items and short ones whole), outputs poisoned with NaN first, two chained steps
-// (the second reads the packed h the first wrote), and the same bits on a second run.
+// (the second reads the packed h the first wrote), and the same bits on a second run; each
+// with both producers, bulk copies and cp.async.
 #include <stdint.h>
 #include "sparse/bsmat.h"
 #include "sparse/mask.h"
@@ -90,13 +91,13 @@ static double rel_d(const float *a, const double *ref, long n) {
     return sqrt(num / den);
 }
 
-static void check_layer(int H, int B, const char *desc, int thin) {
+static void check_layer(int H, int B, const char *desc, int thin, WgLoad load) {
     unsigned long long s = 77;
     const Backend *gpu = cuda_named("bf16");
     Layer L = layer_make(H, B, desc, thin, &s);
     const long BH = (long)B * H;
     void *d_w = d_from(gpu, L.w, sizeof(uint16_t) * 4 * L.nnz * 1024);
-    WgFwd *f = wg_fwd_create(L.rowptr, L.col, L.blk, L.nnz, d_w, H, B);
+    WgFwd *f = wg_fwd_create(L.rowptr, L.col, L.blk, L.nnz, d_w, H, B, load);
     if (!f) {
         test_skip("the wgmma step needs an sm_90 device");
         return;
@@ -127,7 +128,8 @@ static void check_layer(int H, int B, const char *desc, int thin) {
         memcpy(c_prev, got, sizeof(float) * BH);
         gpu->to_host(got, d_h1, sizeof(float) * BH);
         double eh = rel_d(got, h1, BH);
-        CHECK_MSG(ec < 1e-5 && eh < 1e-5, "%s H=%d B=%d step %d: c rel %.2e, h rel %.2e", desc, H, B, t, ec, eh);
+        CHECK_MSG(ec < 1e-5 && eh < 1e-5, "%s H=%d B=%d load %d step %d: c rel %.2e, h rel %.2e", desc, H, B, load, t, ec,
+                  eh);
         gpu->to_host(hb, d_hb1, sizeof(uint16_t) * BH);
         gpu->to_host(hp, d_hpk[t + 1], sizeof(uint16_t) * BH);
         gpu->to_host(act, d_act, sizeof(uint16_t) * 4 * BH);
@@ -141,8 +143,8 @@ static void check_layer(int H, int B, const char *desc, int thin) {
                 bad_pk += hp[((long)(u / 32) * (B / 128) + b / 128) * 4096 + sw / 2] != hb[e];
                 for (int g = 0; g < 4; g++) bad_act += fabs(bf16_val(act[4 * e + g]) - gates[4 * e + g]) > 4e-3;
             }
-        CHECK_MSG(!bad_hb && !bad_pk && !bad_act, "%s step %d: %ld bf16 h, %ld packed h, %ld gates wrong", desc, t, bad_hb, bad_pk,
-                  bad_act);
+        CHECK_MSG(!bad_hb && !bad_pk && !bad_act, "%s load %d step %d: %ld bf16 h, %ld packed h, %ld gates wrong", desc, load, t, bad_hb,
+                  bad_pk, bad_act);
         memcpy(h, hb, sizeof(uint16_t) * BH);
     }
     // the same bits again
@@ -151,7 +153,7 @@ static void check_layer(int H, int B, const char *desc, int thin) {
     float *again = xmalloc(sizeof(float) * BH);
     wg_fwd_step(f, &st);
     gpu->to_host(again, d_h1, sizeof(float) * BH);
-    CHECK_MSG(!memcmp(again, got, sizeof(float) * BH), "%s: a second run differs", desc);
+    CHECK_MSG(!memcmp(again, got, sizeof(float) * BH), "%s load %d: a second run differs", desc, load);
     free(again), free(got), free(c_prev), free(hb), free(hp), free(act), free(c1), free(h1), free(gates), free(h), free(c0);
     wg_fwd_free(f);
     void *bufs[] = {d_w, d_h, d_hpk[0], d_hpk[1], d_hpk[2], d_c[0], d_c[1], d_c[2], d_h1, d_xtab, d_bias, d_tok, d_hb1, d_act};
@@ -159,9 +161,12 @@ static void check_layer(int H, int B, const char *desc, int thin) {
     free(L.rowptr), free(L.col), free(L.blk), free(L.w), free(L.xtab), free(L.bias), free(L.tok);
 }
 
+// Both producers (wg_fwd.h WgLoad) on every layer.
 TEST(gpu_wgmma_fwd_matches_reference) {
-    check_layer(512, 128, "ba_2", 0);
-    check_layer(1024, 256, "ba_3", 0);
-    check_layer(512, 256, "ba_4", 1);
-    check_layer(4096, 128, "ba_2", 0);
+    for (int load = WG_LOAD_BULK; load <= WG_LOAD_CPASYNC; load++) {
+        check_layer(512, 128, "ba_2", 0, (WgLoad)load);
+        check_layer(1024, 256, "ba_3", 0, (WgLoad)load);
+        check_layer(512, 256, "ba_4", 1, (WgLoad)load);
+        check_layer(4096, 128, "ba_2", 0, (WgLoad)load);
+    }
 }
