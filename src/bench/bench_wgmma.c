@@ -129,7 +129,7 @@ void bench_wgmma(const char *corpus) {
     read_sweep();
     table_note("\n");
     table_head("wgmma", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us | wgmma us | TFLOP/s "
-                        "| x floor | cp.async us | x floor |");
+                        "| x floor | cp.async us | cp.async x floor |");
     shape_rows(fwd_row, &c);
     if (corpus) corpus_row(corpus, &c);
     table_note("\nfloor: the largest of math, HBM and L2 alone; wgmma: us a time step, the median over groups of 10 of a %d-step "
