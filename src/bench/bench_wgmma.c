@@ -95,28 +95,34 @@ static void shape_rows(void (*row)(const StepShape *, const BsMat *, const Ceili
     }
 }
 
-// lstm_3min's step on the input bytes of the first training window of a corpus (B stripes
-// over the whole file, as `swlstm train` lays them out).
-static void corpus_row(const char *path, const Ceilings *c) {
-    const StepShape *s = &step_shapes[0];
+// The input bytes of the first training window of a corpus at lstm_3min's batch (B stripes
+// over the whole file, as `swlstm train` lays them out), [STEPS][B]; read before anything is
+// timed, so that a bad file fails at once.
+static int *corpus_tokens(const char *path) {
     Dataset d;
     dataset_open(&d, path);
     Stripes st;
-    stripes_init(&st, d.bytes, d.len, s->batch, STEPS);
-    int *in = xmalloc(sizeof(int) * STEPS * s->batch), *tgt = xmalloc(sizeof(int) * STEPS * s->batch);
+    stripes_init(&st, d.bytes, d.len, step_shapes[0].batch, STEPS);
+    int *in = xmalloc(sizeof(int) * STEPS * step_shapes[0].batch), *tgt = xmalloc(sizeof(int) * STEPS * step_shapes[0].batch);
     stripes_fill(&st, 0, STEPS, in, tgt);
+    free(tgt);
+    dataset_close(&d);
+    return in;
+}
+
+static void corpus_row(const char *path, const int *tok, const Ceilings *c) {
+    const StepShape *s = &step_shapes[0];
     const char *base = strrchr(path, '/');
     char name[128];
     snprintf(name, sizeof name, "%s on %s", s->name, base ? base + 1 : path);
     BsMat w;
     shape_mask(s, &w);
-    fwd_row_on(s, name, &w, c, in);
+    fwd_row_on(s, name, &w, c, tok);
     bsmat_free(&w);
-    free(in), free(tgt);
-    dataset_close(&d);
 }
 
 void bench_wgmma(const char *corpus) {
+    int *tok = corpus ? corpus_tokens(corpus) : NULL;
     backend_cuda(PREC_BF16);  // the device and its cuBLAS handle, for the dense product's rate
     char dev[256];
     size_t l2b;
@@ -131,7 +137,8 @@ void bench_wgmma(const char *corpus) {
     table_head("wgmma", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us | wgmma us | TFLOP/s "
                         "| x floor | cp.async us | cp.async x floor |");
     shape_rows(fwd_row, &c);
-    if (corpus) corpus_row(corpus, &c);
+    if (corpus) corpus_row(corpus, tok, &c);
+    free(tok);
     table_note("\nfloor: the largest of math, HBM and L2 alone; wgmma: us a time step, the median over groups of 10 of a %d-step "
                "window, its stages loaded by bulk copies (wgmma us) or by cp.async (cp.async us); random weights, h, c and input table; "
                "the input bytes all distinct but in the corpus row\n\nThe backward's data step (dh = dz W_h and the cell's gradient) on the same design, its floors only:\n",
