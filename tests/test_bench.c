@@ -114,6 +114,10 @@ TEST(bench_options_errors) {
     CHECK_MSG(strstr(out, "bench --cell = 'gru': expected one of lstm, mlstm"), "output: %s", out);
     CHECK(run_swlstm("bench --bs", out, sizeof out) != 0);
     CHECK_MSG(strstr(out, "bench: option '--bs' needs a value"), "output: %s", out);
+    CHECK(run_swlstm("bench --data corpus.txt", out, sizeof out) != 0);
+    CHECK_MSG(strstr(out, "bench: --data corpus.txt: only --wgmma reads a corpus"), "output: %s", out);
+    CHECK(run_swlstm("bench --wgmma --data /nonexistent/corpus.txt", out, sizeof out) != 0);  // read before the device
+    CHECK_MSG(strstr(out, "data file '/nonexistent/corpus.txt': cannot open"), "output: %s", out);
     CHECK(run_swlstm("bench --fast", out, sizeof out) != 0);
     CHECK_MSG(strstr(out, "bench: unknown option '--fast'"), "output: %s", out);
 #ifndef SW_CUDA
