@@ -35,7 +35,7 @@ LDLIBS  := -lz -lm
 # The CUDA objects are position-independent (host code only; -fno-semantic-interposition keeps
 # its inlining as without) so that libswlstm.so (`make python`) links the ones `make` built.
 NVFLAGS := -O3 -std=c++17 -Isrc -Icuda -Xcompiler -Wall,-fopenmp,-fPIC,-fno-semantic-interposition \
-           -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90
+           -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90 -MMD -MP
 
 ifeq ($(BUILD),build/csan)
   NVFLAGS += -lineinfo
@@ -95,12 +95,12 @@ $(DBL)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,CC64,$<)$(CC) $(filter-out -DSW_CUDA,$(CFLAGS)) -DSW_DOUBLE -c -o $@ $<
 
-$(BUILD)/cuda/%.o: cuda/%.cu $(wildcard cuda/*/*.cuh cuda/*/*.h src/*/*.h)
+$(BUILD)/cuda/%.o: cuda/%.cu
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,NVCC,$<)$(NVCC) $(NVFLAGS) -c -o $@ $<
 
 # What the GPU tests check inside cuda/ (tests/gpu/*.cu), in the test binary only.
-$(BUILD)/tests/gpu/%.o: tests/gpu/%.cu $(wildcard cuda/*/*.cuh tests/gpu/*.h)
+$(BUILD)/tests/gpu/%.o: tests/gpu/%.cu
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,NVCC,$<)$(NVCC) $(NVFLAGS) -c -o $@ $<
 
