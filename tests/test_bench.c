@@ -11,6 +11,8 @@
 #include "base/common.h"
 #include "bench/table.h"
 #include "io/npy.h"
+#include "model/model.h"
+#include "model/model_io.h"
 #include "probe_fixture.h"
 #include "test.h"
 
@@ -104,8 +106,21 @@ TEST(bench_table_columns_have_distinct_keys_and_rows_their_count) {
     CHECK_DIES(a_cell_too_many, NULL, "bench table t: a row of 3 cells under 2 columns");
 }
 
+// A plain LSTM checkpoint the wgmma step does not run (blocks of 8, a batch of 4).
+static const char *blocks_of_8_ckpt(void) {
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.hidden_size = 32, cfg.block_size = 8, cfg.embed_size = 8, cfg.batch_size = 4, cfg.threads = 1;
+    snprintf(cfg.sparsity, sizeof cfg.sparsity, "ba_1");
+    Model *m = model_create(&cfg, backend_cpu());
+    const char *path = tmp_path("bench_b8.ckpt");
+    model_save(path, m, NULL, NULL, NULL, NULL);
+    model_free(m);
+    return path;
+}
+
 TEST(bench_options_errors) {
-    char out[4096];
+    char out[4096], cmd[1024];
     CHECK(run_swlstm("bench --probe --only sst3", out, sizeof out) != 0);
     CHECK_MSG(strstr(out, "bench --probe --only 'sst3': expected mr or sst2 (with --checkpoint), sst2-l2"), "output: %s", out);
     CHECK(run_swlstm("bench --train --dtype fp16", out, sizeof out) != 0);
@@ -118,6 +133,15 @@ TEST(bench_options_errors) {
     CHECK_MSG(strstr(out, "bench: --data corpus.txt: only --wgmma reads a corpus"), "output: %s", out);
     CHECK(run_swlstm("bench --wgmma --data /nonexistent/corpus.txt", out, sizeof out) != 0);  // read before the device
     CHECK_MSG(strstr(out, "data file '/nonexistent/corpus.txt': cannot open"), "output: %s", out);
+    const char *b8 = blocks_of_8_ckpt();
+    snprintf(cmd, sizeof cmd, "bench --wgmma --checkpoint %s", b8);  // read before the device
+    CHECK(run_swlstm(cmd, out, sizeof out) != 0);
+    CHECK_MSG(strstr(out, "the wgmma step runs a plain LSTM's layer 0 with block_size = 32") &&
+                  strstr(out, "this one has cell = lstm, block_size = 8, layer norm off, batch_size = 4"),
+              "output: %s", out);
+    snprintf(cmd, sizeof cmd, "bench --checkpoint %s", b8);
+    CHECK(run_swlstm(cmd, out, sizeof out) != 0);
+    CHECK_MSG(strstr(out, "only --wgmma and --probe read a checkpoint"), "output: %s", out);
     CHECK(run_swlstm("bench --fast", out, sizeof out) != 0);
     CHECK_MSG(strstr(out, "bench: unknown option '--fast'"), "output: %s", out);
 #ifndef SW_CUDA

@@ -1,6 +1,6 @@
 // wgmma_step.cu: `swlstm bench --wgmma`'s timing (bench_cuda.h): the wgmma forward step
-// (cuda/wgmma/wg_fwd.h) chained over a window of steps on random operands, each step's
-// outputs in planes of their own as the engine keeps them.
+// (cuda/wgmma/wg_fwd.h) chained over a window of steps on random operands or a checkpoint's
+// weights, each step's outputs in planes of their own as the engine keeps them.
 #include <vector>
 #include "bench/bench_cuda.h"
 #include "base/lowp.cuh"
@@ -44,13 +44,21 @@ float *random_floats(long n, float scale, unsigned seed) {
     return p;
 }
 
+float *device_floats(const float *host, long n) {
+    float *p;
+    CUDA_CHECK(cudaMalloc(&p, sizeof(float) * n));
+    CUDA_CHECK(cudaMemcpy(p, host, sizeof(float) * n, cudaMemcpyHostToDevice));
+    return p;
+}
+
 }  // namespace
 
-extern "C" double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps, const int *tok, int cpasync) {
+extern "C" double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps, const int *tok, int cpasync,
+                                   const CbStepWeights *wt) {
     const long nnz = rowptr[H / 32], BH = (long)B * H;
     std::vector<int> blk(nnz);
     for (long p = 0; p < nnz; p++) blk[p] = (int)p;
-    float *wf = random_floats(4 * nnz * 1024, 0.06f, 1), *hf = random_floats(BH, 1.f, 2);
+    float *wf = wt ? device_floats(wt->w, 4 * nnz * 1024) : random_floats(4 * nnz * 1024, 0.06f, 1), *hf = random_floats(BH, 1.f, 2);
     bf16 *w, *h0;
     CUDA_CHECK(cudaMalloc(&w, 2 * 4 * nnz * 1024));
     CUDA_CHECK(cudaMalloc(&h0, 2 * BH));
@@ -68,7 +76,8 @@ extern "C" double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int 
     CUDA_CHECK(cudaMalloc(&win.h1, 4 * BH * steps));
     win.c = random_floats(BH * (steps + 1), 1.f, 3);
     wg_fwd_pack_h(win.f, h0, win.hpk);
-    float *xtab = random_floats(256L * 4 * H, 0.5f, 4), *bias = random_floats(4L * H, 0.2f, 5);
+    float *xtab = wt ? device_floats(wt->xtab, 256L * 4 * H) : random_floats(256L * 4 * H, 0.5f, 4);
+    float *bias = wt ? device_floats(wt->bias, 4L * H) : random_floats(4L * H, 0.2f, 5);
     win.base = WgStep{};
     win.base.xtab = xtab, win.base.bias = bias;
     double ms = cb_time_ms(step_once, &win, steps, 10 * steps);

@@ -17,7 +17,9 @@ typedef struct {
 void bench_kernels(const BenchFilter *f);
 void bench_train(const BenchFilter *f);
 void bench_sample(void);
-void bench_wgmma(const char *corpus);  // corpus: also a row on its bytes (NULL: none)
+// corpus: also a row on its bytes; ckpt: also a row on its layer 0 (on the corpus's bytes where
+// given); NULL: none.
+void bench_wgmma(const char *corpus, const char *ckpt);
 int bench_sync(void);  // 1 if a mechanism failed its check
 
 typedef struct {

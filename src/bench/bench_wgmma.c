@@ -1,7 +1,8 @@
 // bench_wgmma.c: `swlstm bench --wgmma`: the floors of a plain LSTM layer's forward time step
 // at the shipped configs' shapes (math, HBM and L2 bytes over the ceilings measured in the same
 // call) beside the wgmma step (cuda/wgmma/wg_fwd.h, issue 57), and the floors of the backward's
-// data step on the same design. GPU only.
+// data step on the same design; with --data, lstm_3min's step on a corpus's bytes, and with
+// --checkpoint, the step on a trained model's layer 0. GPU only.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,8 @@
 #include "bench/bench.h"
 #include "bench/bench_cuda.h"
 #include "bench/table.h"
+#include "model/model.h"
+#include "model/model_io.h"
 #include "ops/backend.h"
 #include "sparse/bsmat.h"
 #include "sparse/mask.h"
@@ -55,18 +58,20 @@ static Floors floors_of(const StepShape *s, int p, double entry_l2, double unit_
 
 // The forward step: through HBM c in, c out, h out in fp32, the four gates in bf16, h in bf16
 // and packed; through L2 each list entry's h slab and gate blocks (16 KB) once per tile, the
-// epilogue's input-table rows and c. Beside it the wgmma step's time on input bytes tok
-// (bench_cuda.h; NULL: all distinct), its stages loaded by bulk copies, then by cp.async.
-static void fwd_row_on(const StepShape *s, const char *name, const BsMat *w, const Ceilings *c, const int *tok) {
+// epilogue's input-table rows and c. Beside it the wgmma step's time on input bytes tok and
+// weights wt (bench_cuda.h; NULL: all distinct, random), its stages loaded by bulk copies,
+// then by cp.async.
+static void fwd_row_on(const StepShape *s, const char *name, const BsMat *w, const Ceilings *c, const int *tok,
+                       const CbStepWeights *wt) {
     const Floors f = floors_of(s, w->nnzb, 16384.0, 4 + 8 + 4 + 4 + 2 + 2, 16 + 4, c);
-    const double us = cb_wgmma_fwd_us(w->row_ptr, w->col_idx, s->hidden, s->batch, STEPS, tok, 0);
-    const double cp = cb_wgmma_fwd_us(w->row_ptr, w->col_idx, s->hidden, s->batch, STEPS, tok, 1);
+    const double us = cb_wgmma_fwd_us(w->row_ptr, w->col_idx, s->hidden, s->batch, STEPS, tok, 0, wt);
+    const double cp = cb_wgmma_fwd_us(w->row_ptr, w->col_idx, s->hidden, s->batch, STEPS, tok, 1, wt);
     table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f | %.1f | %.2f |\n", name,
               s->hidden, s->mask, s->batch, w->nnzb, f.flop / 1e9, f.tm, f.hbm / 1e6, f.th, f.l2 / 1e6, f.tl, f.floor, us,
               f.flop / (us * 1e-6) / 1e12, us / f.floor, cp, cp / f.floor);
 }
 
-static void fwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) { fwd_row_on(s, s->name, w, c, NULL); }
+static void fwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) { fwd_row_on(s, s->name, w, c, NULL, NULL); }
 
 // The backward's data step on the same design (no kernel yet): each list entry of a block
 // column reads its block row's dz slab (128 rows x four gates x 32 units, bf16: 32 KB) and its
@@ -95,15 +100,20 @@ static void shape_rows(void (*row)(const StepShape *, const BsMat *, const Ceili
     }
 }
 
-// The input bytes of the first training window of a corpus at lstm_3min's batch (B stripes
-// over the whole file, as `swlstm train` lays them out), [STEPS][B]; read before anything is
-// timed, so that a bad file fails at once.
-static int *corpus_tokens(const char *path) {
+static const char *base_name(const char *path) {
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+// The input bytes of the first training window of a corpus at batch B (B stripes over the
+// whole file, as `swlstm train` lays them out), [STEPS][B]; read before anything is timed, so
+// that a bad file fails at once.
+static int *corpus_tokens(const char *path, int B) {
     Dataset d;
     dataset_open(&d, path);
     Stripes st;
-    stripes_init(&st, d.bytes, d.len, step_shapes[0].batch, STEPS);
-    int *in = xmalloc(sizeof(int) * STEPS * step_shapes[0].batch), *tgt = xmalloc(sizeof(int) * STEPS * step_shapes[0].batch);
+    stripes_init(&st, d.bytes, d.len, B, STEPS);
+    int *in = xmalloc(sizeof(int) * STEPS * B), *tgt = xmalloc(sizeof(int) * STEPS * B);
     stripes_fill(&st, 0, STEPS, in, tgt);
     free(tgt);
     dataset_close(&d);
@@ -112,17 +122,60 @@ static int *corpus_tokens(const char *path) {
 
 static void corpus_row(const char *path, const int *tok, const Ceilings *c) {
     const StepShape *s = &step_shapes[0];
-    const char *base = strrchr(path, '/');
     char name[128];
-    snprintf(name, sizeof name, "%s on %s", s->name, base ? base + 1 : path);
+    snprintf(name, sizeof name, "%s on %s", s->name, base_name(path));
     BsMat w;
     shape_mask(s, &w);
-    fwd_row_on(s, name, &w, c, tok);
+    fwd_row_on(s, name, &w, c, tok, NULL);
     bsmat_free(&w);
 }
 
-void bench_wgmma(const char *corpus) {
-    int *tok = corpus ? corpus_tokens(corpus) : NULL;
+// A checkpoint's layer 0 as the step takes it, read on the CPU: its shape, the lists of its
+// W_h mask (a view of gate 0's block rows), its weights, input table and bias in fp32.
+typedef struct {
+    Model *m;
+    StepShape s;
+    char name[128];
+    BsMat lists;
+    float *w, *xtab, *bias;
+} CkptLayer;
+
+static float *floats_of(const real *p, size_t n) {
+    float *f = xmalloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) f[i] = (float)p[i];
+    return f;
+}
+
+// Dies naming the checkpoint where the step does not run its layer 0.
+static void ckpt_layer_load(CkptLayer *k, const char *path) {
+    Model *m = model_load_infer(path, DEVICE_CPU, CKPT_CHOICE, 0);
+    const int B = m->cfg.batch_size;
+    if (m->mlstm || m->ln || m->bs != 32 || B % 128)
+        die("bench --wgmma --checkpoint %s: the wgmma step runs a plain LSTM's layer 0 with block_size = 32, no layer "
+            "norm and a batch_size that is a multiple of 128; this one has cell = %s, block_size = %d, layer norm %s, "
+            "batch_size = %d", path, m->mlstm ? "mlstm" : "lstm", m->bs, m->ln ? "on" : "off", B);
+    const Layer *L = &m->layer[0];
+    const size_t G = 4 * (size_t)m->H;
+    real *xt = xmalloc(sizeof(real) * 256 * G);
+    input_table_fwd(m, xt);
+    *k = (CkptLayer){.m = m, .lists = L->wh, .w = floats_of(m->params + L->off_wh, (size_t)bsmat_nvals(&L->wh)),
+                     .xtab = floats_of(xt, 256 * G), .bias = floats_of(m->params + L->off_b, G)};
+    free(xt);
+    k->lists.nnzb = L->wh.nnzb / 4;  // gate 0's: its rows come first (bsmat.h)
+    snprintf(k->name, sizeof k->name, "%s's layer 0", base_name(path));
+    k->s = (StepShape){.name = k->name, .mask = m->cfg.sparsity, .hidden = m->H, .batch = B};
+}
+
+static void ckpt_layer_free(CkptLayer *k) {
+    free(k->w), free(k->xtab), free(k->bias);
+    model_free(k->m);
+}
+
+void bench_wgmma(const char *corpus, const char *ckpt) {
+    CkptLayer k = {0};
+    if (ckpt) ckpt_layer_load(&k, ckpt);
+    int *tok = corpus ? corpus_tokens(corpus, step_shapes[0].batch) : NULL;
+    int *ktok = corpus && ckpt ? corpus_tokens(corpus, k.s.batch) : NULL;
     backend_cuda(PREC_BF16);  // the device and its cuBLAS handle, for the dense product's rate
     char dev[256];
     size_t l2b;
@@ -138,10 +191,15 @@ void bench_wgmma(const char *corpus) {
                         "| x floor | cp.async us | cp.async x floor |");
     shape_rows(fwd_row, &c);
     if (corpus) corpus_row(corpus, tok, &c);
-    free(tok);
+    if (ckpt) {
+        const CbStepWeights wt = {k.w, k.xtab, k.bias};
+        fwd_row_on(&k.s, k.name, &k.lists, &c, ktok, &wt);
+        ckpt_layer_free(&k);
+    }
+    free(tok), free(ktok);
     table_note("\nfloor: the largest of math, HBM and L2 alone; wgmma: us a time step, the median over groups of 10 of a %d-step "
                "window, its stages loaded by bulk copies (wgmma us) or by cp.async (cp.async us); random weights, h, c and input table; "
-               "the input bytes all distinct but in the corpus row\n\nThe backward's data step (dh = dz W_h and the cell's gradient) on the same design, its floors only:\n",
+               "the input bytes all distinct but on a corpus (--data), a checkpoint's row its weights (--checkpoint)\n\nThe backward's data step (dh = dz W_h and the cell's gradient) on the same design, its floors only:\n",
                STEPS);
     table_head("wgmma_bwd", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us |");
     shape_rows(bwd_row, &c);

@@ -33,6 +33,8 @@ static void usage(void) {
            "            bulk copies into clusters of 1-8 CTAs\n"
            "  --data F  with --wgmma: also lstm_3min's step on the input bytes of a training window of\n"
            "            corpus F (B stripes, as training reads them)\n"
+           "  --checkpoint C  with --wgmma: also the step on C's layer 0 (a plain LSTM, block_size 32, no\n"
+           "            layer norm, batch_size a multiple of 128): its mask, weights, input table and bias\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n"
            "  --json    each table's rows as JSON lines on stdout, one object a row keyed by the table's\n"
            "            columns (\"table\": kernels, train, train_ops, sample, sync, read_sweep, wgmma, wgmma_bwd, ring, multicast or probe; numbers as\n"
@@ -79,7 +81,7 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--probe")) return cmd_bench_probe(argc, argv);
     int train = 0, sample = 0, sync = 0, wgmma = 0;
-    const char *data = NULL;
+    const char *data = NULL, *ckpt = NULL;
     BenchFilter f = {.prec = -1, .cell = -1};
     Opts o;
     if (!opts_begin(&o, "bench", argc, argv, usage)) return 0;
@@ -90,6 +92,7 @@ int cmd_bench(int argc, char **argv) {
         else if (opts_is(&o, "--sample")) sample = 1;
         else if (opts_is(&o, "--wgmma")) wgmma = 1;
         else if (opts_is(&o, "--data")) data = opts_value(&o);
+        else if (opts_is(&o, "--checkpoint")) ckpt = opts_value(&o);
         else if (opts_is(&o, "--hidden")) f.hidden = (int)opts_long(&o, 32, 1 << 20);
         else if (opts_is(&o, "--cell")) f.cell = opts_choice(&o, "cell");
         else if (opts_is(&o, "--bs")) f.bs = (int)opts_long(&o, 8, 32);
@@ -99,7 +102,8 @@ int cmd_bench(int argc, char **argv) {
     }
     if (sync) return bench_sync();
     if (data && !wgmma) die("bench: --data %s: only --wgmma reads a corpus (bench --probe has its own --data)", data);
-    if (wgmma) bench_wgmma(data);
+    if (ckpt && !wgmma) die("bench: --checkpoint %s: only --wgmma and --probe read a checkpoint", ckpt);
+    if (wgmma) bench_wgmma(data, ckpt);
     else if (sample) bench_sample();
     else if (train) bench_train(&f);
     else bench_kernels(&f);
