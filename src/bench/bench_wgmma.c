@@ -105,18 +105,14 @@ static const char *base_name(const char *path) {
     return b ? b + 1 : path;
 }
 
-// The input bytes of the first training window of a corpus at batch B (B stripes over the
-// whole file, as `swlstm train` lays them out), [STEPS][B]; read before anything is timed, so
-// that a bad file fails at once.
-static int *corpus_tokens(const char *path, int B) {
-    Dataset d;
-    dataset_open(&d, path);
+// The input bytes of the first training window of corpus d at batch B (B stripes over the
+// whole file, as `swlstm train` lays them out), [STEPS][B].
+static int *corpus_tokens(const Dataset *d, int B) {
     Stripes st;
-    stripes_init(&st, d.bytes, d.len, B, STEPS);
+    stripes_init(&st, d->bytes, d->len, B, STEPS);
     int *in = xmalloc(sizeof(int) * STEPS * B), *tgt = xmalloc(sizeof(int) * STEPS * B);
     stripes_fill(&st, 0, STEPS, in, tgt);
     free(tgt);
-    dataset_close(&d);
     return in;
 }
 
@@ -172,10 +168,17 @@ static void ckpt_layer_free(CkptLayer *k) {
 }
 
 void bench_wgmma(const char *corpus, const char *ckpt) {
+    // the checkpoint and the corpus read before anything is timed, so that a bad file fails at once
     CkptLayer k = {0};
     if (ckpt) ckpt_layer_load(&k, ckpt);
-    int *tok = corpus ? corpus_tokens(corpus, step_shapes[0].batch) : NULL;
-    int *ktok = corpus && ckpt ? corpus_tokens(corpus, k.s.batch) : NULL;
+    int *tok = NULL, *ktok = NULL;
+    if (corpus) {
+        Dataset d;
+        dataset_open(&d, corpus);
+        tok = corpus_tokens(&d, step_shapes[0].batch);
+        if (ckpt) ktok = corpus_tokens(&d, k.s.batch);
+        dataset_close(&d);
+    }
     backend_cuda(PREC_BF16);  // the device and its cuBLAS handle, for the dense product's rate
     char dev[256];
     size_t l2b;
