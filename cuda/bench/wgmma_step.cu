@@ -53,7 +53,7 @@ float *device_floats(const float *host, long n) {
 
 }  // namespace
 
-extern "C" double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps, const int *tok, int cpasync,
+extern "C" double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps, const int *tok,
                                    const CbStepWeights *wt) {
     const long nnz = rowptr[H / 32], BH = (long)B * H;
     std::vector<int> blk(nnz);
@@ -64,7 +64,7 @@ extern "C" double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int 
     CUDA_CHECK(cudaMalloc(&h0, 2 * BH));
     to_bf16(w, wf, 4 * nnz * 1024);
     to_bf16(h0, hf, BH);
-    Window win = {wg_fwd_create(rowptr, col, blk.data(), nnz, w, H, B, cpasync ? WG_LOAD_CPASYNC : WG_LOAD_BULK), B, H, steps};
+    Window win = {wg_fwd_create(rowptr, col, blk.data(), nnz, w, H, B), B, H, steps};
     if (!win.f) return -1;
     std::vector<int> htok((size_t)steps * B);
     for (size_t i = 0; i < htok.size(); i++) htok[i] = tok ? tok[i] : ((int)(i % B) * 37 + 11) % 256;
@@ -77,12 +77,11 @@ extern "C" double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int 
     win.c = random_floats(BH * (steps + 1), 1.f, 3);
     wg_fwd_pack_h(win.f, h0, win.hpk);
     float *xtab = wt ? device_floats(wt->xtab, 256L * 4 * H) : random_floats(256L * 4 * H, 0.5f, 4);
-    float *bias = wt ? device_floats(wt->bias, 4L * H) : random_floats(4L * H, 0.2f, 5);
     win.base = WgStep{};
-    win.base.xtab = xtab, win.base.bias = bias;
+    win.base.xtab = xtab;
     double ms = cb_time_ms(step_once, &win, steps, 10 * steps);
     wg_fwd_free(win.f);
-    void *bufs[] = {wf, hf, w, h0, win.tok, win.hpk, win.hb, win.actb, win.h1, win.c, xtab, bias};
+    void *bufs[] = {wf, hf, w, h0, win.tok, win.hpk, win.hb, win.actb, win.h1, win.c, xtab};
     for (void *p : bufs) CUDA_CHECK(cudaFree(p));
     return ms * 1e3;
 }

@@ -3,7 +3,7 @@
 // batch rows, or half of it (16 units' four gates) where the list is long enough to hold the
 // step back, dealt to the CTAs longest first. Five warpgroups share the SM: a producer streams
 // each list entry's h slab and four gate blocks, 16 KB, into a ring of shared-memory stages
-// from their packed images (one thread's bulk copies, or the warpgroup's cp.async); two consumer
+// from their packed images by one thread's bulk copies; two consumer
 // warpgroups (64 rows each) run wgmma on every stage; two epilogue warpgroups take the
 // accumulators over through shared memory and apply the cell while the consumers go on with
 // the next item. docs/PERF.md has its figures against the floors.
@@ -47,7 +47,7 @@ struct Args {
 __host__ __device__ inline uint32_t img_at(int r, int k) { return wg_sw64((uint32_t)(r * 64 + k * 2)); }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // wgmma and setmaxnreg exist in sm_90a code alone
-__device__ inline void produce_bulk(const Args &a, unsigned char *ring, uint64_t *full, uint64_t *empty, int t0, int t1) {
+__device__ inline void produce(const Args &a, unsigned char *ring, uint64_t *full, uint64_t *empty, int t0, int t1) {
     const int nmt = a.B / 128;
     int q = 0;
     for (int t = t0; t < t1; t++) {
@@ -63,39 +63,6 @@ __device__ inline void produce_bulk(const Args &a, unsigned char *ring, uint64_t
             bulk_load(st + SLAB, a.wpk + (long)(p0 + i) * (WBLK / 2) + (it.half < 0 ? 0 : it.half * (WBLK / 4)), wbytes, full + s);
         }
     }
-}
-
-// The same stages from all 128 threads of the producer's warpgroup, 16 bytes a cp.async: a
-// thread hands stage q over (its share landed, then the proxy fence that lets wgmma read it)
-// LAG stages later, so that LAG + 1 of its stages are in flight.
-__device__ inline void produce_cpasync(const Args &a, unsigned char *ring, uint64_t *full, uint64_t *empty, int t0, int t1) {
-    constexpr int LAG = RING - 2;
-    const int tid = threadIdx.x % 128, nmt = a.B / 128;
-    int q = 0;
-    for (int t = t0; t < t1; t++) {
-        const Item it = a.items[t];
-        const int p0 = a.rowptr[it.j], n = a.rowptr[it.j + 1] - p0, wchunks = it.half < 0 ? 4 : 2;
-#pragma unroll 1
-        for (int i = 0; i < n; i++, q++) {
-            const int s = q % RING;
-            if (q >= RING) mbar_wait(empty + s, (q / RING - 1) & 1);
-            unsigned char *st = ring + s * STAGE;
-            const unsigned char *hs = (const unsigned char *)a.s.hpk + ((long)a.col[p0 + i] * nmt + it.m) * SLAB;
-            const unsigned char *ws = (const unsigned char *)a.wpk + (long)(p0 + i) * WBLK + (it.half < 0 ? 0 : it.half * (WBLK / 2));
-#pragma unroll
-            for (int k = 0; k < 4; k++) cp_async16(st + (tid + 128 * k) * 16, hs + (tid + 128 * k) * 16, true);
-            for (int k = 0; k < wchunks; k++) cp_async16(st + SLAB + (tid + 128 * k) * 16, ws + (tid + 128 * k) * 16, true);
-            cp_commit();
-            if (q >= LAG) {
-                cp_wait<LAG>();
-                fence_async_shared();
-                mbar_arrive(full + (q - LAG) % RING);
-            }
-        }
-    }
-    cp_wait<0>();
-    fence_async_shared();
-    for (int r = q > LAG ? q - LAG : 0; r < q; r++) mbar_arrive(full + r % RING);
 }
 
 // One item's products into d for consumer warpgroup wg, stage q onwards: N = 128 (a whole
@@ -145,30 +112,39 @@ __device__ inline void consume(const Args &a, int wg, unsigned char *ring, uint6
     }
 }
 
-// Epilogue thread e applies the cell to the fragment consumer thread e held: its inputs are
-// loaded as the item starts, while the consumers still run its products. Of the item's NJ
-// groups of 8 units (4 whole, 2 a half), unit k = 8 (j0 + jj) + 2 (lane % 4) (+ 1) of the block,
-// gate g, sits in the accumulators' column group 8 (jj / 2) + 2 g + jj % 2; u: the item's
-// place among its CTA's.
+// What an epilogue thread holds of one item's inputs: for its rows rl and rl + 8 (r) and each
+// of the item's groups of 8 units (jj: 4 whole, 2 a half), the input table's four gates and
+// c_t at its two units. They arrive one item ahead: each slot is reloaded with the next item's
+// as soon as it is read, so their latency overlaps this item's cell and stores (loaded as an
+// item starts, the step waited for them at every item: 17 us at lstm_3min, docs/PERF.md).
+struct EpiIn {
+    float2 x[2][4][4], c[2][4];
+};
+
+__device__ inline int epi_row(int e) { return (e / 128) * 64 + (e / 32 % 4) * 16 + (e % 32) / 4; }
+
+// Slot (r, jj) of item it's inputs, xr[r] its rows' input-table rows (ld.global.cg: the
+// compiler sinks read-only loads past the wait that follows).
+__device__ inline void load_slot(const Args &a, const Item &it, const float *const (&xr)[2], int r, int jj, EpiIn &in) {
+    if (jj >= (it.half < 0 ? 4 : 2)) return;
+    const long H = a.H, row = it.m * 128 + epi_row(threadIdx.x % 256) + 8 * r;
+    const long col = it.j * 32 + ((it.half < 0 ? 0 : 2 * it.half) + jj) * 8 + threadIdx.x % 4 * 2;
+#pragma unroll
+    for (int g = 0; g < 4; g++) in.x[r][jj][g] = __ldcg((const float2 *)(xr[r] + g * H + col));
+    in.c[r][jj] = __ldcg((const float2 *)(a.s.c0 + row * H + col));
+}
+
+// Epilogue thread e applies the cell to the fragment consumer thread e held, and loads the
+// next item nx's inputs (more: there is one) into the slots as it frees them. Of the item's NJ
+// groups of 8 units, unit k = 8 (j0 + jj) + 2 (lane % 4) (+ 1) of the block, gate g, sits in
+// the accumulators' column group 8 (jj / 2) + 2 g + jj % 2; u: the item's place among its
+// CTA's.
 template <int NJ>
-__device__ inline void finish_item(const Args &a, const Item &it, const float *acc, uint64_t *accfull, uint64_t *accempty, int u) {
-    const int e = threadIdx.x % 256, lane = threadIdx.x % 32, nmt = a.B / 128;
-    const int rl = (e / 128) * 64 + (e / 32 % 4) * 16 + lane / 4;
-    const long H = a.H, G = 4 * H;
+__device__ inline void finish_item(const Args &a, const Item &it, const Item &nx, bool more, const float *const (&nxr)[2],
+                                   EpiIn &in, const float *acc, uint64_t *accfull, uint64_t *accempty, int u) {
+    const int e = threadIdx.x % 256, lane = threadIdx.x % 32, nmt = a.B / 128, rl = epi_row(e);
+    const long H = a.H;
     const int j = it.j, row0 = it.m * 128 + rl, j0 = it.half < 0 ? 0 : 2 * it.half;
-    float2 xin[2][NJ][4], cin[2][NJ];
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const long row = row0 + 8 * r;
-        const float *xr = a.s.xtab + a.s.tok[row] * G;
-#pragma unroll
-        for (int jj = 0; jj < NJ; jj++) {
-            const long col = j * 32 + (j0 + jj) * 8 + lane % 4 * 2;
-#pragma unroll
-            for (int g = 0; g < 4; g++) xin[r][jj][g] = __ldg((const float2 *)(xr + g * H + col));
-            cin[r][jj] = __ldcg((const float2 *)(a.s.c0 + row * H + col));
-        }
-    }
     mbar_wait(accfull, u & 1);
     unsigned char *hp = (unsigned char *)a.s.hpk1 + ((long)j * nmt + it.m) * SLAB;
 #pragma unroll
@@ -181,18 +157,19 @@ __device__ inline void finish_item(const Args &a, const Item &it, const float *a
             float pre[4][2];
 #pragma unroll
             for (int g = 0; g < 4; g++) {
-                const float2 b = __ldg((const float2 *)(a.s.bias + g * H + col));
-                pre[g][0] = acc[((c8 + 2 * g) * 4 + r * 2) * 256 + e] + xin[r][jj][g].x + b.x;
-                pre[g][1] = acc[((c8 + 2 * g) * 4 + r * 2 + 1) * 256 + e] + xin[r][jj][g].y + b.y;
+                pre[g][0] = acc[((c8 + 2 * g) * 4 + r * 2) * 256 + e] + in.x[r][jj][g].x;
+                pre[g][1] = acc[((c8 + 2 * g) * 4 + r * 2 + 1) * 256 + e] + in.x[r][jj][g].y;
             }
             if (r == 1 && jj == NJ - 1) mbar_arrive(accempty);  // the last read of acc
+            const float2 cin = in.c[r][jj];
+            if (more) load_slot(a, nx, nxr, r, jj, in);
             float2 cn, hn;
             uint4 act;
             float gi = sigm(pre[0][0]), gf = sigm(pre[1][0]), gg = tnh(pre[2][0]), go = sigm(pre[3][0]);
-            cn.x = gf * cin[r][jj].x + gi * gg, hn.x = go * tnh(cn.x);
+            cn.x = gf * cin.x + gi * gg, hn.x = go * tnh(cn.x);
             __nv_bfloat162 p0 = __floats2bfloat162_rn(gi, gf), p1 = __floats2bfloat162_rn(gg, go);
             gi = sigm(pre[0][1]), gf = sigm(pre[1][1]), gg = tnh(pre[2][1]), go = sigm(pre[3][1]);
-            cn.y = gf * cin[r][jj].y + gi * gg, hn.y = go * tnh(cn.y);
+            cn.y = gf * cin.y + gi * gg, hn.y = go * tnh(cn.y);
             __nv_bfloat162 p2 = __floats2bfloat162_rn(gi, gf), p3 = __floats2bfloat162_rn(gg, go);
             __nv_bfloat162 hv = __floats2bfloat162_rn(hn.x, hn.y);
             act = make_uint4(*(uint32_t *)&p0, *(uint32_t *)&p1, *(uint32_t *)&p2, *(uint32_t *)&p3);
@@ -203,21 +180,53 @@ __device__ inline void finish_item(const Args &a, const Item &it, const float *a
             *(__nv_bfloat162 *)(hp + img_at(rl + 8 * r, k)) = hv;
         }
     }
+    if (more && NJ < 4)  // a half item before a whole one: the slots it did not use
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+#pragma unroll
+            for (int jj = NJ; jj < 4; jj++) load_slot(a, nx, nxr, r, jj, in);
 }
 
+// The input-table rows of item it's rows rl and rl + 8, from their bytes tk.
+__device__ inline void table_rows(const Args &a, const int (&tk)[2], const float *(&xr)[2]) {
+    for (int r = 0; r < 2; r++) xr[r] = a.s.xtab + (long)tk[r] * 4 * a.H;
+}
+
+__device__ inline void row_bytes(const Args &a, const Item &it, int (&tk)[2]) {
+    const int row = it.m * 128 + epi_row(threadIdx.x % 256);
+    tk[0] = a.s.tok[row], tk[1] = a.s.tok[row + 8];
+}
+
+// The CTA's items in order; each round loads the bytes of the item two ahead and the item
+// three ahead, so that no load's latency stands between two items.
 __device__ inline void finish(const Args &a, const float *acc, uint64_t *accfull, uint64_t *accempty, int t0, int t1) {
+    if (t0 >= t1) return;
+    EpiIn in;
+    Item cur = a.items[t0], nx = a.items[t0 + 1 < t1 ? t0 + 1 : t0], nn = a.items[t0 + 2 < t1 ? t0 + 2 : t0];
+    int tk[2], tn[2];
+    const float *xr[2];
+    row_bytes(a, cur, tk), row_bytes(a, nx, tn);
+    table_rows(a, tk, xr);
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+#pragma unroll
+        for (int jj = 0; jj < 4; jj++) load_slot(a, cur, xr, r, jj, in);
     for (int t = t0, u = 0; t < t1; t++, u++) {
-        const Item it = a.items[t];
-        if (it.half < 0)
-            finish_item<4>(a, it, acc, accfull, accempty, u);
+        int tnn[2];
+        row_bytes(a, nn, tnn);
+        const Item n3 = a.items[t + 3 < t1 ? t + 3 : t0];
+        const float *nxr[2];
+        table_rows(a, tn, nxr);
+        if (cur.half < 0)
+            finish_item<4>(a, cur, nx, t + 1 < t1, nxr, in, acc, accfull, accempty, u);
         else
-            finish_item<2>(a, it, acc, accfull, accempty, u);
+            finish_item<2>(a, cur, nx, t + 1 < t1, nxr, in, acc, accfull, accempty, u);
+        cur = nx, nx = nn, nn = n3, tn[0] = tnn[0], tn[1] = tnn[1];
     }
 }
 
 #endif
 
-template <int LOAD>
 __global__ void __launch_bounds__(THREADS, 1) fwd_kernel(Args a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ unsigned char smem_raw[];
@@ -226,18 +235,15 @@ __global__ void __launch_bounds__(THREADS, 1) fwd_kernel(Args a) {
     uint64_t *full = (uint64_t *)(ring + RING * STAGE + ACC), *empty = full + RING, *accfull = empty + RING,
              *accempty = accfull + 1;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < RING; s++) mbar_init(full + s, LOAD == WG_LOAD_BULK ? 1 : 128), mbar_init(empty + s, 8);
+        for (int s = 0; s < RING; s++) mbar_init(full + s, 1), mbar_init(empty + s, 8);
         mbar_init(accfull, 256), mbar_init(accempty, 256);
         mbar_init_fence();
     }
     __syncthreads();
     const int role = threadIdx.x / 128, t0 = a.first[blockIdx.x], t1 = a.first[blockIdx.x + 1];
-    if (role == 4 && LOAD == WG_LOAD_BULK) {
+    if (role == 4) {
         wg_regs_down<24>();
-        if (threadIdx.x == 4 * 128) produce_bulk(a, ring, full, empty, t0, t1);
-    } else if (role == 4) {
-        wg_regs_down<32>();
-        produce_cpasync(a, ring, full, empty, t0, t1);
+        if (threadIdx.x == 4 * 128) produce(a, ring, full, empty, t0, t1);
     } else if (role < 2) {
         consume(a, role, ring, full, empty, acc, accfull, accempty, t0, t1);
     } else {
@@ -301,15 +307,13 @@ void deal(const int *rowptr, int nb, int nmt, int nctas, std::vector<Item> &item
 
 struct WgFwd {
     Args a;
-    WgLoad load;
     int nctas;
     long nnz;
     int *blk;
     long gstride;
 };
 
-WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B,
-                     WgLoad load) {
+WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B) {
     int dev, major, minor, sms;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -321,7 +325,7 @@ WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gst
     std::vector<Item> items;
     deal(rowptr, nb, B / 128, sms, items, first);
     WgFwd *f = (WgFwd *)xcalloc(1, sizeof(WgFwd));
-    f->load = load, f->nctas = sms, f->nnz = rowptr[nb], f->gstride = gstride;
+    f->nctas = sms, f->nnz = rowptr[nb], f->gstride = gstride;
     Args &a = f->a;
     a.B = B, a.H = H;
     int *d_rowptr, *d_col, *d_first;
@@ -339,8 +343,7 @@ WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gst
     CUDA_CHECK(cudaMemcpy(d_items, items.data(), sizeof(Item) * items.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(d_first, first.data(), sizeof(int) * first.size(), cudaMemcpyHostToDevice));
     a.rowptr = d_rowptr, a.col = d_col, a.items = d_items, a.first = d_first, a.wpk = d_wpk;
-    CUDA_CHECK(cudaFuncSetAttribute(load == WG_LOAD_BULK ? fwd_kernel<WG_LOAD_BULK> : fwd_kernel<WG_LOAD_CPASYNC>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
+    CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
     wg_fwd_pack_w(f, w);
     return f;
 }
@@ -364,8 +367,7 @@ void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk) {
 void wg_fwd_step(const WgFwd *f, const WgStep *s) {
     Args a = f->a;
     a.s = *s;
-    if (f->load == WG_LOAD_BULK) fwd_kernel<WG_LOAD_BULK><<<f->nctas, THREADS, SMEM, g_cuda.stream>>>(a);
-    else fwd_kernel<WG_LOAD_CPASYNC><<<f->nctas, THREADS, SMEM, g_cuda.stream>>>(a);
+    fwd_kernel<<<f->nctas, THREADS, SMEM, g_cuda.stream>>>(a);
     LAUNCH_CHECK();
 }
 

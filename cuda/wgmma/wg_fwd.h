@@ -11,30 +11,25 @@ extern "C" {
 typedef struct WgFwd WgFwd;
 
 // One step's operands, device pointers, as the engine's forward step takes them
-// (engine/lstm_seq.cuh SeqStep) except h: h_t arrives in the packed image (wg_fwd_pack_h) and
-// h_{t+1} leaves in it too (hpk1) beside its row-major copies. Row b's input projection is row
-// tok[b] of xtab [256, 4H]; c0 = c_t, c1 = c_{t+1} [B, H]; h1 = h_{t+1} in fp32 and hb1 in bf16
-// [B, H]; actb = the four gate activations of a unit side by side, bf16 [B][H][4].
+// (engine/lstm_seq.cuh SeqStep) except h and the bias: h_t arrives in the packed image
+// (wg_fwd_pack_h) and h_{t+1} leaves in it too (hpk1) beside its row-major copies; row b's
+// input projection plus the bias is row tok[b] of xtab [256, 4H] (the bias folded in once a
+// window, not loaded every step); c0 = c_t, c1 = c_{t+1} [B, H]; h1 = h_{t+1} in fp32 and
+// hb1 in bf16 [B, H]; actb = the four gate activations of a unit side by side, bf16 [B][H][4].
 typedef struct {
     const void *hpk;
     void *hpk1;
-    const float *xtab, *bias, *c0;
+    const float *xtab, *c0;
     const int *tok;
     float *c1, *h1;
     void *hb1, *actb;
 } WgStep;
 
-// How the producer brings each stage into shared memory: one bulk copy a piece, issued by one
-// thread, or 16-byte cp.async copies from the producer's whole warpgroup. Both are kept while
-// they are measured against each other (`swlstm bench --wgmma`, docs/PERF.md).
-typedef enum { WG_LOAD_BULK, WG_LOAD_CPASYNC } WgLoad;
-
 // W_h's mask as lists by block row, host arrays: row j's entries are rowptr[j] ..
 // rowptr[j + 1] - 1, entry p reads block column col[p], and gate g's weights are stored
 // block blk[p] + g * gstride of w (device, bf16, 32 x 32 row-major). NULL where the kernel
 // does not run the shape (H not a multiple of 32, B not a multiple of 128, no sm_90a device).
-WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B,
-                     WgLoad load);
+WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B);
 void wg_fwd_pack_w(WgFwd *f, const void *w);  // the weights changed: packs them again
 size_t wg_fwd_hpk_bytes(const WgFwd *f);       // one packed h: B * H bf16
 void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk);  // row-major bf16 [B, H] in

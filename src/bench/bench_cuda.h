@@ -30,18 +30,16 @@ double cb_multicast_gbps(int cluster, int *ctas);
 // four bulk copies of 4 KB; 2, a warpgroup's 16-byte cp.async copies (ring.cu). < 0: no such mode.
 double cb_ring_gbps(int mode, int stages, int *ctas);
 // A layer's weights as the wgmma step reads them, host fp32: w, W_h's blocks (32 x 32 row-major;
-// list entry p's gate g at block p + g * nnz), xtab, layer 0's input table [256, 4H], bias [4H].
+// list entry p's gate g at block p + g * nnz), xtab, layer 0's input table plus the bias [256, 4H].
 typedef struct {
-    const float *w, *xtab, *bias;
+    const float *w, *xtab;
 } CbStepWeights;
 // `swlstm bench --wgmma` (wgmma_step.cu): us a time step of the wgmma forward step
 // (cuda/wgmma/wg_fwd.h) over a window of `steps`, W_h's mask as lists by block row (rowptr,
 // col), step t's input bytes tok[t * B ..] (host; NULL: row b reads byte (37 b + 11) mod 256
-// at every step, all distinct), its stages loaded by bulk copies (cpasync 0) or by cp.async
-// (1; wg_fwd.h WgLoad), on weights wt (NULL: random); < 0 where the kernel does not run the
-// shape or the device.
-double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps, const int *tok, int cpasync,
-                       const CbStepWeights *wt);
+// at every step, all distinct), on weights wt (NULL: random); < 0 where the kernel does not
+// run the shape or the device.
+double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps, const int *tok, const CbStepWeights *wt);
 // cuBLAS dense y[N,R] = x[N,C] W^T with W stored in bf16 (bf16 = 1) or fp32, fp32 accumulate.
 double cb_dense_ms(int N, int R, int C, int bf16, int reps);
 // cuSPARSE BSR SpMM of the same product with w's blocks (vals: `nsets` rotated fp32 weight

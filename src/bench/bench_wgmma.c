@@ -59,16 +59,14 @@ static Floors floors_of(const StepShape *s, int p, double entry_l2, double unit_
 // The forward step: through HBM c in, c out, h out in fp32, the four gates in bf16, h in bf16
 // and packed; through L2 each list entry's h slab and gate blocks (16 KB) once per tile, the
 // epilogue's input-table rows and c. Beside it the wgmma step's time on input bytes tok and
-// weights wt (bench_cuda.h; NULL: all distinct, random), its stages loaded by bulk copies,
-// then by cp.async.
+// weights wt (bench_cuda.h; NULL: all distinct, random).
 static void fwd_row_on(const StepShape *s, const char *name, const BsMat *w, const Ceilings *c, const int *tok,
                        const CbStepWeights *wt) {
     const Floors f = floors_of(s, w->nnzb, 16384.0, 4 + 8 + 4 + 4 + 2 + 2, 16 + 4, c);
-    const double us = cb_wgmma_fwd_us(w->row_ptr, w->col_idx, s->hidden, s->batch, STEPS, tok, 0, wt);
-    const double cp = cb_wgmma_fwd_us(w->row_ptr, w->col_idx, s->hidden, s->batch, STEPS, tok, 1, wt);
-    table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f | %.1f | %.2f |\n", name,
-              s->hidden, s->mask, s->batch, w->nnzb, f.flop / 1e9, f.tm, f.hbm / 1e6, f.th, f.l2 / 1e6, f.tl, f.floor, us,
-              f.flop / (us * 1e-6) / 1e12, us / f.floor, cp, cp / f.floor);
+    const double us = cb_wgmma_fwd_us(w->row_ptr, w->col_idx, s->hidden, s->batch, STEPS, tok, wt);
+    table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", name, s->hidden,
+              s->mask, s->batch, w->nnzb, f.flop / 1e9, f.tm, f.hbm / 1e6, f.th, f.l2 / 1e6, f.tl, f.floor, us,
+              f.flop / (us * 1e-6) / 1e12, us / f.floor);
 }
 
 static void fwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) { fwd_row_on(s, s->name, w, c, NULL, NULL); }
@@ -127,13 +125,13 @@ static void corpus_row(const char *path, const int *tok, const Ceilings *c) {
 }
 
 // A checkpoint's layer 0 as the step takes it, read on the CPU: its shape, the lists of its
-// W_h mask (a view of gate 0's block rows), its weights, input table and bias in fp32.
+// W_h mask (a view of gate 0's block rows), its weights and input table plus bias in fp32.
 typedef struct {
     Model *m;
     StepShape s;
     char name[128];
     BsMat lists;
-    float *w, *xtab, *bias;
+    float *w, *xtab;
 } CkptLayer;
 
 static float *floats_of(const real *p, size_t n) {
@@ -154,8 +152,9 @@ static void ckpt_layer_load(CkptLayer *k, const char *path) {
     const size_t G = 4 * (size_t)m->H;
     real *xt = xmalloc(sizeof(real) * 256 * G);
     input_table_fwd(m, xt);
+    for (size_t i = 0; i < 256 * G; i++) xt[i] += m->params[L->off_b + i % G];
     *k = (CkptLayer){.m = m, .lists = L->wh, .w = floats_of(m->params + L->off_wh, (size_t)bsmat_nvals(&L->wh)),
-                     .xtab = floats_of(xt, 256 * G), .bias = floats_of(m->params + L->off_b, G)};
+                     .xtab = floats_of(xt, 256 * G)};
     free(xt);
     k->lists.nnzb = L->wh.nnzb / 4;  // gate 0's: its rows come first (bsmat.h)
     snprintf(k->name, sizeof k->name, "%s's layer 0", base_name(path));
@@ -163,7 +162,7 @@ static void ckpt_layer_load(CkptLayer *k, const char *path) {
 }
 
 static void ckpt_layer_free(CkptLayer *k) {
-    free(k->w), free(k->xtab), free(k->bias);
+    free(k->w), free(k->xtab);
     model_free(k->m);
 }
 
@@ -191,17 +190,17 @@ void bench_wgmma(const char *corpus, const char *ckpt) {
     read_sweep();
     table_note("\n");
     table_head("wgmma", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us | wgmma us | TFLOP/s "
-                        "| x floor | cp.async us | cp.async x floor |");
+                        "| x floor |");
     shape_rows(fwd_row, &c);
     if (corpus) corpus_row(corpus, tok, &c);
     if (ckpt) {
-        const CbStepWeights wt = {k.w, k.xtab, k.bias};
+        const CbStepWeights wt = {k.w, k.xtab};
         fwd_row_on(&k.s, k.name, &k.lists, &c, ktok, &wt);
         ckpt_layer_free(&k);
     }
     free(tok), free(ktok);
     table_note("\nfloor: the largest of math, HBM and L2 alone; wgmma: us a time step, the median over groups of 10 of a %d-step "
-               "window, its stages loaded by bulk copies (wgmma us) or by cp.async (cp.async us); random weights, h, c and input table; "
+               "window; random weights, h, c and input table; "
                "the input bytes all distinct but on a corpus (--data), a checkpoint's row its weights (--checkpoint)\n\nThe backward's data step (dh = dz W_h and the cell's gradient) on the same design, its floors only:\n",
                STEPS);
     table_head("wgmma_bwd", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us |");

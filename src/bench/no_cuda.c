@@ -15,8 +15,9 @@ double cb_l2_gbps(size_t l2_bytes) { no_cuda(); }
 double cb_read_gbps(size_t bytes) { no_cuda(); }
 double cb_multicast_gbps(int cluster, int *ctas) { no_cuda(); }
 double cb_ring_gbps(int mode, int stages, int *ctas) { no_cuda(); }
-double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps, const int *tok, int cpasync,
-                       const CbStepWeights *wt) { no_cuda(); }
+double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps, const int *tok, const CbStepWeights *wt) {
+    no_cuda();
+}
 double cb_dense_ms(int N, int R, int C, int bf16, int reps) { no_cuda(); }
 double cb_sparse_ms(const BsMat *w, const real *vals, int nsets, int N, int bf16, int reps, char *why, size_t whylen) {
     no_cuda();
