@@ -252,8 +252,8 @@ TEST(eval_dynamic_verb_leaves_the_checkpoint) {
     CHECK(!memcmp(before, after, SHA256_BYTES));
 }
 
-// Without --eta each cell's eta and lambda are chosen on the valid split's first span / 11
-// bytes (90 of 1000 here): the reported pair's dynamic bpc and the static one there are what
+// Without --eta each cell's eta and lambda are chosen on the valid split's first span /
+// DYN_CHOOSE_SHARE bytes (90 of 1000 here): the reported pair's dynamic bpc and the static one there are what
 // dyn_bpc and the static stream give on those bytes, and the span is scored with eta 0 when
 // no pair beat static there. --lambda keeps lambda (a pass fewer); --eta is no choice.
 TEST(eval_dynamic_default_chooses_on_valid) {
@@ -263,7 +263,9 @@ TEST(eval_dynamic_default_chooses_on_valid) {
         const char *base = "--split test --max-bytes 1000 --dynamic --segment 16 --dyn-stats 2000";
         snprintf(args, sizeof args, "eval %s %s --json", cell_ckpt(mlstm), base);
         CHECK_EQ(run_swlstm(args, out, sizeof out), 0);
-        CHECK_MSG(strstr(out, "\"choice_split\": \"valid\", \"choice_bytes\": 89, \"choice_passes\": "), "%s", out);
+        char want[128];  // the choice's bytes predict all but their first
+        snprintf(want, sizeof want, "\"choice_split\": \"valid\", \"choice_bytes\": %d, \"choice_passes\": ", 1000 / DYN_CHOOSE_SHARE - 1);
+        CHECK_MSG(strstr(out, want), "%s", out);
         double passes = json_num(out, "\"choice_passes\": "), bpc = json_num(out, "\"choice_bpc\": ");
         double stat = json_num(out, "\"choice_static_bpc\": "), eta = json_num(out, "\"best_eta\": ");
         double lambda = json_num(out, "\"best_lambda\": ");
@@ -276,10 +278,10 @@ TEST(eval_dynamic_default_chooses_on_valid) {
         Model *m = model_load_infer(cell_ckpt(mlstm), CKPT_CHOICE, CKPT_CHOICE, 0);
         Acts *a = acts_create(m, 1, 16);
         size_t count;
-        CHECK_NEAR(eval_bpc(m, a, corpus + 24000, 90, 0, &count, NULL), stat, 1e-6);
+        CHECK_NEAR(eval_bpc(m, a, corpus + 24000, 1000 / DYN_CHOOSE_SHARE, 0, &count, NULL), stat, 1e-6);
         DynEval *d = dyn_create(m, corpus, 2000, m->cfg.batch_size, 16, NULL);
-        CHECK_NEAR(dyn_bpc(d, a, (DynHyper){eta, lambda, DYN_EPS}, corpus + 24000, 90, &count, NULL), bpc, 1e-6);
-        CHECK_EQ(count, 89);
+        CHECK_NEAR(dyn_bpc(d, a, (DynHyper){eta, lambda, DYN_EPS}, corpus + 24000, 1000 / DYN_CHOOSE_SHARE, &count, NULL), bpc, 1e-6);
+        CHECK_EQ(count, 1000 / DYN_CHOOSE_SHARE - 1);
         dyn_free(d);
         acts_free(m, a);
         model_free(m);
@@ -302,6 +304,16 @@ TEST(eval_dynamic_default_chooses_on_valid) {
 static double streams_bpc(Model *m, DynEval *d, DynHyper h, int n, int G, const uint8_t *b, size_t len, size_t *count) {
     DynStreams s = {n, G, small_ckpt(), 0, SEG};
     return dyn_streams_bpc(m, d, h, &s, b, len, count, NULL);
+}
+
+// The choice reads an 11th of the span, capped so that a long span's choice costs a fixed
+// number of bytes, and never fewer than two segments and one.
+TEST(dyn_choice_bytes_an_11th_capped) {
+    CHECK_EQ(dyn_choice_bytes(1000, 16), 90);
+    CHECK_EQ(dyn_choice_bytes(11 * DYN_CHOOSE_MAX, 20), DYN_CHOOSE_MAX);
+    CHECK_EQ(dyn_choice_bytes(11 * DYN_CHOOSE_MAX + 11, 20), DYN_CHOOSE_MAX);
+    CHECK_EQ(dyn_choice_bytes(5000000, 20), DYN_CHOOSE_MAX);
+    CHECK_EQ(dyn_choice_bytes(300, 20), 41);
 }
 
 // One stream is dyn_bpc's (and eval_bpc's) stream; three are the pieces [0, 333), [333, 666),

@@ -195,7 +195,7 @@ def main():
     ap.add_argument("--eps", type=float, default=2e-5)
     ap.add_argument("--dyn-stats", type=int, default=1000000)
     ap.add_argument("--dyn-tune", action="store_true", help="eta and lambda from the grid of 15 pairs around them")
-    ap.add_argument("--tune-bytes", type=int, default=0, help="valid bytes of the choice (default span/11; --dyn-tune 50000)")
+    ap.add_argument("--tune-bytes", type=int, default=0, help="valid bytes of the choice (default span/11, at most 25000; --dyn-tune 50000)")
     ap.add_argument("--static", default="stream", choices=["stream", "warm"])
     ap.add_argument("--warmup", type=int, default=2048)
     ap.add_argument("--streams", type=int, default=1)
@@ -227,7 +227,7 @@ def main():
     if a.eta is None or a.dyn_tune:
         if a.tune_bytes > sizes[1]:
             die(f"--tune-bytes {a.tune_bytes}: the valid split holds {sizes[1]} bytes")
-        want = a.tune_bytes or (50000 if a.dyn_tune else max(n // 11, 2 * a.segment + 1))
+        want = a.tune_bytes or (50000 if a.dyn_tune else max(min(n // 11, 25000), 2 * a.segment + 1))
         valid = data[sizes[0]:sizes[0] + min(want, sizes[1])]
         search = Search(model, valid, a.segment, rms, mean_rms, a.dyn_tune and not a.json)
         if a.dyn_tune:

@@ -41,11 +41,12 @@ static void eval_usage(void) {
            "  --segment N         bytes a segment (default %d)\n"
            "  --eta X             the step (default: chosen, below); --lambda X (default %g), --eps X (%g)\n"
            "                      Without --eta, eta and lambda are chosen on the valid split's first\n"
-           "                      span/%d bytes (or --tune-bytes N): the dynamic bpc of etas by half-\n"
-           "                      decades from %g (%g for the lstm cell), down while it falls, else up,\n"
-           "                      %d at most, then lambda x 10 at the best (unless --lambda): half the\n"
-           "                      cost of the dynamic pass over the span. If none beats the static bpc\n"
-           "                      there, eta is 0 (the static score) and the output says so.\n"
+           "                      span/%d bytes, at most %d (or --tune-bytes N): the dynamic bpc of etas\n"
+           "                      by half-decades from %g (%g for the lstm cell), down while it falls,\n"
+           "                      else up, %d at most, then lambda x 10 at the best (unless --lambda):\n"
+           "                      at most half the cost of the dynamic pass over the span. If none\n"
+           "                      beats the static bpc there, eta is 0 (the static score) and the\n"
+           "                      output says so.\n"
            "  --dyn-stats BYTES   training bytes whose gradients give rms (default %d, or the split)\n"
            "  --dyn-tune          instead pick eta and lambda from a grid of %d pairs around them by the\n"
            "                      dynamic bpc of the valid split's first --tune-bytes N (default %d)\n"
@@ -61,7 +62,7 @@ static void eval_usage(void) {
            "  --gpus G            spread the streams over G GPUs (default 1), one thread each, each\n"
            "                      GPU taking its pieces in turn; on one GPU (or the CPU) they run\n"
            "                      one after another, never side by side: --streams pays with G > 1\n",
-           EVAL_WARMUP, DYN_SEGMENT, DYN_LAMBDA, DYN_EPS, DYN_CHOOSE_SHARE, DYN_ETA_MLSTM, DYN_ETA_LSTM, DYN_CHOOSE_ETAS,
+           EVAL_WARMUP, DYN_SEGMENT, DYN_LAMBDA, DYN_EPS, DYN_CHOOSE_SHARE, DYN_CHOOSE_MAX, DYN_ETA_MLSTM, DYN_ETA_LSTM, DYN_CHOOSE_ETAS,
            DYN_STATS, DYN_TUNE_PAIRS, DYN_TUNE_BYTES);
 }
 

@@ -113,14 +113,19 @@ static void choose_walk(Search *s, DynHyper h, int keep_lambda) {
     if (!keep_lambda) try_pair(s, (DynHyper){s->best.eta, s->best.lambda * 10, s->best.eps});
 }
 
+size_t dyn_choice_bytes(size_t span, long segment) {
+    size_t want = span / DYN_CHOOSE_SHARE, floor_len = 2 * (size_t)segment + 1;
+    if (want > DYN_CHOOSE_MAX) want = DYN_CHOOSE_MAX;
+    return want > floor_len ? want : floor_len;
+}
+
 // Eta and lambda for the span: p's as given, or from the grid or the walk over the valid
-// split's first bytes (the walk's sized to the span, 0.49 of the span's dynamic pass).
+// split's first dyn_choice_bytes.
 static DynHyper choose(DynEval *d, const Dataset *ds, size_t len, const DynProtocol *p, int verbose, int mode,
                        DynChosen *c) {
     *c = (DynChosen){.how = DYN_GIVEN};
     if (p->eta_given && !p->tune) return p->h;
-    size_t want = len / DYN_CHOOSE_SHARE, floor_len = 2 * (size_t)p->segment + 1;
-    size_t n = split_span(ds, SPLIT_VALID, p->tune_bytes, p->tune ? DYN_TUNE_BYTES : want > floor_len ? want : floor_len,
+    size_t n = split_span(ds, SPLIT_VALID, p->tune_bytes, p->tune ? DYN_TUNE_BYTES : dyn_choice_bytes(len, p->segment),
                           "--tune-bytes");
     Acts *a = acts_create(d->m, 1, (int)p->segment);  // the streams make their own; the search reads one
     Progress pr;
