@@ -157,7 +157,10 @@ static void ckpt_layer_load(CkptLayer *k, const char *path) {
                      .xtab = floats_of(xt, 256 * G)};
     free(xt);
     k->lists.nnzb = L->wh.nnzb / 4;  // gate 0's: its rows come first (bsmat.h)
-    snprintf(k->name, sizeof k->name, "%s's layer 0", base_name(path));
+    const char *tail = base_name(path);  // with its folder, the run's name: "lstm_3min/latest.ckpt"
+    while (tail > path && tail[-1] == '/') tail--;
+    while (tail > path && tail[-1] != '/') tail--;
+    snprintf(k->name, sizeof k->name, "%s's layer 0", tail);
     k->s = (StepShape){.name = k->name, .mask = m->cfg.sparsity, .hidden = m->H, .batch = B};
 }
 
