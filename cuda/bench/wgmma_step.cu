@@ -25,7 +25,7 @@ void step_once(void *arg, int iter) {
     s.hpk = w->hpk + t * BH, s.hpk1 = w->hpk + (t + 1) * BH;
     s.c0 = w->c + t * BH, s.c1 = w->c + (t + 1) * BH, s.h1 = w->h1 + t * BH;
     s.hb1 = w->hb + t * BH, s.actb = w->actb + 4 * t * BH, s.tok = w->tok + t * w->B;
-    wg_fwd_step(w->f, &s);
+    wg_fwd_step(w->f, &s, NULL);
 }
 
 __global__ void fill_kernel(float *p, long n, float scale, unsigned seed) {
@@ -75,7 +75,7 @@ extern "C" double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int 
     CUDA_CHECK(cudaMalloc(&win.actb, 8 * BH * steps));
     CUDA_CHECK(cudaMalloc(&win.h1, 4 * BH * steps));
     win.c = random_floats(BH * (steps + 1), 1.f, 3);
-    wg_fwd_pack_h(win.f, h0, win.hpk);
+    wg_fwd_pack_h(win.f, h0, win.hpk, NULL);
     float *xtab = wt ? device_floats(wt->xtab, 256L * 4 * H) : random_floats(256L * 4 * H, 0.5f, 4);
     win.base = WgStep{};
     win.base.xtab = xtab;

@@ -82,6 +82,22 @@ static void free_fp32_or_key(real *p, size_t bytes, int key) {
 static size_t zcount(const SeqArgs *a) { return (size_t)a->T * a->B * 4 * a->H; }
 static size_t zbytes(const SeqArgs *a) { return sizeof(real) * zcount(a); }
 
+// engine = wgmma: the forward steps on wgmma where it runs the layer (layer 0 in bf16 without
+// layer norm, B a multiple of 128, an sm_90 GPU); elsewhere the step kernels, as auto.
+static void wg_attach(Seq *s) {
+    const SeqArgs &a = s->a;
+    const BsMat *w = a.wh;
+    const int n0 = w->row_ptr[s->nlists];
+    int *blk = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
+    for (int k = 0; k < n0; k++) blk[k] = k;  // gate 0's blocks first (upload_lists)
+    s->wg = wg_fwd_create(w->row_ptr, w->col_idx, blk, s->gstride, weight_operand<true>(a.wh_vals, (size_t)bsmat_nvals(w)),
+                          a.H, a.B);
+    free(blk);
+    if (!s->wg) return;
+    CUDA_CHECK(cudaMalloc(&s->hpk, 2 * wg_fwd_hpk_bytes(s->wg)));
+    CUDA_CHECK(cudaMalloc(&s->xb, sizeof(float) * 256 * 4 * (size_t)a.H));
+}
+
 template <bool BF>
 static void *seq_create_on(SeqArgs *a, SeqPlan plan) {
     if (!engine_takes(a)) return NULL;
@@ -113,6 +129,7 @@ static void *seq_create_on(SeqArgs *a, SeqPlan plan) {
         CUDA_CHECK(cudaMalloc(&s->hb, sizeof(bf16) * BH * (a->T + 1)));
         twin_register(a->h, s->hb, BH * (a->T + 1));
     }
+    if (BF && a->wgmma && a->xtab && !a->ln_gain && !s->dense) wg_attach(s);
     if (!a->ln_gain && !s->dense) CUDA_CHECK(cudaMalloc(&s->dbpart, sizeof(float) * (size_t)a->T * tiles(a->B) * 4 * a->H));
     CUDA_CHECK(cudaStreamCreate(&s->stream));  // blocking: ordered with the default stream's work
     colsum_reserve(a->B, 4 * a->H);
@@ -145,6 +162,9 @@ void seq_free_cuda(void *p) {
     CUDA_CHECK(cudaFree(s->dbpart));
     CUDA_CHECK(cudaFree(s->wd));
     CUDA_CHECK(cudaFree(s->dwd));
+    wg_fwd_free(s->wg);
+    CUDA_CHECK(cudaFree(s->hpk));
+    CUDA_CHECK(cudaFree(s->xb));
     CUDA_CHECK(cudaStreamDestroy(s->stream));
     twin_forget(s->a.h);
     twin_forget(s->a.dz);
@@ -197,6 +217,26 @@ static SeqStep step_at(const Seq *s, const SeqStep &base, int t, int fwd, int T)
     return seq_at(base, t, fwd, T, s->bf ? (int)sizeof(bf16) : (int)sizeof(float), tiles(s->a.B));
 }
 
+// The forward on the wgmma step: once a window the weights packed, the bias folded into the
+// input table and h_0 packed; then a step kernel a time step, reading h_t from one packed
+// image and writing h_{t+1} into the other beside the outputs the step kernels write.
+static void record_wg_fwd(const Seq *s, const void *w, int T) {
+    const SeqArgs &a = s->a;
+    const size_t BH = (size_t)a.B * a.H;
+    wg_fwd_pack_w(s->wg, w, s->stream);
+    wg_fwd_fold_bias(s->wg, s->xb, a.xtab, a.bias, s->stream);
+    wg_fwd_pack_h(s->wg, s->hb, s->hpk, s->stream);
+    const SeqStep base = window_base(s, w, 1);
+    for (int t = 0; t < T; t++) {
+        const SeqStep st = step_at(s, base, t, 1, T);
+        WgStep ws = {};
+        ws.hpk = s->hpk + t % 2 * BH, ws.hpk1 = s->hpk + (t + 1) % 2 * BH;
+        ws.xtab = s->xb, ws.tok = st.tok, ws.c0 = st.c0, ws.c1 = st.c1;
+        ws.h1 = st.h1, ws.hb1 = st.hb1, ws.actb = st.actb;
+        wg_fwd_step(s->wg, &ws, s->stream);
+    }
+}
+
 // Forward, as model_step.c's loop: z_t += W_h h_t, then the cell (fused, or lstm_fwd after
 // the product where layer norm needs whole rows).
 template <bool BF>
@@ -204,6 +244,7 @@ static void record_fwd(const Seq *s, const void *w, int T) {
     const SeqArgs &a = s->a;
     size_t BH = (size_t)a.B * a.H;
     if (BF) to_bf16(s->hb, a.h, BH, s->stream);
+    if (s->wg) return record_wg_fwd(s, w, T);
     const SeqStep base = window_base(s, w, 1);
     for (int t = 0; t < T; t++) {
         SeqStep st = step_at(s, base, t, 1, T);
@@ -279,7 +320,10 @@ void seq_bwd_cuda(void *p, int T) {
     bsmm_bwd_weight_typed(a.dwh, seq_dz_operand(s, 0), seq_h_operand(s, 0), a.wh, N, BF);
 }
 
-RecurPath seq_route_cuda(void *p) { return ((const Seq *)p)->dense ? RECUR_DENSE : RECUR_GRAPH; }
+RecurPath seq_route_cuda(void *p) {
+    const Seq *s = (const Seq *)p;
+    return s->dense ? RECUR_DENSE : s->wg ? RECUR_WGMMA : RECUR_GRAPH;
+}
 
 template void *seq_create_cuda<false>(SeqArgs *);
 template void *seq_create_cuda<true>(SeqArgs *);

@@ -262,6 +262,14 @@ __global__ void pack_w_kernel(bf16 *wpk, const bf16 *w, const int *blk, long gst
     *(uint32_t *)((unsigned char *)(wpk + p * (WBLK / 2)) + img_at(r / 16 * 64 + g * 16 + r % 16, k)) = v;
 }
 
+// xb[r][c] = xtab[r][c] + bias[c], in float4s: rows of g4 of them.
+__global__ void fold_bias_kernel(float4 *xb, const float4 *xtab, const float4 *bias, long g4, long n) {
+    const long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float4 x = xtab[i], b = bias[i % g4];
+    xb[i] = make_float4(x.x + b.x, x.y + b.y, x.z + b.z, x.w + b.w);
+}
+
 __global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {
     const long i = blockIdx.x * (long)blockDim.x + threadIdx.x;  // row, column pair
     if (i >= (long)B * H / 2) return;
@@ -314,12 +322,10 @@ struct WgFwd {
 };
 
 WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B) {
-    int dev, major, minor, sms;
+    int dev, sms;
     CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    if (major != 9 || minor != 0 || H % 32 || B % 128 || B <= 0) return NULL;
+    if (!wg_fwd_runs_here() || H % 32 || B % 128 || B <= 0) return NULL;
     const int nb = H / 32;
     std::vector<int> first;
     std::vector<Item> items;
@@ -344,30 +350,47 @@ WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gst
     CUDA_CHECK(cudaMemcpy(d_first, first.data(), sizeof(int) * first.size(), cudaMemcpyHostToDevice));
     a.rowptr = d_rowptr, a.col = d_col, a.items = d_items, a.first = d_first, a.wpk = d_wpk;
     CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
-    wg_fwd_pack_w(f, w);
+    wg_fwd_pack_w(f, w, NULL);
     return f;
 }
 
-void wg_fwd_pack_w(WgFwd *f, const void *w) {
+int wg_fwd_runs_here(void) {
+    int dev, major, minor;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    return major == 9 && minor == 0;
+}
+
+static cudaStream_t on(void *stream) { return stream ? (cudaStream_t)stream : g_cuda.stream; }
+
+void wg_fwd_pack_w(WgFwd *f, const void *w, void *stream) {
     const long n = f->nnz * 4 * 32 * 16;
     if (n == 0) return;
-    pack_w_kernel<<<(unsigned)((n + 255) / 256), 256, 0, g_cuda.stream>>>((bf16 *)f->a.wpk, (const bf16 *)w, f->blk, f->gstride,
-                                                                            f->nnz);
+    pack_w_kernel<<<(unsigned)((n + 255) / 256), 256, 0, on(stream)>>>((bf16 *)f->a.wpk, (const bf16 *)w, f->blk, f->gstride,
+                                                                         f->nnz);
+    LAUNCH_CHECK();
+}
+
+void wg_fwd_fold_bias(const WgFwd *f, float *xb, const float *xtab, const float *bias, void *stream) {
+    const long n = 256L * 4 * f->a.H;
+    fold_bias_kernel<<<(unsigned)((n / 4 + 255) / 256), 256, 0, on(stream)>>>((float4 *)xb, (const float4 *)xtab,
+                                                                                (const float4 *)bias, f->a.H, n / 4);
     LAUNCH_CHECK();
 }
 
 size_t wg_fwd_hpk_bytes(const WgFwd *f) { return (size_t)f->a.B * f->a.H * 2; }
 
-void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk) {
+void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk, void *stream) {
     const long n = (long)f->a.B * f->a.H / 2;
-    pack_h_kernel<<<(unsigned)((n + 255) / 256), 256, 0, g_cuda.stream>>>((bf16 *)hpk, (const bf16 *)hb, f->a.B, f->a.H);
+    pack_h_kernel<<<(unsigned)((n + 255) / 256), 256, 0, on(stream)>>>((bf16 *)hpk, (const bf16 *)hb, f->a.B, f->a.H);
     LAUNCH_CHECK();
 }
 
-void wg_fwd_step(const WgFwd *f, const WgStep *s) {
+void wg_fwd_step(const WgFwd *f, const WgStep *s, void *stream) {
     Args a = f->a;
     a.s = *s;
-    fwd_kernel<<<f->nctas, THREADS, SMEM, g_cuda.stream>>>(a);
+    fwd_kernel<<<f->nctas, THREADS, SMEM, on(stream)>>>(a);
     LAUNCH_CHECK();
 }
 

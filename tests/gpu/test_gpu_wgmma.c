@@ -109,7 +109,7 @@ static void check_layer(int H, int B, const char *desc, int thin) {
     int *d_tok = d_from(gpu, L.tok, sizeof(int) * B);
     void *d_hb1 = gpu->alloc(2 * BH), *d_act = gpu->alloc(8 * BH);
     CHECK(wg_fwd_hpk_bytes(f) == (size_t)(2 * BH));
-    wg_fwd_pack_h(f, d_h, d_hpk[0]);
+    wg_fwd_pack_h(f, d_h, d_hpk[0], NULL);
     double *c1 = xmalloc(sizeof(double) * BH), *h1 = xmalloc(sizeof(double) * BH), *gates = xmalloc(sizeof(double) * 4 * BH);
     float *got = xmalloc(sizeof(float) * BH), *c_prev = xmalloc(sizeof(float) * BH);
     uint16_t *hb = xmalloc(sizeof(uint16_t) * BH), *hp = xmalloc(sizeof(uint16_t) * BH), *act = xmalloc(sizeof(uint16_t) * 4 * BH);
@@ -118,7 +118,7 @@ static void check_layer(int H, int B, const char *desc, int thin) {
         d_poison(gpu, d_c[t + 1], BH), d_poison(gpu, d_h1, BH);
         WgStep st = {.hpk = d_hpk[t], .hpk1 = d_hpk[t + 1], .xtab = d_xtab, .c0 = d_c[t], .tok = d_tok,
                      .c1 = d_c[t + 1], .h1 = d_h1, .hb1 = d_hb1, .actb = d_act};
-        wg_fwd_step(f, &st);
+        wg_fwd_step(f, &st, NULL);
         ref_step(&L, h, c_prev, c1, h1, gates);
         gpu->to_host(got, d_c[t + 1], sizeof(float) * BH);
         double ec = rel_d(got, c1, BH);
@@ -147,7 +147,7 @@ static void check_layer(int H, int B, const char *desc, int thin) {
     WgStep st = {.hpk = d_hpk[1], .hpk1 = d_hpk[2], .xtab = d_xtab, .c0 = d_c[1], .tok = d_tok,
                  .c1 = d_c[2], .h1 = d_h1, .hb1 = d_hb1, .actb = d_act};
     float *again = xmalloc(sizeof(float) * BH);
-    wg_fwd_step(f, &st);
+    wg_fwd_step(f, &st, NULL);
     gpu->to_host(again, d_h1, sizeof(float) * BH);
     CHECK_MSG(!memcmp(again, got, sizeof(float) * BH), "%s: a second run differs", desc);
     free(again), free(got), free(c_prev), free(hb), free(hp), free(act), free(c1), free(h1), free(gates), free(h), free(c0);
