@@ -287,20 +287,22 @@ __global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {
     *(uint32_t *)((unsigned char *)hpk + ((long)(col / 32) * (B / 128) + row / 128) * SLAB + img_at(row % 128, col % 32)) = v;
 }
 
-// A stage's cost in 4 KB: the h slab and the weights of a whole item (8 + 8 KB) or a half.
-constexpr int WHOLE_COST = 4, HALF_COST = 3;
+// A stage's cost in 4 KB: the h slab and the weights of a whole item (8 + 8 KB) or a half;
+// an item's epilogue in the same units: about 25 stages' time (lstm_3min, docs/PERF.md: 10.7
+// us an item without products, against 0.35 us a stage without the epilogue).
+constexpr int WHOLE_COST = 4, HALF_COST = 3, EPI_COST = 100;
 
 // Items dealt costliest first, each to the CTA with the least cost so far (piece_plan, a plan
 // row an item, no list cut). A block's list whose whole item would cost more than 1.5 CTA
 // shares goes as two half items, so hub rows no longer bound the step; below that, the halves'
-// second reading of the h slabs costs more than the balance buys (docs/PERF.md). An empty list
-// still costs 1: its epilogue writes the cell's outputs.
+// second reading of the h slabs costs more than the balance buys (docs/PERF.md). Every item
+// costs its epilogue besides its stages, so that no CTA gathers many short items.
 void deal(const int *rowptr, int nb, int nmt, int nctas, std::vector<Item> &items, std::vector<int> &first) {
     long total = 0;
     for (int j = 0; j < nb; j++) total += (long)WHOLE_COST * (rowptr[j + 1] - rowptr[j]) * nmt;
     std::vector<Item> cand;
     std::vector<int> cost(1, 0);  // prefix sums: the plan's rows
-    auto add = [&](Item it, int c) { cand.push_back(it), cost.push_back(cost.back() + std::max(1, c)); };
+    auto add = [&](Item it, int c) { cand.push_back(it), cost.push_back(cost.back() + EPI_COST + c); };
     for (int j = 0; j < nb; j++)
         for (int m = 0; m < nmt; m++) {
             const int n = rowptr[j + 1] - rowptr[j];
