@@ -28,22 +28,31 @@ static int piece_len(const Seq *s, int fwd) {
     return count_pieces(w->row_ptr, w->nbc, 16) * nt > 2 * slots ? SQ_PIECE : 16;
 }
 
+// The mask's lists by column from gate 0 of the stacked W_h: entries (block row, gate-0 block).
+static void column_lists(const BsMat *w, int nr, int **ptr, int **idx, int **blk) {
+    *ptr = (int *)xcalloc((size_t)nr + 1, sizeof(int));
+    *idx = (int *)xmalloc(sizeof(int) * (size_t)(w->row_ptr[nr] + 1));
+    *blk = (int *)xmalloc(sizeof(int) * (size_t)(w->row_ptr[nr] + 1));
+    for (int j = 0, q = 0; j < nr; j++) {
+        for (int p = w->col_ptr[j]; p < w->col_ptr[j + 1]; p++)
+            if (w->csc_row[p] < nr) (*idx)[q] = w->csc_row[p], (*blk)[q++] = w->csc_blk[p];
+        (*ptr)[j + 1] = q;
+    }
+}
+
 // The mask's lists from gate 0 of the stacked W_h: rows (fwd) or columns (bwd) of the mask,
 // entries (slab index, gate-0 block), cut into pieces of at most `most`. Gate g's copy of
 // block k is k + g * gstride.
 static void upload_lists(Seq *s, const BsMat *w, int fwd, int most) {
-    int nr = s->nlists, n0 = w->row_ptr[nr];
-    int *ptr = (int *)xcalloc((size_t)nr + 1, sizeof(int)), *idx = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
-    int *blk = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
+    int nr = s->nlists, n0 = w->row_ptr[nr], *ptr, *idx, *blk;
     if (fwd) {
+        ptr = (int *)xmalloc(sizeof(int) * (size_t)(nr + 1));
+        idx = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
+        blk = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
         memcpy(ptr, w->row_ptr, sizeof(int) * (size_t)(nr + 1));
         for (int k = 0; k < n0; k++) idx[k] = w->col_idx[k], blk[k] = k;
     } else {
-        for (int j = 0, q = 0; j < nr; j++) {
-            for (int p = w->col_ptr[j]; p < w->col_ptr[j + 1]; p++)
-                if (w->csc_row[p] < nr) idx[q] = w->csc_row[p], blk[q++] = w->csc_blk[p];
-            ptr[j + 1] = q;
-        }
+        column_lists(w, nr, &ptr, &idx, &blk);
     }
     MmPiece *pc = cut_pieces(ptr, nr, most, &s->npieces[fwd]);
     s->pieces[fwd] = pieces_to_device(pc, s->npieces[fwd]);
@@ -82,21 +91,30 @@ static void free_fp32_or_key(real *p, size_t bytes, int key) {
 static size_t zcount(const SeqArgs *a) { return (size_t)a->T * a->B * 4 * a->H; }
 static size_t zbytes(const SeqArgs *a) { return sizeof(real) * zcount(a); }
 
-// engine = wgmma: the forward steps on wgmma where it runs the layer (layer 0 in bf16 without
-// layer norm, B a multiple of 128, an sm_90 GPU); elsewhere the step kernels, as auto.
+// engine = wgmma: the forward steps and the backward's data steps on wgmma where it runs the
+// layer (layer 0 in bf16 without layer norm, B a multiple of 128, an sm_90 GPU); elsewhere
+// the step kernels, as auto.
 static void wg_attach(Seq *s) {
     const SeqArgs &a = s->a;
     const BsMat *w = a.wh;
+    const void *wb = weight_operand<true>(a.wh_vals, (size_t)bsmat_nvals(w));
     const int n0 = w->row_ptr[s->nlists];
     int *blk = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
     for (int k = 0; k < n0; k++) blk[k] = k;  // gate 0's blocks first (upload_lists)
-    s->wg = wg_fwd_create(w->row_ptr, w->col_idx, blk, s->gstride, weight_operand<true>(a.wh_vals, (size_t)bsmat_nvals(w)),
-                          a.H, a.B);
+    s->wg = wg_fwd_create(w->row_ptr, w->col_idx, blk, s->gstride, wb, a.H, a.B);
     free(blk);
     if (!s->wg) return;
+    int *ptr, *idx;
+    column_lists(w, s->nlists, &ptr, &idx, &blk);
+    s->wgb = wg_bwd_create(ptr, idx, blk, s->gstride, wb, a.H, a.B);
+    free(ptr), free(idx), free(blk);
     CUDA_CHECK(cudaMalloc(&s->hpk, 2 * wg_fwd_hpk_bytes(s->wg)));
+    CUDA_CHECK(cudaMalloc(&s->dzpk, 2 * wg_bwd_dzpk_bytes(s->wgb)));
     CUDA_CHECK(cudaMalloc(&s->xb, sizeof(float) * 256 * 4 * (size_t)a.H));
 }
+
+// Rows of dz's column sums a step (dbpart): one a row tile, or on wgmma one each 64 rows.
+static int dbias_rows(const Seq *s) { return s->wgb ? s->a.B / 64 : tiles(s->a.B); }
 
 template <bool BF>
 static void *seq_create_on(SeqArgs *a, SeqPlan plan) {
@@ -130,7 +148,7 @@ static void *seq_create_on(SeqArgs *a, SeqPlan plan) {
         twin_register(a->h, s->hb, BH * (a->T + 1));
     }
     if (BF && a->wgmma && a->xtab && !a->ln_gain && !s->dense) wg_attach(s);
-    if (!a->ln_gain && !s->dense) CUDA_CHECK(cudaMalloc(&s->dbpart, sizeof(float) * (size_t)a->T * tiles(a->B) * 4 * a->H));
+    if (!a->ln_gain && !s->dense) CUDA_CHECK(cudaMalloc(&s->dbpart, sizeof(float) * (size_t)a->T * dbias_rows(s) * 4 * a->H));
     CUDA_CHECK(cudaStreamCreate(&s->stream));  // blocking: ordered with the default stream's work
     colsum_reserve(a->B, 4 * a->H);
     return s;
@@ -163,7 +181,9 @@ void seq_free_cuda(void *p) {
     CUDA_CHECK(cudaFree(s->wd));
     CUDA_CHECK(cudaFree(s->dwd));
     wg_fwd_free(s->wg);
+    wg_bwd_free(s->wgb);
     CUDA_CHECK(cudaFree(s->hpk));
+    CUDA_CHECK(cudaFree(s->dzpk));
     CUDA_CHECK(cudaFree(s->xb));
     CUDA_CHECK(cudaStreamDestroy(s->stream));
     twin_forget(s->a.h);
@@ -255,6 +275,28 @@ static void record_fwd(const Seq *s, const void *w, int T) {
     }
 }
 
+// The backward's data steps on wgmma: once a window the weights packed; then a step kernel a
+// time step from t = T - 1 (no product) down to the carried state's (t = -1: dh_0 += dz_0 W_h
+// alone), reading dz_{t+1} from one packed image and writing dz_t into the other beside the
+// outputs the step kernels write, dz's column sums by 64 rows (dbias_rows).
+static void record_wg_bwd(const Seq *s, const void *w, int T) {
+    const SeqArgs &a = s->a;
+    const size_t BG = 4 * (size_t)a.B * a.H;
+    wg_bwd_pack_w(s->wgb, w, s->stream);
+    const SeqStep base = window_base(s, w, 0);
+    for (int t = T - 1; t >= -1; t--) {
+        const SeqStep st = step_at(s, base, t, 0, T);
+        WgBwdStep ws = {};
+        ws.dzpk = t == T - 1 ? NULL : s->dzpk + (t + 1) % 2 * BG;
+        ws.dh = st.dh;
+        if (t >= 0) {
+            ws.dzpk1 = s->dzpk + t % 2 * BG, ws.dc = a.dc, ws.actb = st.actb, ws.c0 = st.c0, ws.c1 = st.c1, ws.dzb = st.dzb;
+            ws.dbpart = s->dbpart + (size_t)t * dbias_rows(s) * 4 * a.H;
+        }
+        wg_bwd_step(s->wgb, &ws, s->stream);
+    }
+}
+
 // Backward: at step t, dh_{t+1} gets dz_{t+1} W_h (none at the last step), then the cell's
 // gradient gives dz_t; finally (t = -1) the carried h's gradient dh_0 = dz_0 W_h.
 template <bool BF>
@@ -263,6 +305,7 @@ static void record_bwd(const Seq *s, const void *w, int T) {
     size_t BH = (size_t)a.B * a.H, BG = 4 * BH;
     CUDA_CHECK(cudaMemsetAsync(a.dh, 0, BH * sizeof(real), s->stream));
     CUDA_CHECK(cudaMemsetAsync(a.dc, 0, BH * sizeof(real), s->stream));
+    if (s->wgb) return record_wg_bwd(s, w, T);
     const SeqStep base = window_base(s, w, 0);
     SeqMaps maps = {};
     if (BF) maps = seq_maps(s->dzb, T, a.B, a.H, (const bf16 *)w, a.wh->nnzb);
@@ -316,7 +359,7 @@ void seq_bwd_cuda(void *p, int T) {
     replay<BF>(s, 0, T);
     int N = T * a.B;
     if (s->dense) return seq_dense_bwd_weight<BF>(s, T);  // dW_h and dbias its own way
-    if (!a.ln_gain) colsum_acc(a.dbias, s->dbpart, T * tiles(a.B), 4 * a.H);
+    if (!a.ln_gain) colsum_acc(a.dbias, s->dbpart, T * dbias_rows(s), 4 * a.H);
     bsmm_bwd_weight_typed(a.dwh, seq_dz_operand(s, 0), seq_h_operand(s, 0), a.wh, N, BF);
 }
 

@@ -7,13 +7,11 @@
 // warpgroups (64 rows each) run wgmma on every stage; two epilogue warpgroups take the
 // accumulators over through shared memory and apply the cell while the consumers go on with
 // the next item. docs/PERF.md has its figures against the floors.
-#include <algorithm>
-#include <vector>
 #include "base/state.cuh"
 #include "bsmm/bsmm_tile.cuh"
 #include "ops/ops.cuh"
-#include "sparse/piece_plan.h"
 #include "wgmma/wg_fwd.h"
+#include "wgmma/wg_lists.cuh"
 #include "wgmma/wgmma.cuh"
 
 namespace {
@@ -31,37 +29,29 @@ constexpr size_t SMEM = RING * STAGE + ACC + 1024 + (2 * RING + 2) * 8;
 // (half < 0) or for units 16 half .. 16 half + 15. The weights' image holds a block's units
 // by halves, each half's four gates side by side (rows 64 half + 16 g + u % 16), so a half
 // item's weights are 4 KB in one piece and its accumulators the first 64 columns.
-struct Item {
-    int j, m, half;
-};
+typedef WgItem Item;
 
 struct Args {
     WgStep s;
-    const int *rowptr, *col;
-    const Item *items;        // a CTA's in its order
-    const int *first;         // CTA c's items: items[first[c] .. first[c + 1])
-    const bf16 *wpk;          // entry p's four gate blocks as the B operand's image, 8 KB
+    WgLists l;  // W_h's block rows: entry p reads h's block column l.idx[p]
     int B, H;
 };
-
-// Element (r, k) of a 128 x 32 image (row r, column k of 32), in bytes.
-__host__ __device__ inline uint32_t img_at(int r, int k) { return wg_sw64((uint32_t)(r * 64 + k * 2)); }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // wgmma and setmaxnreg exist in sm_90a code alone
 __device__ inline void produce(const Args &a, unsigned char *ring, uint64_t *full, uint64_t *empty, int t0, int t1) {
     const int nmt = a.B / 128;
     int q = 0;
     for (int t = t0; t < t1; t++) {
-        const Item it = a.items[t];
-        const int p0 = a.rowptr[it.j], n = a.rowptr[it.j + 1] - p0;
+        const Item it = a.l.items[t];
+        const int p0 = a.l.ptr[it.j], n = a.l.ptr[it.j + 1] - p0;
         for (int i = 0; i < n; i++, q++) {
             const int s = q % RING;
             if (q >= RING) mbar_wait(empty + s, (q / RING - 1) & 1);
             unsigned char *st = ring + s * STAGE;
             const int wbytes = it.half < 0 ? WBLK : WBLK / 2;
             mbar_expect(full + s, SLAB + wbytes);
-            bulk_load(st, (const bf16 *)a.s.hpk + ((long)a.col[p0 + i] * nmt + it.m) * (SLAB / 2), SLAB, full + s);
-            bulk_load(st + SLAB, a.wpk + (long)(p0 + i) * (WBLK / 2) + (it.half < 0 ? 0 : it.half * (WBLK / 4)), wbytes, full + s);
+            bulk_load(st, (const bf16 *)a.s.hpk + ((long)a.l.idx[p0 + i] * nmt + it.m) * (SLAB / 2), SLAB, full + s);
+            bulk_load(st + SLAB, a.l.wpk + (long)(p0 + i) * (WBLK / 2) + (it.half < 0 ? 0 : it.half * (WBLK / 4)), wbytes, full + s);
         }
     }
 }
@@ -99,7 +89,7 @@ __device__ inline void consume(const Args &a, int wg, unsigned char *ring, uint6
     const int e = threadIdx.x % 256;
     int q = 0;
     for (int t = t0, u = 0; t < t1; t++, u++) {
-        const int j = a.items[t].j, n = a.rowptr[j + 1] - a.rowptr[j], whole = a.items[t].half < 0;
+        const int j = a.l.items[t].j, n = a.l.ptr[j + 1] - a.l.ptr[j], whole = a.l.items[t].half < 0;
         float d[64];
         if (whole)
             products<true>(d, wg, n, q, ring, full, empty);
@@ -153,11 +143,6 @@ __device__ inline void load_pass(const Args &a, const Item &it, uint32_t tk, int
 
 __device__ inline float lane4(const float4 &f, int v) { return v == 0 ? f.x : v == 1 ? f.y : v == 2 ? f.z : f.w; }
 
-__device__ inline uint32_t bf16x2(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *(uint32_t *)&v;
-}
-
 // Epilogue thread e applies the cell to its units of the item's P passes and loads the next
 // item nx's inputs (more: there is one) as it frees them; u: the item's place among its CTA's.
 // Unit k of the block, gate g, is the accumulators' column 64 (k / 16) + 16 g + k % 16 of a
@@ -197,7 +182,7 @@ __device__ inline void finish_item(const Args &a, const Item &it, const Item &nx
         __stcs((uint4 *)a.s.actb + at / 2, make_uint4(act[0], act[1], act[2], act[3]));
         __stcs((uint4 *)a.s.actb + at / 2 + 1, make_uint4(act[4], act[5], act[6], act[7]));
         *(uint2 *)((bf16 *)a.s.hb1 + at) = hv;
-        *(uint2 *)(hp + img_at(rl, k)) = hv;
+        *(uint2 *)(hp + wg_img_at(rl, k)) = hv;
     }
     if (more && P < 4)  // a half item before a whole one: the passes it did not use
 #pragma unroll
@@ -218,14 +203,14 @@ __device__ inline uint32_t row_bytes(const Args &a, const Item &it) {
 __device__ inline void finish(const Args &a, const float *acc, uint64_t *accfull, uint64_t *accempty, int t0, int t1) {
     if (t0 >= t1) return;
     EpiIn in;
-    Item cur = a.items[t0], nx = a.items[t0 + 1 < t1 ? t0 + 1 : t0], nn = a.items[t0 + 2 < t1 ? t0 + 2 : t0];
+    Item cur = a.l.items[t0], nx = a.l.items[t0 + 1 < t1 ? t0 + 1 : t0], nn = a.l.items[t0 + 2 < t1 ? t0 + 2 : t0];
     const uint32_t tk = row_bytes(a, cur);
     uint32_t tn = row_bytes(a, nx);
 #pragma unroll
     for (int p = 0; p < 4; p++) load_pass(a, cur, tk, p, in);
     for (int t = t0, u = 0; t < t1; t++, u++) {
         const uint32_t tnn = row_bytes(a, nn);
-        const Item n3 = a.items[t + 3 < t1 ? t + 3 : t0];
+        const Item n3 = a.l.items[t + 3 < t1 ? t + 3 : t0];
         if (cur.half < 0)
             finish_item<4>(a, cur, nx, t + 1 < t1, tn, in, acc, accfull, accempty, u);
         else
@@ -249,7 +234,7 @@ __global__ void __launch_bounds__(THREADS, 1) fwd_kernel(Args a) {
         mbar_init_fence();
     }
     __syncthreads();
-    const int role = threadIdx.x / 128, t0 = a.first[blockIdx.x], t1 = a.first[blockIdx.x + 1];
+    const int role = threadIdx.x / 128, t0 = a.l.first[blockIdx.x], t1 = a.l.first[blockIdx.x + 1];
     if (role == 4) {
         wg_regs_down<24>();
         if (threadIdx.x == 4 * 128) produce(a, ring, full, empty, t0, t1);
@@ -268,7 +253,7 @@ __global__ void pack_w_kernel(bf16 *wpk, const bf16 *w, const int *blk, long gst
     const int k = (int)(i % 16) * 2, r = (int)(i / 16 % 32), g = (int)(i / 512 % 4);
     const long p = i / 2048;
     const uint32_t v = *(const uint32_t *)(w + ((blk[p] + g * gstride) * 32 + r) * 32 + k);
-    *(uint32_t *)((unsigned char *)(wpk + p * (WBLK / 2)) + img_at(r / 16 * 64 + g * 16 + r % 16, k)) = v;
+    *(uint32_t *)((unsigned char *)(wpk + p * (WBLK / 2)) + wg_img_at(r / 16 * 64 + g * 16 + r % 16, k)) = v;
 }
 
 // xb[r][c] = xtab[r][c] + bias[c], in float4s: rows of g4 of them.
@@ -284,84 +269,23 @@ __global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {
     if (i >= (long)B * H / 2) return;
     const int row = (int)(i / (H / 2)), col = (int)(i % (H / 2)) * 2;
     const uint32_t v = *(const uint32_t *)(h + (long)row * H + col);
-    *(uint32_t *)((unsigned char *)hpk + ((long)(col / 32) * (B / 128) + row / 128) * SLAB + img_at(row % 128, col % 32)) = v;
+    *(uint32_t *)((unsigned char *)hpk + ((long)(col / 32) * (B / 128) + row / 128) * SLAB + wg_img_at(row % 128, col % 32)) = v;
 }
 
 // A stage's cost in 4 KB: the h slab and the weights of a whole item (8 + 8 KB) or a half;
 // an item's epilogue in the same units: about 25 stages' time (lstm_3min, docs/PERF.md: 10.7
 // us an item without products, against 0.35 us a stage without the epilogue).
-constexpr int WHOLE_COST = 4, HALF_COST = 3, EPI_COST = 100;
-
-// Items dealt costliest first, each to the CTA with the least cost so far (piece_plan, a plan
-// row an item, no list cut). A block's list whose whole item would cost more than 1.5 CTA
-// shares goes as two half items, so hub rows no longer bound the step; below that, the halves'
-// second reading of the h slabs costs more than the balance buys (docs/PERF.md). Every item
-// costs its epilogue besides its stages, so that no CTA gathers many short items.
-void deal(const int *rowptr, int nb, int nmt, int nctas, std::vector<Item> &items, std::vector<int> &first) {
-    long total = 0;
-    for (int j = 0; j < nb; j++) total += (long)WHOLE_COST * (rowptr[j + 1] - rowptr[j]) * nmt;
-    std::vector<Item> cand;
-    std::vector<int> cost(1, 0);  // prefix sums: the plan's rows
-    auto add = [&](Item it, int c) { cand.push_back(it), cost.push_back(cost.back() + EPI_COST + c); };
-    for (int j = 0; j < nb; j++)
-        for (int m = 0; m < nmt; m++) {
-            const int n = rowptr[j + 1] - rowptr[j];
-            if (2L * WHOLE_COST * n * nctas <= 3 * total) {
-                add({j, m, -1}, WHOLE_COST * n);
-            } else {
-                add({j, m, 0}, HALF_COST * n);
-                add({j, m, 1}, HALF_COST * n);
-            }
-        }
-    int most = 1;
-    for (size_t i = 1; i < cost.size(); i++) most = std::max(most, cost[i] - cost[i - 1]);
-    PiecePlan plan;
-    piece_plan(&plan, cost.data(), (int)cand.size(), most, nctas);
-    for (int i = 0; i < plan.npieces; i++) items.push_back(cand[plan.row[i]]);
-    first.assign(plan.worker_ptr, plan.worker_ptr + nctas + 1);
-    piece_plan_free(&plan);
-}
+constexpr WgCosts COSTS = {4, 3, 100};
 
 }  // namespace
 
 struct WgFwd {
     Args a;
-    int nctas;
-    long nnz;
-    int *blk;
-    long gstride;
 };
 
 WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B) {
-    int dev, sms;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    if (!wg_fwd_runs_here() || H % 32 || B % 128 || B <= 0) return NULL;
-    const int nb = H / 32;
-    std::vector<int> first;
-    std::vector<Item> items;
-    deal(rowptr, nb, B / 128, sms, items, first);
-    WgFwd *f = (WgFwd *)xcalloc(1, sizeof(WgFwd));
-    f->nctas = sms, f->nnz = rowptr[nb], f->gstride = gstride;
-    Args &a = f->a;
-    a.B = B, a.H = H;
-    int *d_rowptr, *d_col, *d_first;
-    Item *d_items;
-    bf16 *d_wpk;
-    CUDA_CHECK(cudaMalloc(&d_rowptr, sizeof(int) * (nb + 1)));
-    CUDA_CHECK(cudaMalloc(&d_col, sizeof(int) * std::max(f->nnz, 1L)));
-    CUDA_CHECK(cudaMalloc(&f->blk, sizeof(int) * std::max(f->nnz, 1L)));
-    CUDA_CHECK(cudaMalloc(&d_items, sizeof(Item) * items.size()));
-    CUDA_CHECK(cudaMalloc(&d_first, sizeof(int) * first.size()));
-    CUDA_CHECK(cudaMalloc(&d_wpk, (size_t)WBLK * std::max(f->nnz, 1L)));
-    CUDA_CHECK(cudaMemcpy(d_rowptr, rowptr, sizeof(int) * (nb + 1), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_col, col, sizeof(int) * f->nnz, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(f->blk, blk, sizeof(int) * f->nnz, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_items, items.data(), sizeof(Item) * items.size(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_first, first.data(), sizeof(int) * first.size(), cudaMemcpyHostToDevice));
-    a.rowptr = d_rowptr, a.col = d_col, a.items = d_items, a.first = d_first, a.wpk = d_wpk;
-    CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
-    wg_fwd_pack_w(f, w, NULL);
+    WgFwd *f = wg_step_make<WgFwd>(rowptr, col, blk, gstride, H, B, COSTS, fwd_kernel, SMEM);
+    if (f) wg_fwd_pack_w(f, w, NULL);
     return f;
 }
 
@@ -373,19 +297,11 @@ int wg_fwd_runs_here(void) {
     return major == 9 && minor == 0;
 }
 
-static cudaStream_t on(void *stream) { return stream ? (cudaStream_t)stream : g_cuda.stream; }
-
-void wg_fwd_pack_w(WgFwd *f, const void *w, void *stream) {
-    const long n = f->nnz * 4 * 32 * 16;
-    if (n == 0) return;
-    pack_w_kernel<<<(unsigned)((n + 255) / 256), 256, 0, on(stream)>>>((bf16 *)f->a.wpk, (const bf16 *)w, f->blk, f->gstride,
-                                                                         f->nnz);
-    LAUNCH_CHECK();
-}
+void wg_fwd_pack_w(WgFwd *f, const void *w, void *stream) { wg_lists_pack(f->a.l, pack_w_kernel, w, stream); }
 
 void wg_fwd_fold_bias(const WgFwd *f, float *xb, const float *xtab, const float *bias, void *stream) {
     const long n = 256L * 4 * f->a.H;
-    fold_bias_kernel<<<(unsigned)((n / 4 + 255) / 256), 256, 0, on(stream)>>>((float4 *)xb, (const float4 *)xtab,
+    fold_bias_kernel<<<(unsigned)((n / 4 + 255) / 256), 256, 0, wg_stream(stream)>>>((float4 *)xb, (const float4 *)xtab,
                                                                                 (const float4 *)bias, f->a.H, n / 4);
     LAUNCH_CHECK();
 }
@@ -394,24 +310,10 @@ size_t wg_fwd_hpk_bytes(const WgFwd *f) { return (size_t)f->a.B * f->a.H * 2; }
 
 void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk, void *stream) {
     const long n = (long)f->a.B * f->a.H / 2;
-    pack_h_kernel<<<(unsigned)((n + 255) / 256), 256, 0, on(stream)>>>((bf16 *)hpk, (const bf16 *)hb, f->a.B, f->a.H);
+    pack_h_kernel<<<(unsigned)((n + 255) / 256), 256, 0, wg_stream(stream)>>>((bf16 *)hpk, (const bf16 *)hb, f->a.B, f->a.H);
     LAUNCH_CHECK();
 }
 
-void wg_fwd_step(const WgFwd *f, const WgStep *s, void *stream) {
-    Args a = f->a;
-    a.s = *s;
-    fwd_kernel<<<f->nctas, THREADS, SMEM, on(stream)>>>(a);
-    LAUNCH_CHECK();
-}
+void wg_fwd_step(const WgFwd *f, const WgStep *s, void *stream) { wg_step_launch(f, fwd_kernel, *s, SMEM, stream); }
 
-void wg_fwd_free(WgFwd *f) {
-    if (!f) return;
-    CUDA_CHECK(cudaFree((void *)f->a.rowptr));
-    CUDA_CHECK(cudaFree((void *)f->a.col));
-    CUDA_CHECK(cudaFree(f->blk));
-    CUDA_CHECK(cudaFree((void *)f->a.items));
-    CUDA_CHECK(cudaFree((void *)f->a.first));
-    CUDA_CHECK(cudaFree((void *)f->a.wpk));
-    free(f);
-}
+void wg_fwd_free(WgFwd *f) { wg_step_free(f); }

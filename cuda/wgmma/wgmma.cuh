@@ -9,6 +9,8 @@
 // CU_TENSOR_MAP_SWIZZLE_64B): byte o of a row-major image lands at wg_sw64(o), its 16-byte
 // chunk (bits 4-5) xor'ed with bits 7-8. Images start 512-byte aligned.
 __host__ __device__ inline uint32_t wg_sw64(uint32_t o) { return o ^ (((o >> 7) & 3) << 4); }
+// Element (r, k) of such an image, rows of 32 bf16 (row r, column k), in bytes.
+__host__ __device__ inline uint32_t wg_img_at(int r, int k) { return wg_sw64((uint32_t)(r * 64 + k * 2)); }
 
 // Descriptor of a K-major operand at shared address a in that swizzle: 8-row groups 512 bytes
 // apart; a k16 step within the 64-byte row is a 32-byte advance of a.
@@ -52,5 +54,15 @@ __device__ inline void wg_mma_n64(float (&d)[64], uint64_t da, uint64_t db) {
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db));
+}
+
+// The same with N = 32 into d[0 .. 15]: d[c8 * 4 + ...] for c8 < 4.
+__device__ inline void wg_mma_n32(float (&d)[16], uint64_t da, uint64_t db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
         : "l"(da), "l"(db));
 }

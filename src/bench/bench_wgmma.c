@@ -1,8 +1,9 @@
 // bench_wgmma.c: `swlstm bench --wgmma`: the floors of a plain LSTM layer's forward time step
 // at the shipped configs' shapes (math, HBM and L2 bytes over the ceilings measured in the same
 // call) beside the wgmma step (cuda/wgmma/wg_fwd.h, issue 57), and the floors of the backward's
-// data step on the same design; with --data, lstm_3min's step on a corpus's bytes, and with
-// --checkpoint, the step on a trained model's layer 0. GPU only.
+// data step on the same design beside its wgmma step (wg_bwd.h); with --data, lstm_3min's
+// forward step on a corpus's bytes, and with --checkpoint, both steps on a trained model's
+// layer 0. GPU only.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,13 @@ static Floors floors_of(const StepShape *s, int p, double entry_l2, double unit_
     return f;
 }
 
+// A table row: the shape, its floors and the wgmma step's us.
+static void step_row(const char *name, const StepShape *s, int blocks, const Floors *f, double us) {
+    table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", name, s->hidden,
+              s->mask, s->batch, blocks, f->flop / 1e9, f->tm, f->hbm / 1e6, f->th, f->l2 / 1e6, f->tl, f->floor, us,
+              f->flop / (us * 1e-6) / 1e12, us / f->floor);
+}
+
 // The forward step: through HBM c in, c out, h out in fp32, the four gates in bf16, h in bf16
 // and packed; through L2 each list entry's h slab and gate blocks (16 KB) once per tile, the
 // epilogue's input-table rows and c. Beside it the wgmma step's time on input bytes tok and
@@ -64,22 +72,40 @@ static void fwd_row_on(const StepShape *s, const char *name, const BsMat *w, con
                        const CbStepWeights *wt) {
     const Floors f = floors_of(s, w->nnzb, 16384.0, 4 + 8 + 4 + 4 + 2 + 2, 16 + 4, c);
     const double us = cb_wgmma_fwd_us(w->row_ptr, w->col_idx, s->hidden, s->batch, STEPS, tok, wt);
-    table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", name, s->hidden,
-              s->mask, s->batch, w->nnzb, f.flop / 1e9, f.tm, f.hbm / 1e6, f.th, f.l2 / 1e6, f.tl, f.floor, us,
-              f.flop / (us * 1e-6) / 1e12, us / f.floor);
+    step_row(name, s, w->nnzb, &f, us);
 }
 
 static void fwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) { fwd_row_on(s, s->name, w, c, NULL, NULL); }
 
-// The backward's data step on the same design (no kernel yet): each list entry of a block
-// column reads its block row's dz slab (128 rows x four gates x 32 units, bf16: 32 KB) and its
-// gate blocks once per tile; the epilogue reads the gates, c_t, c_{t+1}, dh and dc and writes
-// dh, dc and dz, 40 bytes a unit and row either way.
-static void bwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) {
-    const Floors f = floors_of(s, w->nnzb, 32768.0 + 8192.0, 40, 40, c);
-    table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f |\n", s->name, s->hidden, s->mask, s->batch,
-              w->nnzb, f.flop / 1e9, f.tm, f.hbm / 1e6, f.th, f.l2 / 1e6, f.tl, f.floor);
+// W_h's lists by block column as the backward step walks them: gate 0's block rows alone (the
+// other gates' copies share its mask), each entry's CSR index.
+static void column_lists(const BsMat *w, int **ptr, int **row, int **blk) {
+    const int nb = w->nbc;
+    *ptr = xmalloc(sizeof(int) * (nb + 1)), *row = xmalloc(sizeof(int) * (w->col_ptr[nb] + 1));
+    *blk = xmalloc(sizeof(int) * (w->col_ptr[nb] + 1));
+    int q = 0;
+    for (int j = 0; j < nb; j++) {
+        (*ptr)[j] = q;
+        for (int p = w->col_ptr[j]; p < w->col_ptr[j + 1]; p++)
+            if (w->csc_row[p] < nb) (*row)[q] = w->csc_row[p], (*blk)[q++] = w->csc_blk[p];
+    }
+    (*ptr)[nb] = q;
 }
+
+// The backward's data step: each list entry of a block column reads its block row's dz slab
+// (128 rows x four gates x 32 units, bf16: 32 KB) and its gate blocks once per tile; the
+// epilogue reads the gates, c_t, c_{t+1}, dh and dc and writes dh, dc and dz, 40 bytes a unit
+// and row either way. Beside it the wgmma step on weights wt (NULL: random).
+static void bwd_row_on(const StepShape *s, const char *name, const BsMat *w, const Ceilings *c, const CbStepWeights *wt) {
+    const Floors f = floors_of(s, w->nnzb, 32768.0 + 8192.0, 40, 40, c);
+    int *ptr, *row, *blk;
+    column_lists(w, &ptr, &row, &blk);
+    const double us = cb_wgmma_bwd_us(ptr, row, blk, s->hidden, s->batch, STEPS, wt);
+    free(ptr), free(row), free(blk);
+    step_row(name, s, w->nnzb, &f, us);
+}
+
+static void bwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) { bwd_row_on(s, s->name, w, c, NULL); }
 
 static void shape_mask(const StepShape *s, BsMat *w) {
     const int nb = s->hidden / 32;
@@ -199,15 +225,20 @@ void bench_wgmma(const char *corpus, const char *ckpt) {
     if (ckpt) {
         const CbStepWeights wt = {k.w, k.xtab};
         fwd_row_on(&k.s, k.name, &k.lists, &c, ktok, &wt);
-        ckpt_layer_free(&k);
     }
     free(tok), free(ktok);
     table_note("\nfloor: the largest of math, HBM and L2 alone; wgmma: us a time step, the median over groups of 10 of a %d-step "
                "window; random weights, h, c and input table; "
-               "the input bytes all distinct but on a corpus (--data), a checkpoint's row its weights (--checkpoint)\n\nThe backward's data step (dh = dz W_h and the cell's gradient) on the same design, its floors only:\n",
+               "the input bytes all distinct but on a corpus (--data), a checkpoint's row its weights (--checkpoint)\n\nThe backward's data step (dh = dz W_h and the cell's gradient) on the same design:\n",
                STEPS);
-    table_head("wgmma_bwd", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us |");
+    table_head("wgmma_bwd", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us | wgmma us "
+                            "| TFLOP/s | x floor |");
     shape_rows(bwd_row, &c);
+    if (ckpt) {
+        const CbStepWeights wt = {k.w, k.xtab};
+        bwd_row_on(&k.s, k.name, &k.lists, &c, &wt);
+        ckpt_layer_free(&k);
+    }
     table_note("\n16 KB stages out of L2 (32 MB, each SM its own stage at a time) into a ring of shared-memory slots an SM:\n");
     table_head("ring", "| copies | stages | KB in flight | into the SMs TB/s | a SM GB/s |");
     static const char *how[] = {"bulk, 16 KB a stage", "bulk, 4 x 4 KB a stage", "cp.async, 16 B x 128 threads"};

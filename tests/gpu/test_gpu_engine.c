@@ -4,7 +4,7 @@
 // SeqPlan.piece), 1-2 row tiles of 32/64/128 rows with odd B, layer norm on and off, 1-2
 // layers, the input projection fused (E a multiple of 32) or not, windows of another length,
 // the dense masks' cuBLAS path, both rings of the forward step kernel (SeqPlan.ring), and
-// engine = wgmma (layer 0's forward on cuda/wgmma/wg_fwd.h).
+// engine = wgmma (layer 0's forward and backward data steps on cuda/wgmma/wg_fwd.h, wg_bwd.h).
 #include "gpu_train.h"
 #include "engine/seq_plan.h"
 #include "wgmma/wg_fwd.h"
@@ -172,8 +172,8 @@ TEST(gpu_engine_window_lengths) {
     check_lengths(&eshapes[0], "bf16", "auto", 1e-2);
 }
 
-// engine = wgmma: layer 0's forward steps on wgmma (batches of a multiple of 128, no layer
-// norm), the rest on the step kernels, against the CPU and the GPU's per-step ops; the same
+// engine = wgmma: layer 0's forward and backward data steps on wgmma (batches of a multiple
+// of 128, no layer norm), the rest on the step kernels, against the CPU and the GPU's per-step ops; the same
 // bits from a second run of the window, and windows of another length.
 static const EngShape wshapes[] = {
     {"ba_4", 2048, 0, 1, 128, 9, 64},  // hub lists, one tile of 128 rows
