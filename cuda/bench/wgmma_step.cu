@@ -1,11 +1,13 @@
 // wgmma_step.cu: `swlstm bench --wgmma`'s timing (bench_cuda.h): the wgmma forward step
 // (cuda/wgmma/wg_fwd.h) and backward data step (wg_bwd.h) chained over a window of steps on
 // random operands or a checkpoint's weights, each step's outputs in planes of their own as the
-// engine keeps them.
+// engine keeps them; the window's weight gradient (wg_dw.h) beside bsmm_bwd_weight's.
 #include <vector>
 #include "bench/bench_cuda.h"
 #include "base/lowp.cuh"
+#include "bsmm/bsmat_dev.cuh"
 #include "wgmma/wg_bwd.h"
+#include "wgmma/wg_dw.h"
 #include "wgmma/wg_fwd.h"
 
 namespace {
@@ -137,4 +139,39 @@ extern "C" double cb_wgmma_bwd_us(const int *colptr, const int *row, const int *
     void *bufs[] = {w, dzf, actf, win.dzpk, win.dzb, win.actb, win.db, win.dh, win.dc, win.c};
     for (void *p : bufs) CUDA_CHECK(cudaFree(p));
     return ms * 1e3;
+}
+
+namespace {
+
+struct DwCall {
+    real *dvals;
+    const bf16 *dz, *h;
+    const BsMat *w;
+    int N, wgmma;
+};
+
+void dw_once(void *arg, int) {
+    DwCall *c = (DwCall *)arg;
+    if (c->wgmma) wg_dw(c->dvals, c->dz, c->h, c->w, c->N, NULL);
+    else bsmm_bwd_weight_typed(c->dvals, c->dz, c->h, c->w, c->N, 1);
+}
+
+}  // namespace
+
+extern "C" double cb_wgmma_dw_ms(const BsMat *w, int N, double *mma) {
+    const long nz = (long)N * w->rows, nh = (long)N * w->cols;
+    float *zf = random_floats(nz, 0.1f, 10), *hf = random_floats(nh, 1.f, 11);
+    DwCall c = {NULL, NULL, NULL, w, N, 1};
+    CUDA_CHECK(cudaMalloc(&c.dvals, sizeof(real) * bsmat_nvals(w)));
+    CUDA_CHECK(cudaMalloc((void **)&c.dz, 2 * nz));
+    CUDA_CHECK(cudaMalloc((void **)&c.h, 2 * nh));
+    to_bf16((bf16 *)c.dz, zf, nz);
+    to_bf16((bf16 *)c.h, hf, nh);
+    double ms = -1;
+    if (wg_dw(c.dvals, c.dz, c.h, w, N, NULL)) ms = cb_time_ms(dw_once, &c, 2, 10);
+    c.wgmma = 0;
+    *mma = cb_time_ms(dw_once, &c, 2, 10);
+    void *bufs[] = {zf, hf, c.dvals, (void *)c.dz, (void *)c.h};
+    for (void *p : bufs) CUDA_CHECK(cudaFree(p));
+    return ms;
 }

@@ -347,7 +347,7 @@ void seq_fwd_cuda(void *p, int T) {
 
 // After the steps (on the default stream, which waits for the engine's stream): dbias from
 // the step kernels' tile sums (layer norm summed it per step), and dW_h from the engine's
-// own copies.
+// own copies (on wgmma where the steps are).
 template <bool BF>
 void seq_bwd_cuda(void *p, int T) {
     Seq *s = (Seq *)p;
@@ -360,7 +360,8 @@ void seq_bwd_cuda(void *p, int T) {
     int N = T * a.B;
     if (s->dense) return seq_dense_bwd_weight<BF>(s, T);  // dW_h and dbias its own way
     if (!a.ln_gain) colsum_acc(a.dbias, s->dbpart, T * dbias_rows(s), 4 * a.H);
-    bsmm_bwd_weight_typed(a.dwh, seq_dz_operand(s, 0), seq_h_operand(s, 0), a.wh, N, BF);
+    if (!s->wgb || !wg_dw(a.dwh, seq_dz_operand(s, 0), seq_h_operand(s, 0), a.wh, N, NULL))
+        bsmm_bwd_weight_typed(a.dwh, seq_dz_operand(s, 0), seq_h_operand(s, 0), a.wh, N, BF);
 }
 
 RecurPath seq_route_cuda(void *p) {

@@ -107,6 +107,29 @@ static void bwd_row_on(const StepShape *s, const char *name, const BsMat *w, con
 
 static void bwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) { bwd_row_on(s, s->name, w, c, NULL); }
 
+// The window's weight gradient at each shape (T = 64 steps of B rows, W_h's four gates): the
+// wgmma kernel beside the mma.sync one it would replace.
+static void dw_rows(void) {
+    table_note("\nThe window's weight gradient of W_h (dW = dz^T h over T = %d steps of B rows, four gates):\n", STEPS);
+    table_head("wgmma_dw", "| shape | H | mask | rows | GFLOP | mma.sync ms | TFLOP/s | wgmma ms | TFLOP/s | speedup |");
+    for (size_t i = 0; i < sizeof step_shapes / sizeof *step_shapes; i++) {
+        const StepShape *s = &step_shapes[i];
+        const int nb = s->hidden / 32, N = STEPS * s->batch;
+        Mask mk = mask_make(s->mask, nb, nb, 1);
+        BsMat w;
+        bsmat_from_mask(&w, &mk, 32, 4);
+        mask_free(&mk);
+        const Backend *gpu = backend_cuda(PREC_BF16);
+        gpu->bsmat_upload(&w);
+        double mma = 0;
+        const double ms = cb_wgmma_dw_ms(&w, N, &mma), gflop = 2.0 * bsmat_nvals(&w) * N / 1e9;
+        table_row("| %s | %d | %s | %d | %.0f | %.3f | %.0f | %.3f | %.0f | %.2f |\n", s->name, s->hidden, s->mask, N, gflop, mma,
+                  gflop / mma, ms, gflop / ms, mma / ms);
+        gpu->bsmat_release(&w);
+        bsmat_free(&w);
+    }
+}
+
 static void shape_mask(const StepShape *s, BsMat *w) {
     const int nb = s->hidden / 32;
     Mask mk = mask_make(s->mask, nb, nb, 1);
@@ -239,6 +262,7 @@ void bench_wgmma(const char *corpus, const char *ckpt) {
         bwd_row_on(&k.s, k.name, &k.lists, &c, &wt);
         ckpt_layer_free(&k);
     }
+    dw_rows();
     table_note("\n16 KB stages out of L2 (32 MB, each SM its own stage at a time) into a ring of shared-memory slots an SM:\n");
     table_head("ring", "| copies | stages | KB in flight | into the SMs TB/s | a SM GB/s |");
     static const char *how[] = {"bulk, 16 KB a stage", "bulk, 4 x 4 KB a stage", "cp.async, 16 B x 128 threads"};

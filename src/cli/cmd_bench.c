@@ -28,7 +28,8 @@ static void usage(void) {
            "  --wgmma   the floors of a plain LSTM's forward time step (math, HBM and L2 bytes over the\n"
            "            ceilings measured in the call; the read bandwidth over 8 MB to 1 GB) beside the\n"
            "            Hopper wgmma step (issue 57) at lstm_3min's and the mLSTM configs' W_h shapes, and the\n"
-           "            backward's data step on the same design beside its wgmma step, the rates of bulk and cp.async\n"
+           "            backward's data step on the same design beside its wgmma step, the window's weight\n"
+           "            gradient on wgmma against mma.sync, the rates of bulk and cp.async\n"
            "            copies into a ring of shared-memory stages and of multicast bulk copies into clusters\n"
            "            of 1-8 CTAs\n"
            "  --data F  with --wgmma: also lstm_3min's step on the input bytes of a training window of\n"
@@ -37,7 +38,7 @@ static void usage(void) {
            "            layer norm, batch_size a multiple of 128): its mask, weights, input table and bias\n"
            "  --probe   probe sweep wall time at the SST-2 and MR shapes (CPU too; --probe --help)\n"
            "  --json    each table's rows as JSON lines on stdout, one object a row keyed by the table's\n"
-           "            columns (\"table\": kernels, train, train_ops, sample, sync, read_sweep, wgmma, wgmma_bwd, ring, multicast or probe; numbers as\n"
+           "            columns (\"table\": kernels, train, train_ops, sample, sync, read_sweep, wgmma, wgmma_bwd, wgmma_dw, ring, multicast or probe; numbers as\n"
            "            numbers, \"-\" and n/a as null); the prose around the tables goes to stderr\n"
            "the tables other than --probe need a GPU build\n");
 }

@@ -53,7 +53,7 @@ static const Key keys[] = {
     KEY(sparsity, T_STR, R_ANY, "dense", "mask of W_h: dense, random_<d>, ba_<m>, ws_<k>_<p>", NULL),
     KEY(input_sparsity, T_STR, R_ANY, "", "mask of W_x above layer 0 (\"\" = same as sparsity)", NULL),
     KEY(mask_seed, T_LONG, R_NONNEG, "1", "seed of the sparsity masks", NULL),
-    KEY(engine, T_CHOICE, R_ANY, "auto", "recurrent path: auto = the fused engine wherever it takes the layer (CUDA, block 32), steps = per-step ops, wgmma = auto with layer 0's forward steps and backward data steps on Hopper's warpgroup products where they run it (bf16, sm_90, no layer norm, a sparse mask, batches of a multiple of 128); the mlstm runs per-step ops, which CUDA replays as one launch per window and direction except with steps", ENGINES),
+    KEY(engine, T_CHOICE, R_ANY, "auto", "recurrent path: auto = the fused engine wherever it takes the layer (CUDA, block 32), steps = per-step ops, wgmma = auto with layer 0's forward steps, backward data steps and weight gradient on Hopper's warpgroup products where they run it (bf16, sm_90, no layer norm, a sparse mask, batches of a multiple of 128); the mlstm runs per-step ops, which CUDA replays as one launch per window and direction except with steps", ENGINES),
     KEY(layer_norm, T_BOOL, R_ANY, "false", "layer-normalise the gate pre-activations (mlstm always does)", NULL),
     KEY(cell, T_CHOICE, R_ANY, "lstm", "recurrent cell: lstm, or mlstm (multiplicative, depth internal steps, layer norm)", CELLS),
     KEY(depth, T_INT, R_POS, "4", "mlstm internal steps per time step (>= 2), each with its own mask", NULL),

@@ -1,12 +1,14 @@
-// test_gpu_wgmma.c: the wgmma steps (cuda/wgmma/wg_fwd.h, wg_bwd.h) against double-precision
-// references of the same steps on the same bf16 operands: Barabasi-Albert masks (one with a
-// batch of two 128-row tiles, one with rows emptied or cut to one entry, one whose long lists
-// go as half items and short ones whole), outputs poisoned with NaN first, chained steps (the
-// second reads the packed h or dz the first wrote), and the same bits on a second run.
+// test_gpu_wgmma.c: the wgmma steps (cuda/wgmma/wg_fwd.h, wg_bwd.h) and the window's weight
+// gradient (wg_dw.h) against double-precision references on the same bf16 operands:
+// Barabasi-Albert masks (one with a batch of two 128-row tiles, one with rows emptied or cut
+// to one entry, one whose long lists go as half items and short ones whole), outputs poisoned
+// with NaN first, chained steps (the second reads the packed h or dz the first wrote), and the
+// same bits on a second run.
 #include <stdint.h>
 #include "sparse/bsmat.h"
 #include "sparse/mask.h"
 #include "wgmma/wg_bwd.h"
+#include "wgmma/wg_dw.h"
 #include "wgmma/wg_fwd.h"
 #include "gpu_check.h"
 
@@ -341,4 +343,57 @@ static void check_bwd(int H, int B, const char *desc, int thin) {
 
 TEST(gpu_wgmma_bwd_matches_reference) {
     for (size_t i = 0; i < NWSHAPES; i++) check_bwd(wshapes[i].H, wshapes[i].B, wshapes[i].desc, wshapes[i].thin);
+}
+
+// The window's weight gradient of a gate-stacked mask over N rows (N % 64: a last stage cut
+// short), added to random values: groups of 1 to 8 blocks (hub rows cut into several).
+static void check_dw(int nb, const char *desc, int N) {
+    unsigned long long s = 123;
+    const Backend *gpu = cuda_named("bf16");
+    Mask mk = mask_make(desc, nb, nb, 3);
+    BsMat w;
+    bsmat_from_mask(&w, &mk, 32, 4);
+    mask_free(&mk);
+    gpu->bsmat_upload(&w);
+    const int H = nb * 32;
+    const long nz = (long)N * 4 * H, nh = (long)N * H, nv = bsmat_nvals(&w);
+    uint16_t *dz = xmalloc(sizeof(uint16_t) * nz), *h = xmalloc(sizeof(uint16_t) * nh);
+    for (long i = 0; i < nz; i++) dz[i] = bf16_bits(2 * test_rand(&s) - 1);
+    for (long i = 0; i < nh; i++) h[i] = bf16_bits(2 * test_rand(&s) - 1);
+    float *v0 = h_rand(nv, &s, 1), *got = xmalloc(sizeof(float) * nv), *again = xmalloc(sizeof(float) * nv);
+    void *d_dz = d_from(gpu, dz, sizeof(uint16_t) * nz), *d_h = d_from(gpu, h, sizeof(uint16_t) * nh);
+    float *d_v = d_from(gpu, v0, sizeof(float) * nv);
+    if (wg_dw(d_v, d_dz, d_h, &w, N, NULL)) {
+        gpu->to_host(got, d_v, sizeof(float) * nv);
+        gpu->to_device(d_v, v0, sizeof(float) * nv);
+        wg_dw(d_v, d_dz, d_h, &w, N, NULL);
+        gpu->to_host(again, d_v, sizeof(float) * nv);
+        double *ref = xmalloc(sizeof(double) * nv), *fz = xmalloc(sizeof(double) * nz), *fh = xmalloc(sizeof(double) * nh);
+        for (long i = 0; i < nz; i++) fz[i] = bf16_val(dz[i]);
+        for (long i = 0; i < nh; i++) fh[i] = bf16_val(h[i]);
+        for (int r = 0; r < w.nbr; r++)  // stacked block row r: dz's columns r * 32 ..
+            for (int k = w.row_ptr[r]; k < w.row_ptr[r + 1]; k++)
+                for (int i = 0; i < 32; i++)
+                    for (int j = 0; j < 32; j++) {
+                        double sum = v0[(long)k * 1024 + i * 32 + j];
+                        for (int n = 0; n < N; n++) sum += fz[(long)n * 4 * H + r * 32 + i] * fh[(long)n * H + w.col_idx[k] * 32 + j];
+                        ref[(long)k * 1024 + i * 32 + j] = sum;
+                    }
+        free(fz), free(fh);
+        const double e = rel_d(got, ref, nv);
+        CHECK_MSG(e < 1e-5, "%s nb=%d N=%d: dW rel %.2e", desc, nb, N, e);
+        CHECK_MSG(!memcmp(got, again, sizeof(float) * nv), "%s nb=%d N=%d: a second run differs", desc, nb, N);
+        free(ref);
+    } else {
+        test_skip("the wgmma weight gradient needs an sm_90 device");
+    }
+    gpu->bsmat_release(&w);
+    bsmat_free(&w);
+    free(dz), free(h), free(v0), free(got), free(again);
+    gpu->free(d_dz), gpu->free(d_h), gpu->free(d_v);
+}
+
+TEST(gpu_wgmma_dw_matches_reference) {
+    check_dw(40, "ba_8", 300);
+    check_dw(24, "ba_2", 130);
 }
