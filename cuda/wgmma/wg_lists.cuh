@@ -4,18 +4,12 @@
 // reads them (wg_lists.cu).
 #pragma once
 #include "base/state.cuh"
+#include "sparse/item_deal.h"
 
-// List j over 128-row tile m: whole (half < 0) or its half `half` (the forward: 16 of the 32
-// units; the backward: 64 of the 128 rows).
-struct WgItem {
-    int j, m, half;
-};
-
-// What the deal weighs, in one unit: a list entry's stage in a whole item and in a half, and
-// an item's epilogue.
-struct WgCosts {
-    int whole, half, epi;
-};
+// An item (sparse/item_deal.h): list j over 128-row tile m, whole or its half `half` (the
+// forward: 16 of the 32 units; the backward: 64 of the 128 rows); what the deal weighs.
+typedef DealItem WgItem;
+typedef DealCosts WgCosts;
 
 struct WgLists {
     const int *ptr, *idx;  // list j's entries ptr[j] .. ptr[j + 1] - 1, entry p's slab idx[p]
@@ -27,10 +21,7 @@ struct WgLists {
     int nb, nctas;
 };
 
-// From host arrays: nb lists, B rows. Items dealt costliest first, each to the CTA with the
-// least cost so far; a list whose whole item would cost more than 1.5 CTA shares goes as two
-// halves, so that hub lists do not bound the step (below that the halves' second reading of
-// their shared operand costs more than the balance buys, docs/PERF.md).
+// From host arrays: nb lists, B rows, their items dealt to one CTA an SM (item_deal).
 WgLists wg_lists_make(const int *ptr, const int *idx, const int *blk, long gstride, int nb, int B, WgCosts c);
 void wg_lists_free(WgLists *l);
 // The steps run H = 32 nb units and B rows (B a multiple of 128) on an sm_90 GPU.
