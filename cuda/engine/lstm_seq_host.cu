@@ -91,9 +91,9 @@ static void free_fp32_or_key(real *p, size_t bytes, int key) {
 static size_t zcount(const SeqArgs *a) { return (size_t)a->T * a->B * 4 * a->H; }
 static size_t zbytes(const SeqArgs *a) { return sizeof(real) * zcount(a); }
 
-// engine = wgmma: the forward steps and the backward's data steps on wgmma where it runs the
-// layer (layer 0 in bf16 without layer norm, B a multiple of 128, an sm_90 GPU); elsewhere
-// the step kernels, as auto.
+// engine = wgmma: the forward steps, the backward's data steps and dW_h on wgmma where it
+// runs the layer (layer 0 in bf16 without layer norm, B a multiple of 128, an sm_90 GPU);
+// elsewhere the step kernels, as auto.
 static void wg_attach(Seq *s) {
     const SeqArgs &a = s->a;
     const BsMat *w = a.wh;
