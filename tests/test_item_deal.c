@@ -39,7 +39,7 @@ static void check_deal(const int *ptr, int nb, int nmt, int nctas, DealCosts c, 
         sum += load, top = load > top ? load : top;
     }
     for (int j = 0; j < nb; j++) {
-        const int halves = 2L * c.whole * (ptr[j + 1] - ptr[j]) * nctas > 3 * total;
+        const int halves = 4L * c.whole * (ptr[j + 1] - ptr[j]) * nctas > (long)c.split * total;
         nhalves += halves;
         for (int m = 0; m < nmt; m++) {
             const int *v = seen + (j * nmt + m) * 3;
@@ -59,12 +59,12 @@ TEST(item_deal_covers_every_item_once) {
     BsMat w;
     bsmat_from_mask(&w, &mk, 32, 1);
     mask_free(&mk);
-    const DealCosts fwd = {4, 3, 100}, bwd = {10, 6, 100}, no_epi = {4, 3, 0};
+    const DealCosts fwd = {4, 3, 100, 6}, bwd = {10, 6, 160, 4}, no_epi = {4, 3, 0, 6};
     int halves;
     check_deal(w.row_ptr, w.nbr, 2, 132, fwd, &halves);
     CHECK_EQ(halves, 0);  // lstm_3min: all whole
-    check_deal(w.col_ptr, w.nbc, 2, 132, bwd, &halves);
-    CHECK_EQ(halves, 0);
+    check_deal(w.col_ptr, w.nbc, 2, 132, bwd, &halves);  // past one share: the hubs as halves
+    CHECK_MSG(halves > 0 && halves < 10, "%d lists as halves", halves);
     check_deal(w.row_ptr, w.nbr, 1, 132, no_epi, &halves);  // one tile: the hubs go as halves
     CHECK_MSG(halves > 0 && halves < 40, "%d lists as halves", halves);
     check_deal(w.row_ptr, 5, 1, 132, fwd, &halves);  // fewer items than CTAs: all halves, most CTAs run none

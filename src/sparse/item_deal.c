@@ -14,7 +14,7 @@ int item_deal(const int *ptr, int nb, int nmt, int nctas, DealCosts c, DealItem 
     cost[0] = 0;
     for (int j = 0; j < nb; j++)
         for (int m = 0; m < nmt; m++) {
-            const int len = ptr[j + 1] - ptr[j], whole = 2L * c.whole * len * nctas <= 3 * total;
+            const int len = ptr[j + 1] - ptr[j], whole = 4L * c.whole * len * nctas <= (long)c.split * total;
             for (int h = whole ? -1 : 0; h < (whole ? 0 : 2); h++) {
                 cand[n] = (DealItem){j, m, h};
                 cost[n + 1] = cost[n] + c.epi + (whole ? c.whole : c.half) * len;
