@@ -28,18 +28,6 @@ static int piece_len(const Seq *s, int fwd) {
     return count_pieces(w->row_ptr, w->nbc, 16) * nt > 2 * slots ? SQ_PIECE : 16;
 }
 
-// The mask's lists by column from gate 0 of the stacked W_h: entries (block row, gate-0 block).
-static void column_lists(const BsMat *w, int nr, int **ptr, int **idx, int **blk) {
-    *ptr = (int *)xcalloc((size_t)nr + 1, sizeof(int));
-    *idx = (int *)xmalloc(sizeof(int) * (size_t)(w->row_ptr[nr] + 1));
-    *blk = (int *)xmalloc(sizeof(int) * (size_t)(w->row_ptr[nr] + 1));
-    for (int j = 0, q = 0; j < nr; j++) {
-        for (int p = w->col_ptr[j]; p < w->col_ptr[j + 1]; p++)
-            if (w->csc_row[p] < nr) (*idx)[q] = w->csc_row[p], (*blk)[q++] = w->csc_blk[p];
-        (*ptr)[j + 1] = q;
-    }
-}
-
 // The mask's lists from gate 0 of the stacked W_h: rows (fwd) or columns (bwd) of the mask,
 // entries (slab index, gate-0 block), cut into pieces of at most `most`. Gate g's copy of
 // block k is k + g * gstride.
@@ -52,7 +40,7 @@ static void upload_lists(Seq *s, const BsMat *w, int fwd, int most) {
         memcpy(ptr, w->row_ptr, sizeof(int) * (size_t)(nr + 1));
         for (int k = 0; k < n0; k++) idx[k] = w->col_idx[k], blk[k] = k;
     } else {
-        column_lists(w, nr, &ptr, &idx, &blk);
+        bsmat_columns(w, nr, &ptr, &idx, &blk);
     }
     MmPiece *pc = cut_pieces(ptr, nr, most, &s->npieces[fwd]);
     s->pieces[fwd] = pieces_to_device(pc, s->npieces[fwd]);
@@ -105,7 +93,7 @@ static void wg_attach(Seq *s) {
     free(blk);
     if (!s->wg) return;
     int *ptr, *idx;
-    column_lists(w, s->nlists, &ptr, &idx, &blk);
+    bsmat_columns(w, s->nlists, &ptr, &idx, &blk);
     s->wgb = wg_bwd_create(ptr, idx, blk, s->gstride, wb, a.H, a.B);
     free(ptr), free(idx), free(blk);
     CUDA_CHECK(cudaMalloc(&s->hpk, 2 * wg_fwd_hpk_bytes(s->wg)));

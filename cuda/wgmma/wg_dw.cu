@@ -130,11 +130,10 @@ int wg_dw(real *dvals, const void *dz, const void *h, const BsMat *w, int N, voi
     if (w->bs != 32 || w->ngates != 4 || w->nbr != 4 * w->nbc || !wg_fwd_runs_here()) return 0;
     const DevBsMat *d = dev_of(w);
     if (N <= 0 || d->wgrp.n == 0) return 1;
+    check_aligned(dz, "dz");
+    check_aligned(h, "h");
     static thread_local bool ready;  // the attribute is per device: one per rank thread
-    if (!ready) {
-        CUDA_CHECK(cudaFuncSetAttribute(dw_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
-        ready = true;
-    }
+    if (!ready) allow_smem(dw_kernel, SMEM), ready = true;
     const int H = w->cols;
     const CUtensorMap dzmap = tensor_map_2d(dz, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, N, 4 * H, 4 * H, 32, KC, CU_TENSOR_MAP_SWIZZLE_64B);
     const CUtensorMap hmap = tensor_map_2d(h, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, N, H, H, 32, KC, CU_TENSOR_MAP_SWIZZLE_64B);

@@ -77,21 +77,6 @@ static void fwd_row_on(const StepShape *s, const char *name, const BsMat *w, con
 
 static void fwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) { fwd_row_on(s, s->name, w, c, NULL, NULL); }
 
-// W_h's lists by block column as the backward step walks them: gate 0's block rows alone (the
-// other gates' copies share its mask), each entry's CSR index.
-static void column_lists(const BsMat *w, int **ptr, int **row, int **blk) {
-    const int nb = w->nbc;
-    *ptr = xmalloc(sizeof(int) * (nb + 1)), *row = xmalloc(sizeof(int) * (w->col_ptr[nb] + 1));
-    *blk = xmalloc(sizeof(int) * (w->col_ptr[nb] + 1));
-    int q = 0;
-    for (int j = 0; j < nb; j++) {
-        (*ptr)[j] = q;
-        for (int p = w->col_ptr[j]; p < w->col_ptr[j + 1]; p++)
-            if (w->csc_row[p] < nb) (*row)[q] = w->csc_row[p], (*blk)[q++] = w->csc_blk[p];
-    }
-    (*ptr)[nb] = q;
-}
-
 // The backward's data step: each list entry of a block column reads its block row's dz slab
 // (128 rows x four gates x 32 units, bf16: 32 KB) and its gate blocks once per tile; the
 // epilogue reads the gates, c_t, c_{t+1}, dh and dc and writes dh, dc and dz, 40 bytes a unit
@@ -99,7 +84,7 @@ static void column_lists(const BsMat *w, int **ptr, int **row, int **blk) {
 static void bwd_row_on(const StepShape *s, const char *name, const BsMat *w, const Ceilings *c, const CbStepWeights *wt) {
     const Floors f = floors_of(s, w->nnzb, 32768.0 + 8192.0, 40, 40, c);
     int *ptr, *row, *blk;
-    column_lists(w, &ptr, &row, &blk);
+    bsmat_columns(w, w->nbc, &ptr, &row, &blk);  // gate 0's block rows alone
     const double us = cb_wgmma_bwd_us(ptr, row, blk, s->hidden, s->batch, STEPS, wt);
     free(ptr), free(row), free(blk);
     step_row(name, s, w->nnzb, &f, us);
