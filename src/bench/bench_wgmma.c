@@ -92,6 +92,15 @@ static void bwd_row_on(const StepShape *s, const char *name, const BsMat *w, con
 
 static void bwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) { bwd_row_on(s, s->name, w, c, NULL); }
 
+
+// The shape's mask (seed 1, as the configs draw them), its block rows stacked `gates` times.
+static void shape_mask(const StepShape *s, BsMat *w, int gates) {
+    const int nb = s->hidden / 32;
+    Mask mk = mask_make(s->mask, nb, nb, 1);
+    bsmat_from_mask(w, &mk, 32, gates);
+    mask_free(&mk);
+}
+
 // The window's weight gradient at each shape (T = 64 steps of B rows, W_h's four gates): the
 // wgmma kernel beside the mma.sync one it would replace.
 static void dw_rows(void) {
@@ -99,11 +108,9 @@ static void dw_rows(void) {
     table_head("wgmma_dw", "| shape | H | mask | rows | GFLOP | mma.sync ms | TFLOP/s | wgmma ms | TFLOP/s | speedup |");
     for (size_t i = 0; i < sizeof step_shapes / sizeof *step_shapes; i++) {
         const StepShape *s = &step_shapes[i];
-        const int nb = s->hidden / 32, N = STEPS * s->batch;
-        Mask mk = mask_make(s->mask, nb, nb, 1);
+        const int N = STEPS * s->batch;
         BsMat w;
-        bsmat_from_mask(&w, &mk, 32, 4);
-        mask_free(&mk);
+        shape_mask(s, &w, 4);
         const Backend *gpu = backend_cuda(PREC_BF16);
         gpu->bsmat_upload(&w);
         double mma = 0;
@@ -115,18 +122,11 @@ static void dw_rows(void) {
     }
 }
 
-static void shape_mask(const StepShape *s, BsMat *w) {
-    const int nb = s->hidden / 32;
-    Mask mk = mask_make(s->mask, nb, nb, 1);
-    bsmat_from_mask(w, &mk, 32, 1);
-    mask_free(&mk);
-}
-
 // One row a shape, from the mask's lists by block row (seed 1, as the configs draw them).
 static void shape_rows(void (*row)(const StepShape *, const BsMat *, const Ceilings *), const Ceilings *c) {
     for (size_t i = 0; i < sizeof step_shapes / sizeof *step_shapes; i++) {
         BsMat w;
-        shape_mask(&step_shapes[i], &w);
+        shape_mask(&step_shapes[i], &w, 1);
         row(&step_shapes[i], &w, c);
         bsmat_free(&w);
     }
@@ -153,7 +153,7 @@ static void corpus_row(const char *path, const int *tok, const Ceilings *c) {
     char name[128];
     snprintf(name, sizeof name, "%s on %s", s->name, base_name(path));
     BsMat w;
-    shape_mask(s, &w);
+    shape_mask(s, &w, 1);
     fwd_row_on(s, name, &w, c, tok, NULL);
     bsmat_free(&w);
 }
