@@ -105,7 +105,7 @@ static void shape_mask(const StepShape *s, BsMat *w, int gates) {
 // wgmma kernel beside the mma.sync one it would replace.
 static void dw_rows(void) {
     table_note("\nThe window's weight gradient of W_h (dW = dz^T h over T = %d steps of B rows, four gates):\n", STEPS);
-    table_head("wgmma_dw", "| shape | H | mask | rows | GFLOP | mma.sync ms | TFLOP/s | wgmma ms | TFLOP/s | speedup |");
+    table_head("wgmma_dw", "| shape | H | mask | rows | GFLOP | mma.sync ms | mma.sync TFLOP/s | wgmma ms | wgmma TFLOP/s | speedup |");
     for (size_t i = 0; i < sizeof step_shapes / sizeof *step_shapes; i++) {
         const StepShape *s = &step_shapes[i];
         const int N = STEPS * s->batch;
