@@ -224,6 +224,10 @@ TEST(config_choices_are_enums) {
     char *text = config_to_text(&c);
     CHECK(strstr(text, "cell = mlstm\n") && strstr(text, "engine = steps\n") && strstr(text, "mask_update = rigl\n"));
     free(text);
+    config_set(&c, "engine", "wgmma", "test");
+    text = config_to_text(&c);
+    CHECK(c.engine == ENGINE_WGMMA && strstr(text, "engine = wgmma\n"));
+    free(text);
 }
 
 // A checkpoint written before engine = on and persistent were retired still loads, as auto.

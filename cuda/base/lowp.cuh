@@ -29,6 +29,17 @@ __device__ inline void put(real *y, bf16 *yb, size_t i, float v) {
     y[i] = v;
     if (yb) yb[i] = __float2bfloat16_rn(v);
 }
+// Two floats as a bf16 pair's bits, lo first in memory; four (a unit's gate activations side
+// by side, SeqStep actb) as two pairs, and back.
+__device__ inline uint32_t bf16x2(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *(uint32_t *)&v;
+}
+__device__ inline uint2 bf16x4(float i, float f, float g, float o) { return make_uint2(bf16x2(i, f), bf16x2(g, o)); }
+__device__ inline float4 bf16x4_unpack(uint32_t lo, uint32_t hi) {
+    return make_float4(__uint_as_float(lo << 16), __uint_as_float(lo & 0xffff0000u), __uint_as_float(hi << 16),
+                       __uint_as_float(hi & 0xffff0000u));
+}
 // A kernel's or product's operands in precision BF: fp32 as they are; in bf16 the weights'
 // shadow (weights_bf16) and activations' twin or copy in scratch `slot` (acts_bf16).
 template <bool BF>

@@ -32,18 +32,15 @@ static int piece_len(const Seq *s, int fwd) {
 // entries (slab index, gate-0 block), cut into pieces of at most `most`. Gate g's copy of
 // block k is k + g * gstride.
 static void upload_lists(Seq *s, const BsMat *w, int fwd, int most) {
-    int nr = s->nlists, n0 = w->row_ptr[nr];
-    int *ptr = (int *)xcalloc((size_t)nr + 1, sizeof(int)), *idx = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
-    int *blk = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
+    int nr = s->nlists, n0 = w->row_ptr[nr], *ptr, *idx, *blk;
     if (fwd) {
+        ptr = (int *)xmalloc(sizeof(int) * (size_t)(nr + 1));
+        idx = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
+        blk = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
         memcpy(ptr, w->row_ptr, sizeof(int) * (size_t)(nr + 1));
         for (int k = 0; k < n0; k++) idx[k] = w->col_idx[k], blk[k] = k;
     } else {
-        for (int j = 0, q = 0; j < nr; j++) {
-            for (int p = w->col_ptr[j]; p < w->col_ptr[j + 1]; p++)
-                if (w->csc_row[p] < nr) idx[q] = w->csc_row[p], blk[q++] = w->csc_blk[p];
-            ptr[j + 1] = q;
-        }
+        bsmat_columns(w, nr, &ptr, &idx, &blk);
     }
     MmPiece *pc = cut_pieces(ptr, nr, most, &s->npieces[fwd]);
     s->pieces[fwd] = pieces_to_device(pc, s->npieces[fwd]);
@@ -82,6 +79,31 @@ static void free_fp32_or_key(real *p, size_t bytes, int key) {
 static size_t zcount(const SeqArgs *a) { return (size_t)a->T * a->B * 4 * a->H; }
 static size_t zbytes(const SeqArgs *a) { return sizeof(real) * zcount(a); }
 
+// engine = wgmma: the forward steps, the backward's data steps and dW_h on wgmma where it
+// runs the layer (layer 0 in bf16 without layer norm, B a multiple of 128, an sm_90 GPU);
+// elsewhere the step kernels, as auto.
+static void wg_attach(Seq *s) {
+    const SeqArgs &a = s->a;
+    const BsMat *w = a.wh;
+    const void *wb = weight_operand<true>(a.wh_vals, (size_t)bsmat_nvals(w));
+    const int n0 = w->row_ptr[s->nlists];
+    int *blk = (int *)xmalloc(sizeof(int) * (size_t)(n0 + 1));
+    for (int k = 0; k < n0; k++) blk[k] = k;  // gate 0's blocks first (upload_lists)
+    s->wg = wg_fwd_create(w->row_ptr, w->col_idx, blk, s->gstride, wb, a.H, a.B);
+    free(blk);
+    if (!s->wg) return;
+    int *ptr, *idx;
+    bsmat_columns(w, s->nlists, &ptr, &idx, &blk);
+    s->wgb = wg_bwd_create(ptr, idx, blk, s->gstride, wb, a.H, a.B);
+    free(ptr), free(idx), free(blk);
+    CUDA_CHECK(cudaMalloc(&s->hpk, 2 * wg_fwd_hpk_bytes(s->wg)));
+    CUDA_CHECK(cudaMalloc(&s->dzpk, 2 * wg_bwd_dzpk_bytes(s->wgb)));
+    CUDA_CHECK(cudaMalloc(&s->xb, sizeof(float) * 256 * 4 * (size_t)a.H));
+}
+
+// Rows of dz's column sums a step (dbpart): one a row tile, or on wgmma one each 64 rows.
+static int dbias_rows(const Seq *s) { return s->wgb ? s->a.B / 64 : tiles(s->a.B); }
+
 template <bool BF>
 static void *seq_create_on(SeqArgs *a, SeqPlan plan) {
     if (!engine_takes(a)) return NULL;
@@ -113,7 +135,8 @@ static void *seq_create_on(SeqArgs *a, SeqPlan plan) {
         CUDA_CHECK(cudaMalloc(&s->hb, sizeof(bf16) * BH * (a->T + 1)));
         twin_register(a->h, s->hb, BH * (a->T + 1));
     }
-    if (!a->ln_gain && !s->dense) CUDA_CHECK(cudaMalloc(&s->dbpart, sizeof(float) * (size_t)a->T * tiles(a->B) * 4 * a->H));
+    if (BF && a->wgmma && a->xtab && !a->ln_gain && !s->dense) wg_attach(s);
+    if (!a->ln_gain && !s->dense) CUDA_CHECK(cudaMalloc(&s->dbpart, sizeof(float) * (size_t)a->T * dbias_rows(s) * 4 * a->H));
     CUDA_CHECK(cudaStreamCreate(&s->stream));  // blocking: ordered with the default stream's work
     colsum_reserve(a->B, 4 * a->H);
     return s;
@@ -145,6 +168,11 @@ void seq_free_cuda(void *p) {
     CUDA_CHECK(cudaFree(s->dbpart));
     CUDA_CHECK(cudaFree(s->wd));
     CUDA_CHECK(cudaFree(s->dwd));
+    wg_fwd_free(s->wg);
+    wg_bwd_free(s->wgb);
+    CUDA_CHECK(cudaFree(s->hpk));
+    CUDA_CHECK(cudaFree(s->dzpk));
+    CUDA_CHECK(cudaFree(s->xb));
     CUDA_CHECK(cudaStreamDestroy(s->stream));
     twin_forget(s->a.h);
     twin_forget(s->a.dz);
@@ -197,6 +225,26 @@ static SeqStep step_at(const Seq *s, const SeqStep &base, int t, int fwd, int T)
     return seq_at(base, t, fwd, T, s->bf ? (int)sizeof(bf16) : (int)sizeof(float), tiles(s->a.B));
 }
 
+// The forward on the wgmma step: once a window the weights packed, the bias folded into the
+// input table and h_0 packed; then a step kernel a time step, reading h_t from one packed
+// image and writing h_{t+1} into the other beside the outputs the step kernels write.
+static void record_wg_fwd(const Seq *s, const void *w, int T) {
+    const SeqArgs &a = s->a;
+    const size_t BH = (size_t)a.B * a.H;
+    wg_fwd_pack_w(s->wg, w, s->stream);
+    wg_fwd_fold_bias(s->wg, s->xb, a.xtab, a.bias, s->stream);
+    wg_fwd_pack_h(s->wg, s->hb, s->hpk, s->stream);
+    const SeqStep base = window_base(s, w, 1);
+    for (int t = 0; t < T; t++) {
+        const SeqStep st = step_at(s, base, t, 1, T);
+        WgStep ws = {};
+        ws.hpk = s->hpk + t % 2 * BH, ws.hpk1 = s->hpk + (t + 1) % 2 * BH;
+        ws.xtab = s->xb, ws.tok = st.tok, ws.c0 = st.c0, ws.c1 = st.c1;
+        ws.h1 = st.h1, ws.hb1 = st.hb1, ws.actb = st.actb;
+        wg_fwd_step(s->wg, &ws, s->stream);
+    }
+}
+
 // Forward, as model_step.c's loop: z_t += W_h h_t, then the cell (fused, or lstm_fwd after
 // the product where layer norm needs whole rows).
 template <bool BF>
@@ -204,6 +252,7 @@ static void record_fwd(const Seq *s, const void *w, int T) {
     const SeqArgs &a = s->a;
     size_t BH = (size_t)a.B * a.H;
     if (BF) to_bf16(s->hb, a.h, BH, s->stream);
+    if (s->wg) return record_wg_fwd(s, w, T);
     const SeqStep base = window_base(s, w, 1);
     for (int t = 0; t < T; t++) {
         SeqStep st = step_at(s, base, t, 1, T);
@@ -211,6 +260,28 @@ static void record_fwd(const Seq *s, const void *w, int T) {
         if (!a.ln_gain) continue;
         lstm_fwd_on(s->stream, st.h1, st.c1, st.act, a.lnstat + t * (size_t)a.B * 8, st.z, st.c0, a.bias, a.ln_gain, a.B,
                     a.H, st.hb1);
+    }
+}
+
+// The backward's data steps on wgmma: once a window the weights packed; then a step kernel a
+// time step from t = T - 1 (no product) down to the carried state's (t = -1: dh_0 += dz_0 W_h
+// alone), reading dz_{t+1} from one packed image and writing dz_t into the other beside the
+// outputs the step kernels write, dz's column sums by 64 rows (dbias_rows).
+static void record_wg_bwd(const Seq *s, const void *w, int T) {
+    const SeqArgs &a = s->a;
+    const size_t BG = 4 * (size_t)a.B * a.H;
+    wg_bwd_pack_w(s->wgb, w, s->stream);
+    const SeqStep base = window_base(s, w, 0);
+    for (int t = T - 1; t >= -1; t--) {
+        const SeqStep st = step_at(s, base, t, 0, T);
+        WgBwdStep ws = {};
+        ws.dzpk = t == T - 1 ? NULL : s->dzpk + (t + 1) % 2 * BG;
+        ws.dh = st.dh;
+        if (t >= 0) {
+            ws.dzpk1 = s->dzpk + t % 2 * BG, ws.dc = a.dc, ws.actb = st.actb, ws.c0 = st.c0, ws.c1 = st.c1, ws.dzb = st.dzb;
+            ws.dbpart = s->dbpart + (size_t)t * dbias_rows(s) * 4 * a.H;
+        }
+        wg_bwd_step(s->wgb, &ws, s->stream);
     }
 }
 
@@ -222,6 +293,7 @@ static void record_bwd(const Seq *s, const void *w, int T) {
     size_t BH = (size_t)a.B * a.H, BG = 4 * BH;
     CUDA_CHECK(cudaMemsetAsync(a.dh, 0, BH * sizeof(real), s->stream));
     CUDA_CHECK(cudaMemsetAsync(a.dc, 0, BH * sizeof(real), s->stream));
+    if (s->wgb) return record_wg_bwd(s, w, T);
     const SeqStep base = window_base(s, w, 0);
     SeqMaps maps = {};
     if (BF) maps = seq_maps(s->dzb, T, a.B, a.H, (const bf16 *)w, a.wh->nnzb);
@@ -263,7 +335,7 @@ void seq_fwd_cuda(void *p, int T) {
 
 // After the steps (on the default stream, which waits for the engine's stream): dbias from
 // the step kernels' tile sums (layer norm summed it per step), and dW_h from the engine's
-// own copies.
+// own copies (on wgmma where the steps are).
 template <bool BF>
 void seq_bwd_cuda(void *p, int T) {
     Seq *s = (Seq *)p;
@@ -275,11 +347,15 @@ void seq_bwd_cuda(void *p, int T) {
     replay<BF>(s, 0, T);
     int N = T * a.B;
     if (s->dense) return seq_dense_bwd_weight<BF>(s, T);  // dW_h and dbias its own way
-    if (!a.ln_gain) colsum_acc(a.dbias, s->dbpart, T * tiles(a.B), 4 * a.H);
-    bsmm_bwd_weight_typed(a.dwh, seq_dz_operand(s, 0), seq_h_operand(s, 0), a.wh, N, BF);
+    if (!a.ln_gain) colsum_acc(a.dbias, s->dbpart, T * dbias_rows(s), 4 * a.H);
+    if (!s->wgb || !wg_dw(a.dwh, seq_dz_operand(s, 0), seq_h_operand(s, 0), a.wh, N, NULL))
+        bsmm_bwd_weight_typed(a.dwh, seq_dz_operand(s, 0), seq_h_operand(s, 0), a.wh, N, BF);
 }
 
-RecurPath seq_route_cuda(void *p) { return ((const Seq *)p)->dense ? RECUR_DENSE : RECUR_GRAPH; }
+RecurPath seq_route_cuda(void *p) {
+    const Seq *s = (const Seq *)p;
+    return s->dense ? RECUR_DENSE : s->wg ? RECUR_WGMMA : RECUR_GRAPH;
+}
 
 template void *seq_create_cuda<false>(SeqArgs *);
 template void *seq_create_cuda<true>(SeqArgs *);

@@ -3,6 +3,9 @@
 #pragma once
 #include "engine/lstm_seq.cuh"
 #include "engine/seq_plan.h"
+#include "wgmma/wg_bwd.h"
+#include "wgmma/wg_dw.h"
+#include "wgmma/wg_fwd.h"
 
 typedef struct {
     cudaGraphExec_t exec;
@@ -29,6 +32,11 @@ typedef struct {
     int dense;            // every block of the mask present: the steps run on cuBLAS (lstm_seq_dense.cu)
     void *wd;             // dense: W_h row-major [4H, H], bf16 or float like the products
     float *dwd;           // dense: dW_h row-major [4H, H] of the window
+    WgFwd *wg;            // engine = wgmma where it runs the layer: the forward steps (wg_fwd.h)
+    WgBwd *wgb;           // and the backward's data steps (wg_bwd.h) and dW_h (wg_dw.h), with wg
+    bf16 *hpk;            // wg: h_t and h_{t+1} as its packed images, two of B * H
+    bf16 *dzpk;           // wgb: dz_{t+1} and dz_t as its packed images, two of B * 4H
+    float *xb;            // wg: the input table plus the bias [256, 4H]
 } Seq;
 
 // The products' operands: h_t [B, H] and dz_t [B, 4H] (t = 0: the whole window from step 0)

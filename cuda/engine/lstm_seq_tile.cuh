@@ -100,16 +100,6 @@ struct SeqCopies {
 // (c in fwd; dh and dc in bwd) is read from L2 (__ldcg), which holds it, not L1.
 constexpr int SQ_PER = 8;
 
-// A unit's 4 gate activations as bf16, side by side (SeqStep actb).
-__device__ inline uint2 bf16x4(float i, float f, float g, float o) {
-    __nv_bfloat162 lo = __floats2bfloat162_rn(i, f), hi = __floats2bfloat162_rn(g, o);
-    return make_uint2(*(uint32_t *)&lo, *(uint32_t *)&hi);
-}
-__device__ inline float4 bf16x4_unpack(uint32_t lo, uint32_t hi) {
-    return make_float4(__uint_as_float(lo << 16), __uint_as_float(lo & 0xffff0000u), __uint_as_float(hi << 16),
-                       __uint_as_float(hi & 0xffff0000u));
-}
-
 // fwd: red holds W_h h_t for the 4 gates; the input projection (z_t's, or the table's row of
 // the row's byte) is added in, then the cell as lstm_fwd computes it (EPI_SUM: only
 // z_t = that sum, the cell comes after the layer norm).

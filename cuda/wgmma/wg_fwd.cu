@@ -7,13 +7,11 @@
 // warpgroups (64 rows each) run wgmma on every stage; two epilogue warpgroups take the
 // accumulators over through shared memory and apply the cell while the consumers go on with
 // the next item. docs/PERF.md has its figures against the floors.
-#include <algorithm>
-#include <vector>
 #include "base/state.cuh"
 #include "bsmm/bsmm_tile.cuh"
 #include "ops/ops.cuh"
-#include "sparse/piece_plan.h"
 #include "wgmma/wg_fwd.h"
+#include "wgmma/wg_lists.cuh"
 #include "wgmma/wgmma.cuh"
 
 namespace {
@@ -22,7 +20,8 @@ constexpr int RING = 8;                     // stages of the ring
 constexpr int SLAB = 128 * 32 * 2;          // a stage's h slab: 128 rows x 32 columns, bf16
 constexpr int WBLK = 128 * 32 * 2;          // a stage's weights: 4 gates x 32 rows x 32
 constexpr int STAGE = SLAB + WBLK;
-constexpr int ACC = 128 * 128 * 4;          // the accumulators handed to the epilogue
+constexpr int ACC_PITCH = 136;              // floats a row of the accumulators' tile (no bank conflicts)
+constexpr int ACC = 128 * ACC_PITCH * 4;    // the accumulators handed to the epilogue, row-major
 constexpr int THREADS = 5 * 128;
 constexpr size_t SMEM = RING * STAGE + ACC + 1024 + (2 * RING + 2) * 8;
 
@@ -30,37 +29,29 @@ constexpr size_t SMEM = RING * STAGE + ACC + 1024 + (2 * RING + 2) * 8;
 // (half < 0) or for units 16 half .. 16 half + 15. The weights' image holds a block's units
 // by halves, each half's four gates side by side (rows 64 half + 16 g + u % 16), so a half
 // item's weights are 4 KB in one piece and its accumulators the first 64 columns.
-struct Item {
-    int j, m, half;
-};
+typedef WgItem Item;
 
 struct Args {
     WgStep s;
-    const int *rowptr, *col;
-    const Item *items;        // a CTA's in its order
-    const int *first;         // CTA c's items: items[first[c] .. first[c + 1])
-    const bf16 *wpk;          // entry p's four gate blocks as the B operand's image, 8 KB
+    WgLists l;  // W_h's block rows: entry p reads h's block column l.idx[p]
     int B, H;
 };
-
-// Element (r, k) of a 128 x 32 image (row r, column k of 32), in bytes.
-__host__ __device__ inline uint32_t img_at(int r, int k) { return wg_sw64((uint32_t)(r * 64 + k * 2)); }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // wgmma and setmaxnreg exist in sm_90a code alone
 __device__ inline void produce(const Args &a, unsigned char *ring, uint64_t *full, uint64_t *empty, int t0, int t1) {
     const int nmt = a.B / 128;
     int q = 0;
     for (int t = t0; t < t1; t++) {
-        const Item it = a.items[t];
-        const int p0 = a.rowptr[it.j], n = a.rowptr[it.j + 1] - p0;
+        const Item it = a.l.items[t];
+        const int p0 = a.l.ptr[it.j], n = a.l.ptr[it.j + 1] - p0;
         for (int i = 0; i < n; i++, q++) {
             const int s = q % RING;
             if (q >= RING) mbar_wait(empty + s, (q / RING - 1) & 1);
             unsigned char *st = ring + s * STAGE;
             const int wbytes = it.half < 0 ? WBLK : WBLK / 2;
             mbar_expect(full + s, SLAB + wbytes);
-            bulk_load(st, (const bf16 *)a.s.hpk + ((long)a.col[p0 + i] * nmt + it.m) * (SLAB / 2), SLAB, full + s);
-            bulk_load(st + SLAB, a.wpk + (long)(p0 + i) * (WBLK / 2) + (it.half < 0 ? 0 : it.half * (WBLK / 4)), wbytes, full + s);
+            bulk_load(st, (const bf16 *)a.s.hpk + ((long)a.l.idx[p0 + i] * nmt + it.m) * (SLAB / 2), SLAB, full + s);
+            bulk_load(st + SLAB, a.l.wpk + (long)(p0 + i) * (WBLK / 2) + (it.half < 0 ? 0 : it.half * (WBLK / 4)), wbytes, full + s);
         }
     }
 }
@@ -98,103 +89,113 @@ __device__ inline void consume(const Args &a, int wg, unsigned char *ring, uint6
     const int e = threadIdx.x % 256;
     int q = 0;
     for (int t = t0, u = 0; t < t1; t++, u++) {
-        const int j = a.items[t].j, n = a.rowptr[j + 1] - a.rowptr[j], whole = a.items[t].half < 0;
+        const int j = a.l.items[t].j, n = a.l.ptr[j + 1] - a.l.ptr[j], whole = a.l.items[t].half < 0;
         float d[64];
         if (whole)
             products<true>(d, wg, n, q, ring, full, empty);
         else
             products<false>(d, wg, n, q, ring, full, empty);
         if (u > 0) mbar_wait(accempty, (u - 1) & 1);
+        // row-major, so that the epilogue can read whole runs of units (d's layout: wgmma.cuh)
+        const int row = (e / 128) * 64 + (e / 32 % 4) * 16 + (e % 32) / 4, c2 = (e % 4) * 2;
 #pragma unroll
-        for (int k = 0; k < 64; k++)
-            if (whole || k < 32) acc[k * 256 + e] = d[k];
+        for (int c8 = 0; c8 < 16; c8++)
+            if (whole || c8 < 8) {
+                *(float2 *)(acc + row * ACC_PITCH + c8 * 8 + c2) = make_float2(d[c8 * 4], d[c8 * 4 + 1]);
+                *(float2 *)(acc + (row + 8) * ACC_PITCH + c8 * 8 + c2) = make_float2(d[c8 * 4 + 2], d[c8 * 4 + 3]);
+            }
         mbar_arrive(accfull);
     }
 }
 
-// What an epilogue thread holds of one item's inputs: for its rows rl and rl + 8 (r) and each
-// of the item's groups of 8 units (jj: 4 whole, 2 a half), the input table's four gates and
-// c_t at its two units. They arrive one item ahead: each slot is reloaded with the next item's
-// as soon as it is read, so their latency overlaps this item's cell and stores (loaded as an
-// item starts, the step waited for them at every item: 17 us at lstm_3min, docs/PERF.md).
+// The epilogue's share of an item: thread e takes four consecutive units of a row, all four
+// gates, so that a warp's loads and stores cover whole 128-byte runs of a row (where the
+// consumers' fragments give 8 rows of 32 bytes an instruction). An item's 32 units (16 a
+// half) are 8 (4) threads a row, 32 (64) rows a pass, 4 (2) passes over its 128 rows.
+__device__ inline int epi_passes(const Item &it) { return it.half < 0 ? 4 : 2; }
+__device__ inline int epi_row(const Item &it, int p) {  // the tile's row of pass p
+    const int e = threadIdx.x % 256;
+    return it.half < 0 ? p * 32 + e / 8 : p * 64 + e / 4;
+}
+__device__ inline int epi_unit(const Item &it) {  // the first of the thread's units in the block
+    const int e = threadIdx.x % 256;
+    return it.half < 0 ? (e % 8) * 4 : 16 * it.half + (e % 4) * 4;
+}
+
+// What an epilogue thread holds of one item's inputs for each pass p: the input table's four
+// gates and c_t at its four units. They arrive one item ahead: each pass's are reloaded with
+// the next item's as soon as they are read, so that their latency overlaps this item's cell
+// and stores.
 struct EpiIn {
-    float2 x[2][4][4], c[2][4];
+    float4 x[4][4], c[4];
 };
 
-__device__ inline int epi_row(int e) { return (e / 128) * 64 + (e / 32 % 4) * 16 + (e % 32) / 4; }
-
-// Slot (r, jj) of item it's inputs, xr[r] its rows' input-table rows (ld.global.cg: the
-// compiler sinks read-only loads past the wait that follows).
-__device__ inline void load_slot(const Args &a, const Item &it, const float *const (&xr)[2], int r, int jj, EpiIn &in) {
-    if (jj >= (it.half < 0 ? 4 : 2)) return;
-    const long H = a.H, row = it.m * 128 + epi_row(threadIdx.x % 256) + 8 * r;
-    const long col = it.j * 32 + ((it.half < 0 ? 0 : 2 * it.half) + jj) * 8 + threadIdx.x % 4 * 2;
+// Pass p of item it's inputs, tk the bytes of its rows, pass p's in bits 8p .. 8p + 7
+// (ld.global.cg: the compiler sinks read-only loads past the wait that follows).
+__device__ inline void load_pass(const Args &a, const Item &it, uint32_t tk, int p, EpiIn &in) {
+    if (p >= epi_passes(it)) return;
+    const long H = a.H, row = it.m * 128 + epi_row(it, p), col = it.j * 32 + epi_unit(it);
+    const float *xr = a.s.xtab + (long)(tk >> 8 * p & 255) * 4 * H;
 #pragma unroll
-    for (int g = 0; g < 4; g++) in.x[r][jj][g] = __ldcg((const float2 *)(xr[r] + g * H + col));
-    in.c[r][jj] = __ldcg((const float2 *)(a.s.c0 + row * H + col));
+    for (int g = 0; g < 4; g++) in.x[p][g] = __ldcg((const float4 *)(xr + g * H + col));
+    in.c[p] = __ldcg((const float4 *)(a.s.c0 + row * H + col));
 }
 
-// Epilogue thread e applies the cell to the fragment consumer thread e held, and loads the
-// next item nx's inputs (more: there is one) into the slots as it frees them. Of the item's NJ
-// groups of 8 units, unit k = 8 (j0 + jj) + 2 (lane % 4) (+ 1) of the block, gate g, sits in
-// the accumulators' column group 8 (jj / 2) + 2 g + jj % 2; u: the item's place among its
-// CTA's.
-template <int NJ>
-__device__ inline void finish_item(const Args &a, const Item &it, const Item &nx, bool more, const float *const (&nxr)[2],
-                                   EpiIn &in, const float *acc, uint64_t *accfull, uint64_t *accempty, int u) {
-    const int e = threadIdx.x % 256, lane = threadIdx.x % 32, nmt = a.B / 128, rl = epi_row(e);
-    const long H = a.H;
-    const int j = it.j, row0 = it.m * 128 + rl, j0 = it.half < 0 ? 0 : 2 * it.half;
+__device__ inline float lane4(const float4 &f, int v) { return v == 0 ? f.x : v == 1 ? f.y : v == 2 ? f.z : f.w; }
+
+// Epilogue thread e applies the cell to its units of the item's P passes and loads the next
+// item nx's inputs (more: there is one) as it frees them; u: the item's place among its CTA's.
+// Unit k of the block, gate g, is the accumulators' column 64 (k / 16) + 16 g + k % 16 of a
+// whole item and 16 g + k % 16 of a half (the weights' image).
+template <int P>
+__device__ inline void finish_item(const Args &a, const Item &it, const Item &nx, bool more, uint32_t ntk, EpiIn &in,
+                                   const float *acc, uint64_t *accfull, uint64_t *accempty, int u) {
+    const int nmt = a.B / 128, k = epi_unit(it), n0 = it.half < 0 ? 64 * (k / 16) + k % 16 : k % 16;
+    const long H = a.H, col = it.j * 32 + k;
     mbar_wait(accfull, u & 1);
-    unsigned char *hp = (unsigned char *)a.s.hpk1 + ((long)j * nmt + it.m) * SLAB;
+    unsigned char *hp = (unsigned char *)a.s.hpk1 + ((long)it.j * nmt + it.m) * SLAB;
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const long row = row0 + 8 * r;
+    for (int p = 0; p < P; p++) {
+        const int rl = epi_row(it, p);
+        const long at = (it.m * 128L + rl) * H + col;
+        float4 pre[4];
 #pragma unroll
-        for (int jj = 0; jj < NJ; jj++) {
-            const int k = (j0 + jj) * 8 + lane % 4 * 2, c8 = (jj / 2) * 8 + jj % 2;
-            const long col = j * 32 + k, at = row * H + col;
-            float pre[4][2];
-#pragma unroll
-            for (int g = 0; g < 4; g++) {
-                pre[g][0] = acc[((c8 + 2 * g) * 4 + r * 2) * 256 + e] + in.x[r][jj][g].x;
-                pre[g][1] = acc[((c8 + 2 * g) * 4 + r * 2 + 1) * 256 + e] + in.x[r][jj][g].y;
-            }
-            if (r == 1 && jj == NJ - 1) mbar_arrive(accempty);  // the last read of acc
-            const float2 cin = in.c[r][jj];
-            if (more) load_slot(a, nx, nxr, r, jj, in);
-            float2 cn, hn;
-            uint4 act;
-            float gi = sigm(pre[0][0]), gf = sigm(pre[1][0]), gg = tnh(pre[2][0]), go = sigm(pre[3][0]);
-            cn.x = gf * cin.x + gi * gg, hn.x = go * tnh(cn.x);
-            __nv_bfloat162 p0 = __floats2bfloat162_rn(gi, gf), p1 = __floats2bfloat162_rn(gg, go);
-            gi = sigm(pre[0][1]), gf = sigm(pre[1][1]), gg = tnh(pre[2][1]), go = sigm(pre[3][1]);
-            cn.y = gf * cin.y + gi * gg, hn.y = go * tnh(cn.y);
-            __nv_bfloat162 p2 = __floats2bfloat162_rn(gi, gf), p3 = __floats2bfloat162_rn(gg, go);
-            __nv_bfloat162 hv = __floats2bfloat162_rn(hn.x, hn.y);
-            act = make_uint4(*(uint32_t *)&p0, *(uint32_t *)&p1, *(uint32_t *)&p2, *(uint32_t *)&p3);
-            *(float2 *)(a.s.c1 + at) = cn;
-            __stcs((float2 *)(a.s.h1 + at), hn);
-            __stcs((uint4 *)a.s.actb + at / 2, act);
-            *(__nv_bfloat162 *)((bf16 *)a.s.hb1 + at) = hv;
-            *(__nv_bfloat162 *)(hp + img_at(rl + 8 * r, k)) = hv;
+        for (int g = 0; g < 4; g++) {
+            const float4 z = *(const float4 *)(acc + rl * ACC_PITCH + n0 + 16 * g), x = in.x[p][g];
+            pre[g] = make_float4(z.x + x.x, z.y + x.y, z.z + x.z, z.w + x.w);
         }
+        if (p == P - 1) mbar_arrive(accempty);  // the last read of acc
+        const float4 cin = in.c[p];
+        if (more) load_pass(a, nx, ntk, p, in);
+        float cn[4], hn[4];
+        uint32_t act[8];
+#pragma unroll
+        for (int v = 0; v < 4; v++) {
+            const float gi = sigm(lane4(pre[0], v)), gf = sigm(lane4(pre[1], v)), gg = tnh(lane4(pre[2], v)),
+                        go = sigm(lane4(pre[3], v));
+            cn[v] = gf * lane4(cin, v) + gi * gg, hn[v] = go * tnh(cn[v]);
+            act[2 * v] = bf16x2(gi, gf), act[2 * v + 1] = bf16x2(gg, go);
+        }
+        const uint2 hv = make_uint2(bf16x2(hn[0], hn[1]), bf16x2(hn[2], hn[3]));
+        *(float4 *)(a.s.c1 + at) = make_float4(cn[0], cn[1], cn[2], cn[3]);
+        __stcs((float4 *)(a.s.h1 + at), make_float4(hn[0], hn[1], hn[2], hn[3]));
+        __stcs((uint4 *)a.s.actb + at / 2, make_uint4(act[0], act[1], act[2], act[3]));
+        __stcs((uint4 *)a.s.actb + at / 2 + 1, make_uint4(act[4], act[5], act[6], act[7]));
+        *(uint2 *)((bf16 *)a.s.hb1 + at) = hv;
+        *(uint2 *)(hp + wg_img_at(rl, k)) = hv;
     }
-    if (more && NJ < 4)  // a half item before a whole one: the slots it did not use
+    if (more && P < 4)  // a half item before a whole one: the passes it did not use
 #pragma unroll
-        for (int r = 0; r < 2; r++)
-#pragma unroll
-            for (int jj = NJ; jj < 4; jj++) load_slot(a, nx, nxr, r, jj, in);
+        for (int p = P; p < 4; p++) load_pass(a, nx, ntk, p, in);
 }
 
-// The input-table rows of item it's rows rl and rl + 8, from their bytes tk.
-__device__ inline void table_rows(const Args &a, const int (&tk)[2], const float *(&xr)[2]) {
-    for (int r = 0; r < 2; r++) xr[r] = a.s.xtab + (long)tk[r] * 4 * a.H;
-}
-
-__device__ inline void row_bytes(const Args &a, const Item &it, int (&tk)[2]) {
-    const int row = it.m * 128 + epi_row(threadIdx.x % 256);
-    tk[0] = a.s.tok[row], tk[1] = a.s.tok[row + 8];
+// The bytes of item it's rows, pass p's in bits 8p .. 8p + 7 (those past its passes 0).
+__device__ inline uint32_t row_bytes(const Args &a, const Item &it) {
+    uint32_t tk = 0;
+#pragma unroll
+    for (int p = 0; p < 4; p++)
+        if (p < epi_passes(it)) tk |= (uint32_t)a.s.tok[it.m * 128 + epi_row(it, p)] << 8 * p;
+    return tk;
 }
 
 // The CTA's items in order; each round loads the bytes of the item two ahead and the item
@@ -202,26 +203,19 @@ __device__ inline void row_bytes(const Args &a, const Item &it, int (&tk)[2]) {
 __device__ inline void finish(const Args &a, const float *acc, uint64_t *accfull, uint64_t *accempty, int t0, int t1) {
     if (t0 >= t1) return;
     EpiIn in;
-    Item cur = a.items[t0], nx = a.items[t0 + 1 < t1 ? t0 + 1 : t0], nn = a.items[t0 + 2 < t1 ? t0 + 2 : t0];
-    int tk[2], tn[2];
-    const float *xr[2];
-    row_bytes(a, cur, tk), row_bytes(a, nx, tn);
-    table_rows(a, tk, xr);
+    Item cur = a.l.items[t0], nx = a.l.items[t0 + 1 < t1 ? t0 + 1 : t0], nn = a.l.items[t0 + 2 < t1 ? t0 + 2 : t0];
+    const uint32_t tk = row_bytes(a, cur);
+    uint32_t tn = row_bytes(a, nx);
 #pragma unroll
-    for (int r = 0; r < 2; r++)
-#pragma unroll
-        for (int jj = 0; jj < 4; jj++) load_slot(a, cur, xr, r, jj, in);
+    for (int p = 0; p < 4; p++) load_pass(a, cur, tk, p, in);
     for (int t = t0, u = 0; t < t1; t++, u++) {
-        int tnn[2];
-        row_bytes(a, nn, tnn);
-        const Item n3 = a.items[t + 3 < t1 ? t + 3 : t0];
-        const float *nxr[2];
-        table_rows(a, tn, nxr);
+        const uint32_t tnn = row_bytes(a, nn);
+        const Item n3 = a.l.items[t + 3 < t1 ? t + 3 : t0];
         if (cur.half < 0)
-            finish_item<4>(a, cur, nx, t + 1 < t1, nxr, in, acc, accfull, accempty, u);
+            finish_item<4>(a, cur, nx, t + 1 < t1, tn, in, acc, accfull, accempty, u);
         else
-            finish_item<2>(a, cur, nx, t + 1 < t1, nxr, in, acc, accfull, accempty, u);
-        cur = nx, nx = nn, nn = n3, tn[0] = tnn[0], tn[1] = tnn[1];
+            finish_item<2>(a, cur, nx, t + 1 < t1, tn, in, acc, accfull, accempty, u);
+        cur = nx, nx = nn, nn = n3, tn = tnn;
     }
 }
 
@@ -240,7 +234,7 @@ __global__ void __launch_bounds__(THREADS, 1) fwd_kernel(Args a) {
         mbar_init_fence();
     }
     __syncthreads();
-    const int role = threadIdx.x / 128, t0 = a.first[blockIdx.x], t1 = a.first[blockIdx.x + 1];
+    const int role = threadIdx.x / 128, t0 = a.l.first[blockIdx.x], t1 = a.l.first[blockIdx.x + 1];
     if (role == 4) {
         wg_regs_down<24>();
         if (threadIdx.x == 4 * 128) produce(a, ring, full, empty, t0, t1);
@@ -259,7 +253,15 @@ __global__ void pack_w_kernel(bf16 *wpk, const bf16 *w, const int *blk, long gst
     const int k = (int)(i % 16) * 2, r = (int)(i / 16 % 32), g = (int)(i / 512 % 4);
     const long p = i / 2048;
     const uint32_t v = *(const uint32_t *)(w + ((blk[p] + g * gstride) * 32 + r) * 32 + k);
-    *(uint32_t *)((unsigned char *)(wpk + p * (WBLK / 2)) + img_at(r / 16 * 64 + g * 16 + r % 16, k)) = v;
+    *(uint32_t *)((unsigned char *)(wpk + p * (WBLK / 2)) + wg_img_at(r / 16 * 64 + g * 16 + r % 16, k)) = v;
+}
+
+// xb[r][c] = xtab[r][c] + bias[c], in float4s: rows of g4 of them.
+__global__ void fold_bias_kernel(float4 *xb, const float4 *xtab, const float4 *bias, long g4, long n) {
+    const long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float4 x = xtab[i], b = bias[i % g4];
+    xb[i] = make_float4(x.x + b.x, x.y + b.y, x.z + b.z, x.w + b.w);
 }
 
 __global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {
@@ -267,117 +269,52 @@ __global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {
     if (i >= (long)B * H / 2) return;
     const int row = (int)(i / (H / 2)), col = (int)(i % (H / 2)) * 2;
     const uint32_t v = *(const uint32_t *)(h + (long)row * H + col);
-    *(uint32_t *)((unsigned char *)hpk + ((long)(col / 32) * (B / 128) + row / 128) * SLAB + img_at(row % 128, col % 32)) = v;
+    *(uint32_t *)((unsigned char *)hpk + ((long)(col / 32) * (B / 128) + row / 128) * SLAB + wg_img_at(row % 128, col % 32)) = v;
 }
 
-// A stage's cost in 4 KB: the h slab and the weights of a whole item (8 + 8 KB) or a half.
-constexpr int WHOLE_COST = 4, HALF_COST = 3;
-
-// Items dealt costliest first, each to the CTA with the least cost so far (piece_plan, a plan
-// row an item, no list cut). A block's list whose whole item would cost more than 1.5 CTA
-// shares goes as two half items, so hub rows no longer bound the step; below that, the halves'
-// second reading of the h slabs costs more than the balance buys (docs/PERF.md). An empty list
-// still costs 1: its epilogue writes the cell's outputs.
-void deal(const int *rowptr, int nb, int nmt, int nctas, std::vector<Item> &items, std::vector<int> &first) {
-    long total = 0;
-    for (int j = 0; j < nb; j++) total += (long)WHOLE_COST * (rowptr[j + 1] - rowptr[j]) * nmt;
-    std::vector<Item> cand;
-    std::vector<int> cost(1, 0);  // prefix sums: the plan's rows
-    auto add = [&](Item it, int c) { cand.push_back(it), cost.push_back(cost.back() + std::max(1, c)); };
-    for (int j = 0; j < nb; j++)
-        for (int m = 0; m < nmt; m++) {
-            const int n = rowptr[j + 1] - rowptr[j];
-            if (2L * WHOLE_COST * n * nctas <= 3 * total) {
-                add({j, m, -1}, WHOLE_COST * n);
-            } else {
-                add({j, m, 0}, HALF_COST * n);
-                add({j, m, 1}, HALF_COST * n);
-            }
-        }
-    int most = 1;
-    for (size_t i = 1; i < cost.size(); i++) most = std::max(most, cost[i] - cost[i - 1]);
-    PiecePlan plan;
-    piece_plan(&plan, cost.data(), (int)cand.size(), most, nctas);
-    for (int i = 0; i < plan.npieces; i++) items.push_back(cand[plan.row[i]]);
-    first.assign(plan.worker_ptr, plan.worker_ptr + nctas + 1);
-    piece_plan_free(&plan);
-}
+// A stage's cost in 4 KB: the h slab and the weights of a whole item (8 + 8 KB) or a half;
+// an item's epilogue in the same units: about 25 stages' time (lstm_3min, docs/PERF.md: 10.7
+// us an item without products, against 0.35 us a stage without the epilogue); lists past 1.5
+// CTA shares as halves.
+constexpr WgCosts COSTS = {4, 3, 100, 6};
 
 }  // namespace
 
 struct WgFwd {
     Args a;
-    int nctas;
-    long nnz;
-    int *blk;
-    long gstride;
 };
 
 WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B) {
-    int dev, major, minor, sms;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    if (major != 9 || minor != 0 || H % 32 || B % 128 || B <= 0) return NULL;
-    const int nb = H / 32;
-    std::vector<int> first;
-    std::vector<Item> items;
-    deal(rowptr, nb, B / 128, sms, items, first);
-    WgFwd *f = (WgFwd *)xcalloc(1, sizeof(WgFwd));
-    f->nctas = sms, f->nnz = rowptr[nb], f->gstride = gstride;
-    Args &a = f->a;
-    a.B = B, a.H = H;
-    int *d_rowptr, *d_col, *d_first;
-    Item *d_items;
-    bf16 *d_wpk;
-    CUDA_CHECK(cudaMalloc(&d_rowptr, sizeof(int) * (nb + 1)));
-    CUDA_CHECK(cudaMalloc(&d_col, sizeof(int) * std::max(f->nnz, 1L)));
-    CUDA_CHECK(cudaMalloc(&f->blk, sizeof(int) * std::max(f->nnz, 1L)));
-    CUDA_CHECK(cudaMalloc(&d_items, sizeof(Item) * items.size()));
-    CUDA_CHECK(cudaMalloc(&d_first, sizeof(int) * first.size()));
-    CUDA_CHECK(cudaMalloc(&d_wpk, (size_t)WBLK * std::max(f->nnz, 1L)));
-    CUDA_CHECK(cudaMemcpy(d_rowptr, rowptr, sizeof(int) * (nb + 1), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_col, col, sizeof(int) * f->nnz, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(f->blk, blk, sizeof(int) * f->nnz, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_items, items.data(), sizeof(Item) * items.size(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_first, first.data(), sizeof(int) * first.size(), cudaMemcpyHostToDevice));
-    a.rowptr = d_rowptr, a.col = d_col, a.items = d_items, a.first = d_first, a.wpk = d_wpk;
-    CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
-    wg_fwd_pack_w(f, w);
+    WgFwd *f = wg_step_make<WgFwd>(rowptr, col, blk, gstride, H, B, COSTS, fwd_kernel, SMEM);
+    if (f) wg_fwd_pack_w(f, w, NULL);
     return f;
 }
 
-void wg_fwd_pack_w(WgFwd *f, const void *w) {
-    const long n = f->nnz * 4 * 32 * 16;
-    if (n == 0) return;
-    pack_w_kernel<<<(unsigned)((n + 255) / 256), 256, 0, g_cuda.stream>>>((bf16 *)f->a.wpk, (const bf16 *)w, f->blk, f->gstride,
-                                                                            f->nnz);
+int wg_fwd_runs_here(void) {
+    int dev, major, minor;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    return major == 9 && minor == 0;
+}
+
+void wg_fwd_pack_w(WgFwd *f, const void *w, void *stream) { wg_lists_pack(f->a.l, pack_w_kernel, w, stream); }
+
+void wg_fwd_fold_bias(const WgFwd *f, float *xb, const float *xtab, const float *bias, void *stream) {
+    const long n = 256L * 4 * f->a.H;
+    fold_bias_kernel<<<(unsigned)((n / 4 + 255) / 256), 256, 0, wg_stream(stream)>>>((float4 *)xb, (const float4 *)xtab,
+                                                                                (const float4 *)bias, f->a.H, n / 4);
     LAUNCH_CHECK();
 }
 
 size_t wg_fwd_hpk_bytes(const WgFwd *f) { return (size_t)f->a.B * f->a.H * 2; }
 
-void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk) {
+void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk, void *stream) {
     const long n = (long)f->a.B * f->a.H / 2;
-    pack_h_kernel<<<(unsigned)((n + 255) / 256), 256, 0, g_cuda.stream>>>((bf16 *)hpk, (const bf16 *)hb, f->a.B, f->a.H);
+    pack_h_kernel<<<(unsigned)((n + 255) / 256), 256, 0, wg_stream(stream)>>>((bf16 *)hpk, (const bf16 *)hb, f->a.B, f->a.H);
     LAUNCH_CHECK();
 }
 
-void wg_fwd_step(const WgFwd *f, const WgStep *s) {
-    Args a = f->a;
-    a.s = *s;
-    fwd_kernel<<<f->nctas, THREADS, SMEM, g_cuda.stream>>>(a);
-    LAUNCH_CHECK();
-}
+void wg_fwd_step(const WgFwd *f, const WgStep *s, void *stream) { wg_step_launch(f, fwd_kernel, *s, SMEM, stream); }
 
-void wg_fwd_free(WgFwd *f) {
-    if (!f) return;
-    CUDA_CHECK(cudaFree((void *)f->a.rowptr));
-    CUDA_CHECK(cudaFree((void *)f->a.col));
-    CUDA_CHECK(cudaFree(f->blk));
-    CUDA_CHECK(cudaFree((void *)f->a.items));
-    CUDA_CHECK(cudaFree((void *)f->a.first));
-    CUDA_CHECK(cudaFree((void *)f->a.wpk));
-    free(f);
-}
+void wg_fwd_free(WgFwd *f) { wg_step_free(f); }

@@ -1,7 +1,8 @@
 // wg_fwd.h: the forward time step of a plain LSTM layer on Hopper's warpgroup matrix
 // instructions (wg_fwd.cu): bf16, blocks of 32, a batch of a multiple of 128 rows, layer 0's
-// input table, no layer norm. Under construction (issue 57): `swlstm bench --wgmma` and
-// tests/gpu/test_gpu_wgmma.c run it; the recurrent engine does not select it yet.
+// input table, no layer norm. Under construction (issue 57): the recurrent engine runs it for
+// layer 0's forward with engine = wgmma (engine/lstm_seq_host.cu), `swlstm bench --wgmma`
+// times it and tests/gpu/test_gpu_wgmma.c checks it.
 #pragma once
 #include <stddef.h>
 #ifdef __cplusplus
@@ -30,10 +31,14 @@ typedef struct {
 // block blk[p] + g * gstride of w (device, bf16, 32 x 32 row-major). NULL where the kernel
 // does not run the shape (H not a multiple of 32, B not a multiple of 128, no sm_90a device).
 WgFwd *wg_fwd_create(const int *rowptr, const int *col, const int *blk, long gstride, const void *w, int H, int B);
-void wg_fwd_pack_w(WgFwd *f, const void *w);  // the weights changed: packs them again
-size_t wg_fwd_hpk_bytes(const WgFwd *f);       // one packed h: B * H bf16
-void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk);  // row-major bf16 [B, H] in
-void wg_fwd_step(const WgFwd *f, const WgStep *s);
+int wg_fwd_runs_here(void);  // the current device runs the step (sm_90a code on an sm_90 GPU)
+// The rest run on `stream`, a cudaStream_t (NULL: the backend's, g_cuda.stream).
+void wg_fwd_pack_w(WgFwd *f, const void *w, void *stream);  // the weights changed: packs them again
+size_t wg_fwd_hpk_bytes(const WgFwd *f);                     // one packed h: B * H bf16
+void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk, void *stream);  // row-major bf16 [B, H] in
+// xb = the input table xtab [256, 4H] plus the bias [4H] in every row, as WgStep takes it.
+void wg_fwd_fold_bias(const WgFwd *f, float *xb, const float *xtab, const float *bias, void *stream);
+void wg_fwd_step(const WgFwd *f, const WgStep *s, void *stream);
 void wg_fwd_free(WgFwd *f);
 
 #ifdef __cplusplus

@@ -40,6 +40,15 @@ typedef struct {
 // at every step, all distinct), on weights wt (NULL: random); < 0 where the kernel does not
 // run the shape or the device.
 double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps, const int *tok, const CbStepWeights *wt);
+// The same of the backward data step (cuda/wgmma/wg_bwd.h), the mask as lists by block
+// column (colptr, row: block rows; blk: each entry's block of gate 0 in wt's layout, or in the
+// random weights'), dz, dh, dc, c and the gates random; < 0 as above.
+double cb_wgmma_bwd_us(const int *colptr, const int *row, const int *blk, int H, int B, int steps, const CbStepWeights *wt);
+// The window's weight gradient dvals += dz^T h over N rows of a gate-stacked block-32 W_h (w,
+// uploaded to the CUDA backend; dz, h random bf16): ms a call of the wgmma kernel
+// (cuda/wgmma/wg_dw.h), and in *mma the bulk-copy mma.sync kernel's (bsmm_bwd_weight); < 0
+// where wgmma does not run the shape or the device.
+double cb_wgmma_dw_ms(const BsMat *w, int N, double *mma);
 // cuBLAS dense y[N,R] = x[N,C] W^T with W stored in bf16 (bf16 = 1) or fp32, fp32 accumulate.
 double cb_dense_ms(int N, int R, int C, int bf16, int reps);
 // cuSPARSE BSR SpMM of the same product with w's blocks (vals: `nsets` rotated fp32 weight

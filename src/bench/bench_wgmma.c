@@ -1,8 +1,9 @@
 // bench_wgmma.c: `swlstm bench --wgmma`: the floors of a plain LSTM layer's forward time step
 // at the shipped configs' shapes (math, HBM and L2 bytes over the ceilings measured in the same
 // call) beside the wgmma step (cuda/wgmma/wg_fwd.h, issue 57), and the floors of the backward's
-// data step on the same design; with --data, lstm_3min's step on a corpus's bytes, and with
-// --checkpoint, the step on a trained model's layer 0. GPU only.
+// data step on the same design beside its wgmma step (wg_bwd.h); with --data, lstm_3min's
+// forward step on a corpus's bytes, and with --checkpoint, both steps on a trained model's
+// layer 0. GPU only.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,13 @@ static Floors floors_of(const StepShape *s, int p, double entry_l2, double unit_
     return f;
 }
 
+// A table row: the shape, its floors and the wgmma step's us.
+static void step_row(const char *name, const StepShape *s, int blocks, const Floors *f, double us) {
+    table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", name, s->hidden,
+              s->mask, s->batch, blocks, f->flop / 1e9, f->tm, f->hbm / 1e6, f->th, f->l2 / 1e6, f->tl, f->floor, us,
+              f->flop / (us * 1e-6) / 1e12, us / f->floor);
+}
+
 // The forward step: through HBM c in, c out, h out in fp32, the four gates in bf16, h in bf16
 // and packed; through L2 each list entry's h slab and gate blocks (16 KB) once per tile, the
 // epilogue's input-table rows and c. Beside it the wgmma step's time on input bytes tok and
@@ -64,35 +72,61 @@ static void fwd_row_on(const StepShape *s, const char *name, const BsMat *w, con
                        const CbStepWeights *wt) {
     const Floors f = floors_of(s, w->nnzb, 16384.0, 4 + 8 + 4 + 4 + 2 + 2, 16 + 4, c);
     const double us = cb_wgmma_fwd_us(w->row_ptr, w->col_idx, s->hidden, s->batch, STEPS, tok, wt);
-    table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", name, s->hidden,
-              s->mask, s->batch, w->nnzb, f.flop / 1e9, f.tm, f.hbm / 1e6, f.th, f.l2 / 1e6, f.tl, f.floor, us,
-              f.flop / (us * 1e-6) / 1e12, us / f.floor);
+    step_row(name, s, w->nnzb, &f, us);
 }
 
 static void fwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) { fwd_row_on(s, s->name, w, c, NULL, NULL); }
 
-// The backward's data step on the same design (no kernel yet): each list entry of a block
-// column reads its block row's dz slab (128 rows x four gates x 32 units, bf16: 32 KB) and its
-// gate blocks once per tile; the epilogue reads the gates, c_t, c_{t+1}, dh and dc and writes
-// dh, dc and dz, 40 bytes a unit and row either way.
-static void bwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) {
+// The backward's data step: each list entry of a block column reads its block row's dz slab
+// (128 rows x four gates x 32 units, bf16: 32 KB) and its gate blocks once per tile; the
+// epilogue reads the gates, c_t, c_{t+1}, dh and dc and writes dh, dc and dz, 40 bytes a unit
+// and row either way. Beside it the wgmma step on weights wt (NULL: random).
+static void bwd_row_on(const StepShape *s, const char *name, const BsMat *w, const Ceilings *c, const CbStepWeights *wt) {
     const Floors f = floors_of(s, w->nnzb, 32768.0 + 8192.0, 40, 40, c);
-    table_row("| %s | %d | %s | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %.1f | %.1f |\n", s->name, s->hidden, s->mask, s->batch,
-              w->nnzb, f.flop / 1e9, f.tm, f.hbm / 1e6, f.th, f.l2 / 1e6, f.tl, f.floor);
+    int *ptr, *row, *blk;
+    bsmat_columns(w, w->nbc, &ptr, &row, &blk);  // gate 0's block rows alone
+    const double us = cb_wgmma_bwd_us(ptr, row, blk, s->hidden, s->batch, STEPS, wt);
+    free(ptr), free(row), free(blk);
+    step_row(name, s, w->nnzb, &f, us);
 }
 
-static void shape_mask(const StepShape *s, BsMat *w) {
+static void bwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) { bwd_row_on(s, s->name, w, c, NULL); }
+
+
+// The shape's mask (seed 1, as the configs draw them), its block rows stacked `gates` times.
+static void shape_mask(const StepShape *s, BsMat *w, int gates) {
     const int nb = s->hidden / 32;
     Mask mk = mask_make(s->mask, nb, nb, 1);
-    bsmat_from_mask(w, &mk, 32, 1);
+    bsmat_from_mask(w, &mk, 32, gates);
     mask_free(&mk);
+}
+
+// The window's weight gradient at each shape (T = 64 steps of B rows, W_h's four gates): the
+// wgmma kernel beside the mma.sync one it would replace.
+static void dw_rows(void) {
+    table_note("\nThe window's weight gradient of W_h (dW = dz^T h over T = %d steps of B rows, four gates):\n", STEPS);
+    table_head("wgmma_dw", "| shape | H | mask | rows | GFLOP | mma.sync ms | mma.sync TFLOP/s | wgmma ms | wgmma TFLOP/s | speedup |");
+    for (size_t i = 0; i < sizeof step_shapes / sizeof *step_shapes; i++) {
+        const StepShape *s = &step_shapes[i];
+        const int N = STEPS * s->batch;
+        BsMat w;
+        shape_mask(s, &w, 4);
+        const Backend *gpu = backend_cuda(PREC_BF16);
+        gpu->bsmat_upload(&w);
+        double mma = 0;
+        const double ms = cb_wgmma_dw_ms(&w, N, &mma), gflop = 2.0 * bsmat_nvals(&w) * N / 1e9;
+        table_row("| %s | %d | %s | %d | %.0f | %.3f | %.0f | %.3f | %.0f | %.2f |\n", s->name, s->hidden, s->mask, N, gflop, mma,
+                  gflop / mma, ms, gflop / ms, mma / ms);
+        gpu->bsmat_release(&w);
+        bsmat_free(&w);
+    }
 }
 
 // One row a shape, from the mask's lists by block row (seed 1, as the configs draw them).
 static void shape_rows(void (*row)(const StepShape *, const BsMat *, const Ceilings *), const Ceilings *c) {
     for (size_t i = 0; i < sizeof step_shapes / sizeof *step_shapes; i++) {
         BsMat w;
-        shape_mask(&step_shapes[i], &w);
+        shape_mask(&step_shapes[i], &w, 1);
         row(&step_shapes[i], &w, c);
         bsmat_free(&w);
     }
@@ -119,7 +153,7 @@ static void corpus_row(const char *path, const int *tok, const Ceilings *c) {
     char name[128];
     snprintf(name, sizeof name, "%s on %s", s->name, base_name(path));
     BsMat w;
-    shape_mask(s, &w);
+    shape_mask(s, &w, 1);
     fwd_row_on(s, name, &w, c, tok, NULL);
     bsmat_free(&w);
 }
@@ -199,15 +233,21 @@ void bench_wgmma(const char *corpus, const char *ckpt) {
     if (ckpt) {
         const CbStepWeights wt = {k.w, k.xtab};
         fwd_row_on(&k.s, k.name, &k.lists, &c, ktok, &wt);
-        ckpt_layer_free(&k);
     }
     free(tok), free(ktok);
     table_note("\nfloor: the largest of math, HBM and L2 alone; wgmma: us a time step, the median over groups of 10 of a %d-step "
                "window; random weights, h, c and input table; "
-               "the input bytes all distinct but on a corpus (--data), a checkpoint's row its weights (--checkpoint)\n\nThe backward's data step (dh = dz W_h and the cell's gradient) on the same design, its floors only:\n",
+               "the input bytes all distinct but on a corpus (--data), a checkpoint's row its weights (--checkpoint)\n\nThe backward's data step (dh = dz W_h and the cell's gradient) on the same design:\n",
                STEPS);
-    table_head("wgmma_bwd", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us |");
+    table_head("wgmma_bwd", "| shape | H | mask | B | blocks | GFLOP | math us | HBM MB | HBM us | L2 MB | L2 us | floor us | wgmma us "
+                            "| TFLOP/s | x floor |");
     shape_rows(bwd_row, &c);
+    if (ckpt) {
+        const CbStepWeights wt = {k.w, k.xtab};
+        bwd_row_on(&k.s, k.name, &k.lists, &c, &wt);
+        ckpt_layer_free(&k);
+    }
+    dw_rows();
     table_note("\n16 KB stages out of L2 (32 MB, each SM its own stage at a time) into a ring of shared-memory slots an SM:\n");
     table_head("ring", "| copies | stages | KB in flight | into the SMs TB/s | a SM GB/s |");
     static const char *how[] = {"bulk, 16 KB a stage", "bulk, 4 x 4 KB a stage", "cp.async, 16 B x 128 threads"};

@@ -18,6 +18,10 @@ double cb_ring_gbps(int mode, int stages, int *ctas) { no_cuda(); }
 double cb_wgmma_fwd_us(const int *rowptr, const int *col, int H, int B, int steps, const int *tok, const CbStepWeights *wt) {
     no_cuda();
 }
+double cb_wgmma_bwd_us(const int *colptr, const int *row, const int *blk, int H, int B, int steps, const CbStepWeights *wt) {
+    no_cuda();
+}
+double cb_wgmma_dw_ms(const BsMat *w, int N, double *mma) { no_cuda(); }
 double cb_dense_ms(int N, int R, int C, int bf16, int reps) { no_cuda(); }
 double cb_sparse_ms(const BsMat *w, const real *vals, int nsets, int N, int bf16, int reps, char *why, size_t whylen) {
     no_cuda();

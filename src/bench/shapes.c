@@ -1,6 +1,7 @@
 // shapes.c: the rows of each `swlstm bench` table. --train: a dense H=2048 model and a
 // small-world H=8192 model of about as many recurrent weights, the engine at B = 32, 64, 128
-// beside the per-step ops at 128, and the shapes the targets name (docs/PERF.md).
+// beside the per-step ops at 128 (and engine = wgmma at 128 and 256, lstm_3min's batch), and
+// the shapes the targets name (docs/PERF.md).
 #include <stdio.h>
 #include "bench/shapes.h"
 #include "probe/probe.h"
@@ -20,6 +21,7 @@ const KernelShape bench_kernel_shapes[] = {
 
 #define STEPS ENGINE_STEPS
 #define AUTO ENGINE_AUTO
+#define WGMMA ENGINE_WGMMA
 const TrainShape bench_train_shapes[] = {
     {.H = 2048, .B = 128, .mask = "dense", .prec = BF, .engine = STEPS},
     {.H = 2048, .B = 32, .mask = "dense", .prec = BF, .engine = AUTO},
@@ -29,6 +31,9 @@ const TrainShape bench_train_shapes[] = {
     {.H = 8192, .B = 32, .mask = "ba_8", .prec = BF, .engine = AUTO},
     {.H = 8192, .B = 64, .mask = "ba_8", .prec = BF, .engine = AUTO},
     {.H = 8192, .B = 128, .mask = "ba_8", .prec = BF, .engine = AUTO},
+    {.H = 8192, .B = 128, .mask = "ba_8", .prec = BF, .engine = WGMMA},
+    {.H = 8192, .B = 256, .mask = "ba_8", .prec = BF, .engine = AUTO},
+    {.H = 8192, .B = 256, .mask = "ba_8", .prec = BF, .engine = WGMMA},
     {.H = 4096, .B = 128, .mask = "ba_4", .prec = BF, .engine = AUTO},
     {.H = 18432, .B = 128, .mask = "ba_8", .prec = BF, .engine = AUTO},
     {.H = 2048, .B = 128, .mask = "dense", .prec = F, .engine = STEPS},

@@ -51,16 +51,20 @@ static void print_reach(int l, const Mask *steps, const Mask *drawn, int D) {
 
 // The recurrent path training with cfg would take on a device, as its log prints it
 // (acts_route). The CPU runs per step; the CUDA backend's engine takes block-32 plain layers
-// (lstm_seq_host.cu), and CUDA replays the mlstm's per-step ops as a graph a window.
+// (lstm_seq_host.cu), with engine = wgmma layer 0's forward and backward data steps on wgmma where the shape allows
+// (on an sm_90 GPU), and CUDA replays the mlstm's per-step ops as a graph a window.
 static Route config_route(const Config *cfg, Device device, const Mask *masks, int n) {
     int per = model_masks_per_layer(cfg), cuda = device == DEVICE_CUDA;
+    int wg = cfg->engine == ENGINE_WGMMA && cfg->precision == PREC_BF16 && !cfg->layer_norm &&
+             cfg->batch_size / cfg->gpus % 128 == 0;
     Route r = {.nlayers = cfg->num_layers, .table = 1};
     for (int l = 0; l < cfg->num_layers; l++) {
         const Mask *wh = l * per < n ? &masks[l * per] : NULL;  // W_h: a dense mask runs on cuBLAS
         r.layer[l] = !cuda ? RECUR_STEPS
                    : per > 2 ? (cfg->engine != ENGINE_STEPS ? RECUR_REPLAY : RECUR_STEPS)
                    : cfg->block_size != 32 || !engine_wanted(cfg) ? RECUR_STEPS
-                   : wh && wh->nr && mask_count(wh) == (long)wh->nr * wh->nc ? RECUR_DENSE : RECUR_GRAPH;
+                   : wh && wh->nr && mask_count(wh) == (long)wh->nr * wh->nc ? RECUR_DENSE
+                   : l == 0 && wg ? RECUR_WGMMA : RECUR_GRAPH;
     }
     return r;
 }

@@ -16,7 +16,7 @@ static void *seq_for(const Model *m, Acts *a, int l) {
                  .wh_vals = P + L->off_wh, .bias = P + L->off_b, .ln_gain = m->ln ? P + L->off_g : NULL,
                  .dwh = G + L->off_wh, .dbias = G + L->off_b, .dln_gain = m->ln ? G + L->off_g : NULL,
                  .lnstat = a->lnstat[l], .h = a->h[l], .c = a->c[l], .dh = a->dh[l], .dc = a->dc[l],
-                 .xtab = l ? NULL : a->xtab, .tok = a->tok};
+                 .xtab = l ? NULL : a->xtab, .tok = a->tok, .wgmma = m->cfg.engine == ENGINE_WGMMA};
     void *seq = m->be->seq_create(&s);
     a->z[l] = s.z;
     a->act[l] = s.act;

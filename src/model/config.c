@@ -30,7 +30,7 @@ typedef struct {
 
 static const char *const DEVICES[] = {"cpu", "cuda", NULL};
 static const char *const PRECISIONS[] = {"fp32", "bf16", NULL};
-static const char *const ENGINES[] = {"auto", "steps", NULL};
+static const char *const ENGINES[] = {"auto", "steps", "wgmma", NULL};
 static const char *const CELLS[] = {"lstm", "mlstm", NULL};
 static const char *const INITS[] = {"uniform", "identity", NULL};
 static const char *const SCHEDULES[] = {"constant", "cosine", "linear", NULL};
@@ -53,7 +53,7 @@ static const Key keys[] = {
     KEY(sparsity, T_STR, R_ANY, "dense", "mask of W_h: dense, random_<d>, ba_<m>, ws_<k>_<p>", NULL),
     KEY(input_sparsity, T_STR, R_ANY, "", "mask of W_x above layer 0 (\"\" = same as sparsity)", NULL),
     KEY(mask_seed, T_LONG, R_NONNEG, "1", "seed of the sparsity masks", NULL),
-    KEY(engine, T_CHOICE, R_ANY, "auto", "recurrent path: auto = the fused engine wherever it takes the layer (CUDA, block 32), steps = per-step ops; the mlstm runs per-step ops, which CUDA replays as one launch per window and direction except with steps", ENGINES),
+    KEY(engine, T_CHOICE, R_ANY, "auto", "recurrent path: auto = the fused engine wherever it takes the layer (CUDA, block 32), steps = per-step ops, wgmma = auto with layer 0's forward steps, backward data steps and weight gradient on Hopper's warpgroup products where they run it (bf16, sm_90, no layer norm, a sparse mask, batches of a multiple of 128); the mlstm runs per-step ops, which CUDA replays as one launch per window and direction except with steps", ENGINES),
     KEY(layer_norm, T_BOOL, R_ANY, "false", "layer-normalise the gate pre-activations (mlstm always does)", NULL),
     KEY(cell, T_CHOICE, R_ANY, "lstm", "recurrent cell: lstm, or mlstm (multiplicative, depth internal steps, layer norm)", CELLS),
     KEY(depth, T_INT, R_POS, "4", "mlstm internal steps per time step (>= 2), each with its own mask", NULL),

@@ -9,7 +9,7 @@ extern "C" {
 
 // The choice-valued keys, parsed once here; each enum's order is its key's list of names in
 // config.c, which config_choice_name prints.
-typedef enum { ENGINE_AUTO, ENGINE_STEPS } Engine;
+typedef enum { ENGINE_AUTO, ENGINE_STEPS, ENGINE_WGMMA } Engine;
 typedef enum { CELL_LSTM, CELL_MLSTM } Cell;
 typedef enum { INIT_UNIFORM, INIT_IDENTITY } Init;
 typedef enum { LR_CONSTANT, LR_COSINE, LR_LINEAR } LrSchedule;

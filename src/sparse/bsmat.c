@@ -37,6 +37,19 @@ void bsmat_from_mask(BsMat *w, const Mask *m, int bs, int ngates) {
     free(fill);
 }
 
+void bsmat_columns(const BsMat *w, int nr, int **ptr, int **row, int **blk) {
+    *ptr = xmalloc(sizeof(int) * ((size_t)w->nbc + 1));
+    *row = xmalloc(sizeof(int) * ((size_t)w->nnzb + 1));
+    *blk = xmalloc(sizeof(int) * ((size_t)w->nnzb + 1));
+    int q = 0;
+    for (int j = 0; j < w->nbc; j++) {
+        (*ptr)[j] = q;
+        for (int p = w->col_ptr[j]; p < w->col_ptr[j + 1]; p++)
+            if (w->csc_row[p] < nr) (*row)[q] = w->csc_row[p], (*blk)[q++] = w->csc_blk[p];
+    }
+    (*ptr)[w->nbc] = q;
+}
+
 void bsmat_free(BsMat *w) {
     free(w->row_ptr); free(w->col_idx); free(w->col_ptr); free(w->csc_row); free(w->csc_blk);
     memset(w, 0, sizeof *w);

@@ -23,6 +23,10 @@ typedef struct BsMat {
 // so W has ngates*mask.nr*bs rows and mask.nc*bs columns.
 void bsmat_from_mask(BsMat *w, const Mask *m, int bs, int ngates);
 void bsmat_free(BsMat *w);
+// The lists by block column of w's first nr block rows (a gate-stacked matrix's gate 0 where
+// nr = nbc), in CSC order: column j's entries (*ptr)[j] .. (*ptr)[j + 1] - 1, each its block row
+// and CSR index (*row, *blk). The caller frees all three.
+void bsmat_columns(const BsMat *w, int nr, int **ptr, int **row, int **blk);
 static inline long bsmat_nvals(const BsMat *w) { return (long)w->nnzb * w->bs * w->bs; }
 // Every block present, stored row by row in column order (as bsmat_from_mask stores a dense
 // mask): vals is then W in a blocked row-major layout.

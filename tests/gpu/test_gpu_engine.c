@@ -3,9 +3,11 @@
 // shapes that reach every path of its kernels: hub lists cut into pieces (of up to 32 entries:
 // SeqPlan.piece), 1-2 row tiles of 32/64/128 rows with odd B, layer norm on and off, 1-2
 // layers, the input projection fused (E a multiple of 32) or not, windows of another length,
-// the dense masks' cuBLAS path, both rings of the forward step kernel (SeqPlan.ring).
+// the dense masks' cuBLAS path, both rings of the forward step kernel (SeqPlan.ring), and
+// engine = wgmma (layer 0's forward and backward data steps on cuda/wgmma/wg_fwd.h, wg_bwd.h).
 #include "gpu_train.h"
 #include "engine/seq_plan.h"
+#include "wgmma/wg_fwd.h"
 #include "model/prune.h"
 
 typedef struct {
@@ -149,8 +151,7 @@ TEST(gpu_engine_long_pieces_match_cpu) {
 
 // A window of another length recaptures the graph; going back to the first length too.
 // The reference is the CPU (a second GPU model would take over the bf16 weight shadow).
-static void check_lengths(const char *prec, const char *engine, double tol) {
-    const EngShape *s = &eshapes[0];
+static void check_lengths(const EngShape *s, const char *prec, const char *engine, double tol) {
     Model *me = eng_model(s, cuda_named(prec), engine), *ms = eng_model(s, backend_cpu(), "steps");
     Acts *ae = acts_create(me, s->B, s->T), *as = acts_create(ms, s->B, s->T);
     int lens[3] = {s->T, 3, s->T};
@@ -167,8 +168,48 @@ static void check_lengths(const char *prec, const char *engine, double tol) {
 }
 
 TEST(gpu_engine_window_lengths) {
-    check_lengths("fp32", "auto", 1e-4);
-    check_lengths("bf16", "auto", 1e-2);
+    check_lengths(&eshapes[0], "fp32", "auto", 1e-4);
+    check_lengths(&eshapes[0], "bf16", "auto", 1e-2);
+}
+
+// engine = wgmma: layer 0's forward and backward data steps on wgmma (batches of a multiple
+// of 128, no layer norm), the rest on the step kernels, against the CPU and the GPU's per-step ops; the same
+// bits from a second run of the window, and windows of another length.
+static const EngShape wshapes[] = {
+    {"ba_4", 2048, 0, 1, 128, 9, 64},  // hub lists, one tile of 128 rows
+    {"ba_3", 1024, 0, 2, 256, 6, 32},  // two tiles; layer 1 on the step kernels
+};
+
+TEST(gpu_engine_wgmma_matches_cpu) {
+    if (!wg_fwd_runs_here()) {
+        test_skip("engine = wgmma needs an sm_90 device");
+        return;
+    }
+    const Backend *cpu = backend_cpu(), *gpu = cuda_named("bf16");
+    for (size_t i = 0; i < sizeof wshapes / sizeof wshapes[0]; i++) {
+        const EngShape *s = &wshapes[i];
+        Batch b = batch_make(s->B, s->T, s->H, 60 + i);
+        EngRun rc = eng_run(s, cpu, "auto", &b), re = eng_run(s, gpu, "wgmma", &b), rs = eng_run(s, gpu, "steps", &b);
+        const char *w1 = "", *w2 = "";
+        double e_cpu = eng_worst(&re, &rc, s->T, &w1), e_steps = eng_worst(&re, &rs, s->T, &w2);
+        Route route = acts_route(re.m, re.a);
+        real *g1 = h_from(gpu, re.m->grads, re.m->nparams);
+        double again = fwd_bwd(re.m, re.a, &b);
+        real *g2 = h_from(gpu, re.m->grads, re.m->nparams);
+        int same = again == re.loss && !memcmp(g1, g2, sizeof(real) * re.m->nparams);
+        printf("  bf16 wgmma %-8s H=%4d B=%3d T=%d L=%d: loss %.7f (cpu %.7f, steps %.7f); worst rel L2 vs cpu %.2g (%s), vs "
+               "steps %.2g (%s)\n", s->sparsity, s->H, s->B, s->T, s->L, re.loss, rc.loss, rs.loss, e_cpu, w1, e_steps, w2);
+        free(g1), free(g2);
+        eng_free(&rc), eng_free(&re), eng_free(&rs);
+        batch_free(&b);
+        CHECK_MSG(route.layer[0] == RECUR_WGMMA && (s->L < 2 || route.layer[1] == RECUR_GRAPH),
+                  "%s: layer 0 ran %s, layer 1 %s", s->sparsity, recur_name(route.layer[0]), recur_name(route.layer[1]));
+        CHECK_MSG(fabs(re.loss - rc.loss) < 1e-2 * rc.loss, "%s: loss %.9g, cpu %.9g", s->sparsity, re.loss, rc.loss);
+        CHECK_MSG(e_cpu < 1e-2, "%s: %s off the CPU by rel L2 %.3g", s->sparsity, w1, e_cpu);
+        CHECK_MSG(e_steps < 1e-2, "%s: %s off the per-step ops by %.3g", s->sparsity, w2, e_steps);
+        CHECK_MSG(same, "%s: two identical windows gave different loss or gradient bits", s->sparsity);
+    }
+    check_lengths(&wshapes[0], "bf16", "wgmma", 1e-2);
 }
 
 // Two runs of the same window give the same bits (no atomics in any sum), on the step kernels
