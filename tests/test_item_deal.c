@@ -11,7 +11,8 @@
 #include "test.h"
 
 static long item_cost(const int *ptr, DealCosts c, const DealItem *it) {
-    return c.epi + (long)(it->half < 0 ? c.whole : c.half) * (ptr[it->j + 1] - ptr[it->j]);
+    const long k = c.epi + (long)(it->half < 0 ? c.whole : c.half) * (ptr[it->j + 1] - ptr[it->j]);
+    return k > 0 ? k : 1;
 }
 
 // *halves: the lists dealt as halves.
@@ -59,7 +60,7 @@ TEST(item_deal_covers_every_item_once) {
     BsMat w;
     bsmat_from_mask(&w, &mk, 32, 1);
     mask_free(&mk);
-    const DealCosts fwd = {4, 3, 100, 6}, bwd = {10, 6, 160, 4}, no_epi = {4, 3, 0, 6};
+    const DealCosts fwd = {4, 3, 50, 6}, bwd = {10, 6, 40, 4}, no_epi = {4, 3, 0, 6};
     int halves;
     check_deal(w.row_ptr, w.nbr, 2, 132, fwd, &halves);
     CHECK_EQ(halves, 0);  // lstm_3min: all whole
@@ -70,4 +71,13 @@ TEST(item_deal_covers_every_item_once) {
     check_deal(w.row_ptr, 5, 1, 132, fwd, &halves);  // fewer items than CTAs: all halves, most CTAs run none
     CHECK_EQ(halves, 5);
     bsmat_free(&w);
+}
+
+// An empty list still has its epilogue to run (h from the input projection alone): with no
+// epilogue charge it costs nothing and must still be dealt (pruned or thinned masks have them).
+TEST(item_deal_deals_empty_lists) {
+    const int ptr[] = {0, 2, 2, 3, 3, 7};
+    int halves;
+    check_deal(ptr, 5, 2, 4, (DealCosts){4, 3, 0, 6}, &halves);
+    check_deal(ptr, 5, 1, 132, (DealCosts){4, 3, 0, 6}, &halves);
 }

@@ -263,11 +263,9 @@ __global__ void pack_w_kernel(bf16 *wpk, const bf16 *w, const int *blk, long gst
 }
 
 // A stage's cost in 4 KB: the four dz slabs and the weights of a whole item (32 + 8 KB) or of
-// a half (16 + 8); an item's epilogue about 10 us, 160 such units at 66 GB/s an SM; lists past
-// one CTA share as halves. A model of the step as the slowest CTA's max(epilogues, stages)
-// (the forward's, docs/PERF.md) puts lstm_3min's step at 50 us with these, 56 with the
-// forward's 1.5 shares and epilogue of 100, for item epilogues of 8-11 us (not yet measured).
-constexpr WgCosts COSTS = {10, 6, 160, 4};
+// a half (16 + 8); an item's epilogue in the same units; lists past one CTA share as halves.
+// The epilogue's 40 measured best of 0-320 (H200, docs/PERF.md): the model's 160 lost 7%.
+constexpr WgCosts COSTS = {10, 6, 40, 4};
 
 }  // namespace
 

@@ -273,10 +273,9 @@ __global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {
 }
 
 // A stage's cost in 4 KB: the h slab and the weights of a whole item (8 + 8 KB) or a half;
-// an item's epilogue in the same units: about 25 stages' time (lstm_3min, docs/PERF.md: 10.7
-// us an item without products, against 0.35 us a stage without the epilogue); lists past 1.5
-// CTA shares as halves.
-constexpr WgCosts COSTS = {4, 3, 100, 6};
+// an item's epilogue in the same units, and lists past 1.5 CTA shares as halves. The model's
+// 100 (25 stages' time) measured slower than 50; 0-50 are level (H200, docs/PERF.md).
+constexpr WgCosts COSTS = {4, 3, 50, 6};
 
 }  // namespace
 

@@ -17,7 +17,8 @@ int item_deal(const int *ptr, int nb, int nmt, int nctas, DealCosts c, DealItem 
             const int len = ptr[j + 1] - ptr[j], whole = 4L * c.whole * len * nctas <= (long)c.split * total;
             for (int h = whole ? -1 : 0; h < (whole ? 0 : 2); h++) {
                 cand[n] = (DealItem){j, m, h};
-                cost[n + 1] = cost[n] + c.epi + (whole ? c.whole : c.half) * len;
+                const int k = c.epi + (whole ? c.whole : c.half) * len;
+                cost[n + 1] = cost[n] + (k > 0 ? k : 1);  // an empty list still runs its epilogue
                 if (cost[n + 1] - cost[n] > most) most = cost[n + 1] - cost[n];
                 n++;
             }
