@@ -16,3 +16,8 @@ const char *cuda_hint(cudaError_t e);
              "check the matrix shapes; out of memory shows as ALLOC_FAILED"); } while (0)
 // After a kernel launch: catches bad launch configurations at once.
 #define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
+// A kernel's dynamic shared memory past the default 48 KB.
+template <typename K>
+static inline void allow_smem(K kernel, size_t bytes) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+}

@@ -316,8 +316,3 @@ static inline const DevBsMat *dev_of(const BsMat *w) {
 static inline void check_aligned(const void *p, const char *what) {
     if ((uintptr_t)p % 16) die("internal: bsmm %s pointer %p is not 16-byte aligned", what, p);
 }
-
-template <typename K>
-static inline void allow_smem(K kernel, size_t bytes) {
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-}

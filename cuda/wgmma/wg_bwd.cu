@@ -7,6 +7,7 @@
 // a ring of stages, two consumer warpgroups (64 rows each) on wgmma, two epilogue warpgroups
 // that apply the cell's gradient while the consumers go on with the next item.
 #include "base/state.cuh"
+#include "base/vec4.cuh"
 #include "ops/ops.cuh"
 #include "wgmma/wg_bwd.h"
 #include "wgmma/wg_lists.cuh"
@@ -149,8 +150,6 @@ __device__ inline void bias_sums(const Args &a, const Item &it, int h, float (&d
     for (int v = 0; v < 16; v++) dbs[v] = 0.f;
 }
 
-__device__ inline float4 add4(float4 x, float4 y) { return make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w); }
-__device__ inline float lane4(const float4 &f, int v) { return v == 0 ? f.x : v == 1 ? f.y : v == 2 ? f.z : f.w; }
 
 // Epilogue thread e takes four consecutive units of a row (8 threads a row, 32 rows a pass):
 // passes 0-3 of a whole item (rows 32 p + e / 8), 2 h and 2 h + 1 of half h. Its inputs are

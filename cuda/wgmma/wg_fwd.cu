@@ -8,6 +8,7 @@
 // accumulators over through shared memory and apply the cell while the consumers go on with
 // the next item. docs/PERF.md has its figures against the floors.
 #include "base/state.cuh"
+#include "base/vec4.cuh"
 #include "bsmm/bsmm_tile.cuh"
 #include "ops/ops.cuh"
 #include "wgmma/wg_fwd.h"
@@ -141,8 +142,6 @@ __device__ inline void load_pass(const Args &a, const Item &it, uint32_t tk, int
     in.c[p] = __ldcg((const float4 *)(a.s.c0 + row * H + col));
 }
 
-__device__ inline float lane4(const float4 &f, int v) { return v == 0 ? f.x : v == 1 ? f.y : v == 2 ? f.z : f.w; }
-
 // Epilogue thread e applies the cell to its units of the item's P passes and loads the next
 // item nx's inputs (more: there is one) as it frees them; u: the item's place among its CTA's.
 // Unit k of the block, gate g, is the accumulators' column 64 (k / 16) + 16 g + k % 16 of a
@@ -160,10 +159,7 @@ __device__ inline void finish_item(const Args &a, const Item &it, const Item &nx
         const long at = (it.m * 128L + rl) * H + col;
         float4 pre[4];
 #pragma unroll
-        for (int g = 0; g < 4; g++) {
-            const float4 z = *(const float4 *)(acc + rl * ACC_PITCH + n0 + 16 * g), x = in.x[p][g];
-            pre[g] = make_float4(z.x + x.x, z.y + x.y, z.z + x.z, z.w + x.w);
-        }
+        for (int g = 0; g < 4; g++) pre[g] = add4(*(const float4 *)(acc + rl * ACC_PITCH + n0 + 16 * g), in.x[p][g]);
         if (p == P - 1) mbar_arrive(accempty);  // the last read of acc
         const float4 cin = in.c[p];
         if (more) load_pass(a, nx, ntk, p, in);
@@ -260,8 +256,7 @@ __global__ void pack_w_kernel(bf16 *wpk, const bf16 *w, const int *blk, long gst
 __global__ void fold_bias_kernel(float4 *xb, const float4 *xtab, const float4 *bias, long g4, long n) {
     const long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const float4 x = xtab[i], b = bias[i % g4];
-    xb[i] = make_float4(x.x + b.x, x.y + b.y, x.z + b.z, x.w + b.w);
+    xb[i] = add4(xtab[i], bias[i % g4]);
 }
 
 __global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {

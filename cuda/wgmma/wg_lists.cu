@@ -14,9 +14,7 @@ static const T *upload(const T *h, size_t n) {
 bool wg_takes(int H, int B) { return wg_fwd_runs_here() && H % 32 == 0 && B % 128 == 0 && B > 0; }
 
 WgLists wg_lists_make(const int *ptr, const int *idx, const int *blk, long gstride, int nb, int B, WgCosts c) {
-    int dev, sms;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int sms = g_cuda.nsm;
     WgItem *items;
     int *first;
     const int n = item_deal(ptr, nb, B / 128, sms, c, &items, &first);

@@ -48,7 +48,7 @@ Step *wg_step_make(const int *ptr, const int *idx, const int *blk, long gstride,
     Step *s = (Step *)xcalloc(1, sizeof(Step));
     s->a.l = wg_lists_make(ptr, idx, blk, gstride, H / 32, B, c);
     s->a.B = B, s->a.H = H;
-    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    allow_smem(k, smem);
     return s;
 }
 
