@@ -51,7 +51,7 @@ static void print_reach(int l, const Mask *steps, const Mask *drawn, int D) {
 
 // The recurrent path training with cfg would take on a device, as its log prints it
 // (acts_route). The CPU runs per step; the CUDA backend's engine takes block-32 plain layers
-// (lstm_seq_host.cu), with engine = wgmma layer 0's forward and backward data steps on wgmma where the shape allows
+// (lstm_seq_host.cu), with engine = wgmma layer 0's steps and dW_h on wgmma where the shape allows
 // (on an sm_90 GPU), and CUDA replays the mlstm's per-step ops as a graph a window.
 static Route config_route(const Config *cfg, Device device, const Mask *masks, int n) {
     int per = model_masks_per_layer(cfg), cuda = device == DEVICE_CUDA;

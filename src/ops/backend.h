@@ -42,7 +42,7 @@ typedef struct {
     // tok[t*B + b] of xtab [256, 4H] into z_t's row b themselves; xtab NULL: z holds it already.
     const real *xtab;
     const int *tok;
-    int wgmma;  // engine = wgmma: the forward steps on wgmma where they run the layer (cuda/wgmma/wg_fwd.h)
+    int wgmma;  // engine = wgmma: the forward and backward steps and dW_h on wgmma where they run the layer (cuda/wgmma)
 } SeqArgs;
 
 // A one-layer plain LSTM's or mLSTM's sampling loop (batch 1), for the backend's gen_* ops:

@@ -18,8 +18,8 @@ static const char *recur_words(RecurPath p) {
         "per-step ops, each window's steps replayed as one launch per direction",
         "fused engine (a kernel per time step; whole window per launch graph)",
         "engine for dense W_h (a cuBLAS product and the cell per step; whole window per launch graph)",
-        "fused engine, its forward steps on Hopper's warpgroup products (a persistent kernel a time step; whole window "
-        "per launch graph)"};
+        "fused engine, its forward and backward steps and weight gradient on Hopper's warpgroup products (a "
+        "persistent kernel a time step; whole window per launch graph)"};
     return p >= 0 && p < RECUR_NPATHS ? words[p] : "?";
 }
 

@@ -14,7 +14,7 @@ typedef enum {
     RECUR_REPLAY,      // per-step ops, each window's steps replayed as one launch per direction (the mlstm)
     RECUR_GRAPH,       // the engine: a kernel per time step, a window per launch graph
     RECUR_DENSE,       // the engine for dense W_h: a cuBLAS product and the cell per step, a window per graph
-    RECUR_WGMMA,       // the engine with its forward steps on wgmma (engine = wgmma, cuda/wgmma/wg_fwd.h)
+    RECUR_WGMMA,       // the engine with its steps and dW_h on wgmma (engine = wgmma, cuda/wgmma)
     RECUR_NPATHS
 } RecurPath;
 
