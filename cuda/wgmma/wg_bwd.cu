@@ -154,7 +154,9 @@ __device__ inline void bias_sums(const Args &a, const Item &it, int h, float (&d
 // Epilogue thread e takes four consecutive units of a row (8 threads a row, 32 rows a pass):
 // passes 0-3 of a whole item (rows 32 p + e / 8), 2 h and 2 h + 1 of half h. Its inputs are
 // loaded before the products are waited for (they depend on nothing of this step); then the
-// cell's gradient as lstm_bwd computes it (engine/lstm_seq_tile.cuh cell_bwd).
+// cell's gradient as lstm_bwd computes it (engine/lstm_seq_tile.cuh cell_bwd). What is read
+// once, and the row-major dz (read after the window), go through L2 evict-first, so that dc,
+// c_t (next step's c_{t+1}) and the packed dz stay for the next step (-3.5%, docs/PERF.md).
 template <int NP>
 __device__ inline void finish_item(const Args &a, const Item &it, float *acc, float *red, uint64_t *accfull, uint64_t *accempty,
                                    int u) {
@@ -168,11 +170,11 @@ __device__ inline void finish_item(const Args &a, const Item &it, float *acc, fl
 #pragma unroll
     for (int p = 0; p < NP; p++) {
         const long at = at_of(p);
-        dh[p] = __ldcg((const float4 *)(a.s.dh + at));
+        dh[p] = __ldcs((const float4 *)(a.s.dh + at));
         if (cell) {
             dc[p] = __ldcg((const float4 *)(a.s.dc + at));
             c0[p] = __ldcg((const float4 *)(a.s.c0 + at));
-            c1[p] = __ldcg((const float4 *)(a.s.c1 + at));
+            c1[p] = __ldcs((const float4 *)(a.s.c1 + at));
             act[p][0] = __ldcs((const uint4 *)a.s.actb + at / 2);
             act[p][1] = __ldcs((const uint4 *)a.s.actb + at / 2 + 1);
         }
@@ -185,8 +187,10 @@ __device__ inline void finish_item(const Args &a, const Item &it, float *acc, fl
         const long at = at_of(p), r = it.m * 128L + row_of(p);
         const float4 d4 = add4(dh[p], *(const float4 *)(acc + row_of(p) * ACC_PITCH + k));
         if (p == NP - 1) mbar_arrive(accempty);  // the last read of acc
-        *(float4 *)(a.s.dh + at) = d4;
-        if (!cell) continue;
+        if (!cell) {
+            *(float4 *)(a.s.dh + at) = d4;
+            continue;
+        }
         float dz[4][4], dco[4];
 #pragma unroll
         for (int v = 0; v < 4; v++) {
@@ -202,7 +206,7 @@ __device__ inline void finish_item(const Args &a, const Item &it, float *acc, fl
 #pragma unroll
         for (int g = 0; g < 4; g++) {
             const uint2 zb = make_uint2(bf16x2(dz[g][0], dz[g][1]), bf16x2(dz[g][2], dz[g][3]));
-            *(uint2 *)((bf16 *)a.s.dzb + r * G + g * H + col) = zb;
+            __stcs((uint2 *)((bf16 *)a.s.dzb + r * G + g * H + col), zb);
             *(uint2 *)(pk + g * SLAB + wg_img_at(row_of(p) % 128, k)) = zb;
 #pragma unroll
             for (int v = 0; v < 4; v++) dbs[g * 4 + v] += dz[g][v];

@@ -14,11 +14,12 @@ typedef struct WgBwd WgBwd;
 
 // One step's operands, device pointers, as the engine's backward step takes them
 // (engine/lstm_seq.cuh SeqStep): dzpk = dz_{t+1} packed (NULL at the window's last step: no
-// product), dzpk1 = dz_t packed out; dh = dh_{t+1}, the upstream gradient in and the total out
-// [B, H]; dc = dc_{t+1} in, dc_t out [B, H]; actb = act_t, a unit's four gates side by side,
-// bf16 [B][H][4]; c0 = c_t, c1 = c_{t+1} [B, H]; dzb = dz_t in bf16 [B, 4H]; dbpart = dz_t's
-// sums over each 64 rows [B / 64][4H] (NULL: none). dc NULL: the carried state's step, dh +=
-// dz_{t+1} W_h alone (nothing else read or written).
+// product), dzpk1 = dz_t packed out; dh = dh_{t+1}, the upstream gradient in [B, H] (the total
+// is taken in registers: no later step reads it); dc = dc_{t+1} in, dc_t out [B, H]; actb =
+// act_t, a unit's four gates side by side, bf16 [B][H][4]; c0 = c_t, c1 = c_{t+1} [B, H];
+// dzb = dz_t in bf16 [B, 4H]; dbpart = dz_t's sums over each 64 rows [B / 64][4H] (NULL:
+// none). dc NULL: the carried state's step, dh += dz_{t+1} W_h, its one output (nothing
+// else read or written).
 typedef struct {
     const void *dzpk;
     void *dzpk1;
