@@ -79,10 +79,11 @@ static void fwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) { fwd
 
 // The backward's data step: each list entry of a block column reads its block row's dz slab
 // (128 rows x four gates x 32 units, bf16: 32 KB) and its gate blocks once per tile; the
-// epilogue reads the gates, c_t, c_{t+1}, dh and dc and writes dh, dc and dz, 40 bytes a unit
-// and row either way. Beside it the wgmma step on weights wt (NULL: random).
+// epilogue reads the gates, c_t, c_{t+1}, dh and dc and writes dc and the row-major dz, 36
+// bytes a unit and row through HBM and L2 alike (the total dh stays in registers). Beside it
+// the wgmma step on weights wt (NULL: random).
 static void bwd_row_on(const StepShape *s, const char *name, const BsMat *w, const Ceilings *c, const CbStepWeights *wt) {
-    const Floors f = floors_of(s, w->nnzb, 32768.0 + 8192.0, 40, 40, c);
+    const Floors f = floors_of(s, w->nnzb, 32768.0 + 8192.0, 8 + 4 + 4 + 4 + 4 + 4 + 8, 8 + 4 + 4 + 4 + 4 + 4 + 8, c);
     int *ptr, *row, *blk;
     bsmat_columns(w, w->nbc, &ptr, &row, &blk);  // gate 0's block rows alone
     const double us = cb_wgmma_bwd_us(ptr, row, blk, s->hidden, s->batch, STEPS, wt);
