@@ -150,13 +150,12 @@ __device__ inline void bias_sums(const Args &a, const Item &it, int h, float (&d
     for (int v = 0; v < 16; v++) dbs[v] = 0.f;
 }
 
-
 // Epilogue thread e takes four consecutive units of a row (8 threads a row, 32 rows a pass):
 // passes 0-3 of a whole item (rows 32 p + e / 8), 2 h and 2 h + 1 of half h. Its inputs are
 // loaded before the products are waited for (they depend on nothing of this step); then the
 // cell's gradient as lstm_bwd computes it (engine/lstm_seq_tile.cuh cell_bwd). What is read
 // once, and the row-major dz (read after the window), go through L2 evict-first, so that dc,
-// c_t (next step's c_{t+1}) and the packed dz stay for the next step (-3.5%, docs/PERF.md).
+// c_t (next step's c_{t+1}) and the packed dz stay for the next step (docs/PERF.md).
 template <int NP>
 __device__ inline void finish_item(const Args &a, const Item &it, float *acc, float *red, uint64_t *accfull, uint64_t *accempty,
                                    int u) {
@@ -267,7 +266,7 @@ __global__ void pack_w_kernel(bf16 *wpk, const bf16 *w, const int *blk, long gst
 
 // A stage's cost in 4 KB: the four dz slabs and the weights of a whole item (32 + 8 KB) or of
 // a half (16 + 8); an item's epilogue in the same units; lists past one CTA share as halves.
-// The epilogue's 40 measured best of 0-320 (H200, docs/PERF.md): the model's 160 lost 7%.
+// The epilogue's charge is the best of a measured sweep (docs/PERF.md), below the model's.
 constexpr WgCosts COSTS = {10, 6, 40, 4};
 
 }  // namespace

@@ -268,8 +268,8 @@ __global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {
 }
 
 // A stage's cost in 4 KB: the h slab and the weights of a whole item (8 + 8 KB) or a half;
-// an item's epilogue in the same units, and lists past 1.5 CTA shares as halves. The model's
-// 100 (25 stages' time) measured slower than 50; 0-50 are level (H200, docs/PERF.md).
+// an item's epilogue in the same units, and lists past 1.5 CTA shares as halves. The
+// epilogue's charge is from a measured sweep (docs/PERF.md), below the model's 25 stages.
 constexpr WgCosts COSTS = {4, 3, 50, 6};
 
 }  // namespace
