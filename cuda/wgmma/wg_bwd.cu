@@ -64,35 +64,20 @@ __device__ inline void produce(const Args &a, unsigned char *ring, uint64_t *ful
     }
 }
 
-// One item's products into d for consumer warpgroup wg, stage q onwards. A half item's other
-// consumer (ACTIVE false) frees each stage as it lands.
+// One item's products into d for consumer warpgroup wg, stage q onwards (ring_consume; the
+// other consumer of a half item, ACTIVE false, frees the stages).
 template <bool ACTIVE>
 __device__ inline void products(float (&d)[16], int wg, int n, int &q, unsigned char *ring, uint64_t *full, uint64_t *empty) {
-    const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int k = 0; k < 16; k++) d[k] = 0.f;
-    for (int i = 0; i < n; i++, q++) {
-        const int s = q % RING;
-        mbar_wait(full + s, (q / RING) & 1);
-        if (!ACTIVE) {
-            if (lane == 0) mbar_arrive(empty + s);
-            continue;
-        }
-        const uint32_t aa = smem_addr(ring + s * STAGE + wg * (SLAB / 2)), bb = smem_addr(ring + s * STAGE + DZ);
-        wg_fence();
+    ring_consume<RING, ACTIVE>(n, q, ring, STAGE, full, empty, [&](unsigned char *st) {
+        const uint32_t aa = smem_addr(st + wg * (SLAB / 2)), bb = smem_addr(st + DZ);
 #pragma unroll
         for (int g = 0; g < 4; g++) {
             wg_mma_n32(d, wg_desc(aa + g * SLAB), wg_desc(bb + g * WT));
             wg_mma_n32(d, wg_desc(aa + g * SLAB + 32), wg_desc(bb + g * WT + 32));
         }
-        wg_commit();
-        wg_wait<1>();  // the stage before this one is read: free it
-        if (i > 0 && lane == 0) mbar_arrive(empty + (q - 1) % RING);
-    }
-    if (ACTIVE) {
-        wg_wait<0>();
-        if (n > 0 && lane == 0) mbar_arrive(empty + (q - 1) % RING);
-    }
+    });
 }
 
 // Consumer warpgroup wg: rows 64 wg .. 64 wg + 63 of each item (of a half item, if its own).
@@ -228,15 +213,12 @@ __device__ inline void finish(const Args &a, float *acc, float *red, uint64_t *a
 __global__ void __launch_bounds__(THREADS, 1) bwd_kernel(Args a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ unsigned char smem_raw[];
-    unsigned char *ring = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    unsigned char *ring = smem_aligned(smem_raw);
     float *acc = (float *)(ring + RING * STAGE), *red = acc + ACC / 4;
     uint64_t *full = (uint64_t *)(ring + RING * STAGE + ACC + RED), *empty = full + RING, *accfull = empty + RING,
              *accempty = accfull + 1;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < RING; s++) mbar_init(full + s, 1), mbar_init(empty + s, 8);
-        mbar_init(accfull, 256), mbar_init(accempty, 256);
-        mbar_init_fence();
-    }
+    ring_init<RING>(full, empty);
+    if (threadIdx.x == 0) mbar_init(accfull, 256), mbar_init(accempty, 256), mbar_init_fence();
     __syncthreads();
     const int role = threadIdx.x / 128, t0 = a.l.first[blockIdx.x], t1 = a.l.first[blockIdx.x + 1];
     if (role == 4) {  // 24 + 2 x 48 + 2 x 176 registers: the launch's 5 x 96

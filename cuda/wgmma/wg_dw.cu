@@ -69,19 +69,13 @@ __device__ inline void consume(const Args &p, int wg, int k0, int cnt, int nst, 
     float d[128];
 #pragma unroll
     for (int k = 0; k < NB * 16; k++) d[k] = 0.f;
-    for (int st = 0; st < nst; st++) {
-        const int s = st % RING;
-        mbar_wait(full + s, (st / RING) & 1);
-        const uint32_t base = smem_addr(ring + s * STAGE);
-        wg_fence();
+    int q = 0;
+    ring_consume<RING, true>(nst, q, ring, STAGE, full, empty, [&](unsigned char *st) {
+        const uint32_t base = smem_addr(st);
 #pragma unroll
         for (int kk = 0; kk < KC / 16; kk++)
             mma<NB>(d, wg_desc_mn(base + 2 * wg * BOX + kk * 1024, BOX), wg_desc_mn(base + 4 * BOX + kk * 1024, BOX));
-        wg_commit();
-        wg_wait<1>();  // the stage before this one is read: free it
-        if (st > 0 && lane == 0) mbar_arrive(empty + (st - 1) % RING);
-    }
-    wg_wait<0>();
+    });
 #pragma unroll
     for (int c8 = 0; c8 < NB * 4; c8++) {
         const int n = c8 * 8 + (lane % 4) * 2, b = n / 32;
@@ -101,12 +95,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     dw_kernel(const __grid_constant__ CUtensorMap dzmap, const __grid_constant__ CUtensorMap hmap, Args p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ unsigned char smem_raw[];
-    unsigned char *ring = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    unsigned char *ring = smem_aligned(smem_raw);
     uint64_t *full = (uint64_t *)(ring + RING * STAGE), *empty = full + RING;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < RING; s++) mbar_init(full + s, 1), mbar_init(empty + s, 8);
-        mbar_init_fence();
-    }
+    ring_init<RING>(full, empty);
     __syncthreads();
     const int gi = p.g0 + blockIdx.x, br = p.g.row[gi], k0 = p.g.k0[gi], cnt = p.g.cnt[gi], nst = (p.N + KC - 1) / KC;
     const int role = threadIdx.x / 128;

@@ -57,18 +57,15 @@ __device__ inline void produce(const Args &a, unsigned char *ring, uint64_t *ful
     }
 }
 
-// One item's products into d for consumer warpgroup wg, stage q onwards: N = 128 (a whole
-// item) or 64 (a half), each its own loop so that the compiler sees no branch between wgmmas.
+// One item's products into d for consumer warpgroup wg, stage q onwards (ring_consume): N =
+// 128 (a whole item) or 64 (a half), each its own loop so that the compiler sees no branch
+// between wgmmas.
 template <bool WHOLE>
 __device__ inline void products(float (&d)[64], int wg, int n, int &q, unsigned char *ring, uint64_t *full, uint64_t *empty) {
-    const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int k = 0; k < 64; k++) d[k] = 0.f;
-    for (int i = 0; i < n; i++, q++) {
-        const int s = q % RING;
-        mbar_wait(full + s, (q / RING) & 1);
-        const uint32_t aa = smem_addr(ring + s * STAGE + wg * (SLAB / 2)), bb = smem_addr(ring + s * STAGE + SLAB);
-        wg_fence();
+    ring_consume<RING, true>(n, q, ring, STAGE, full, empty, [&](unsigned char *st) {
+        const uint32_t aa = smem_addr(st + wg * (SLAB / 2)), bb = smem_addr(st + SLAB);
         if (WHOLE) {
             wg_mma_n128(d, wg_desc(aa), wg_desc(bb));
             wg_mma_n128(d, wg_desc(aa + 32), wg_desc(bb + 32));
@@ -76,12 +73,7 @@ __device__ inline void products(float (&d)[64], int wg, int n, int &q, unsigned 
             wg_mma_n64(d, wg_desc(aa), wg_desc(bb));
             wg_mma_n64(d, wg_desc(aa + 32), wg_desc(bb + 32));
         }
-        wg_commit();
-        wg_wait<1>();  // the stage before this one is read: free it
-        if (i > 0 && lane == 0) mbar_arrive(empty + (q - 1) % RING);
-    }
-    wg_wait<0>();
-    if (n > 0 && lane == 0) mbar_arrive(empty + (q - 1) % RING);  // an empty list holds no stage
+    });
 }
 
 // Consumer warpgroup wg: rows 64 wg .. 64 wg + 63 of each item.
@@ -220,15 +212,12 @@ __device__ inline void finish(const Args &a, const float *acc, uint64_t *accfull
 __global__ void __launch_bounds__(THREADS, 1) fwd_kernel(Args a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ unsigned char smem_raw[];
-    unsigned char *ring = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    unsigned char *ring = smem_aligned(smem_raw);
     float *acc = (float *)(ring + RING * STAGE);
     uint64_t *full = (uint64_t *)(ring + RING * STAGE + ACC), *empty = full + RING, *accfull = empty + RING,
              *accempty = accfull + 1;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < RING; s++) mbar_init(full + s, 1), mbar_init(empty + s, 8);
-        mbar_init(accfull, 256), mbar_init(accempty, 256);
-        mbar_init_fence();
-    }
+    ring_init<RING>(full, empty);
+    if (threadIdx.x == 0) mbar_init(accfull, 256), mbar_init(accempty, 256), mbar_init_fence();
     __syncthreads();
     const int role = threadIdx.x / 128, t0 = a.l.first[blockIdx.x], t1 = a.l.first[blockIdx.x + 1];
     if (role == 4) {

@@ -34,6 +34,48 @@ __device__ inline void wg_commit() { asm volatile("wgmma.commit_group.sync.align
 template <int N>
 __device__ inline void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
 
+// The first 1024-byte boundary of the dynamic shared memory: where the rings' swizzled
+// images start (the launches ask for 1 KB more than they use).
+__device__ inline unsigned char *smem_aligned(unsigned char *raw) {
+    return (unsigned char *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);
+}
+
+// A ring of R stages, `stage` bytes each: full[s] takes one arrival (the producer's expect,
+// then its copies' bytes), empty[s] one from each of the two consumer warpgroups' 8 warps.
+// Thread 0 initialises them; a __syncthreads must follow.
+template <int R>
+__device__ inline void ring_init(uint64_t *full, uint64_t *empty) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < R; s++) mbar_init(full + s, 1), mbar_init(empty + s, 8);
+        mbar_init_fence();
+    }
+}
+
+// A consumer warpgroup's walk over the next n stages from stage q on: each waited for, its
+// products issued by mma(its shared memory) and committed, freed once the next stage's are
+// issued, the last once all are done. ACTIVE false: each freed as it lands (the other half's).
+template <int R, bool ACTIVE, typename Mma>
+__device__ inline void ring_consume(int n, int &q, unsigned char *ring, int stage, uint64_t *full, uint64_t *empty, Mma mma) {
+    const int lane = threadIdx.x % 32;
+    for (int i = 0; i < n; i++, q++) {
+        const int s = q % R;
+        mbar_wait(full + s, (q / R) & 1);
+        if (!ACTIVE) {
+            if (lane == 0) mbar_arrive(empty + s);
+            continue;
+        }
+        wg_fence();
+        mma(ring + s * stage);
+        wg_commit();
+        wg_wait<1>();  // the stage before this one is read: free it
+        if (i > 0 && lane == 0) mbar_arrive(empty + (q - 1) % R);
+    }
+    if (ACTIVE) {
+        wg_wait<0>();
+        if (n > 0 && lane == 0) mbar_arrive(empty + (q - 1) % R);  // an empty list holds no stage
+    }
+}
+
 // Registers a thread of this warpgroup may hold from here on (multiples of 8; the kernel's
 // total at launch is shared out, never exceeded).
 template <int N>
