@@ -15,8 +15,8 @@
 # the GPUs: the runs go to them in turn, one run a GPU at a time, so on a machine of
 # several GPUs the runs of one call train side by side for the same seconds. A swlstm run is
 # stopped by SIGTERM at SECONDS (it saves latest.ckpt), so its config's max_steps should end its
-# schedule just before. cuDNN's schedule ends at SECONDS times the steps/s of its width on an
-# H100 (2048: 109, 4096: 41); CUDNN_RATE_<H> overrides them.
+# schedule just before. cuDNN's schedule ends at SECONDS at the steps/s cudnn_lm.py measures
+# on the GPU after its warmup; CUDNN_RATE_<H> (steps/s) sizes it instead, to repeat a run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_=${1:-178}
@@ -67,12 +67,12 @@ cudnn_run() {
     [[ $1 == *:* ]] && seed=${1#*:}
     [[ $1 == *@* ]] && lr=${1#*@} && lr=${lr%%:*}
     rate_var=CUDNN_RATE_$h
-    rate=${!rate_var:-$([ "$h" -le 2048 ] && echo 109 || echo 41)}
+    rate=${!rate_var:-0}
     log=$(cudnn_log "$1")
     python3 tools/cudnn_lm.py "$DATA" --split "$SPLIT" --hidden "$h" --lr "$lr" --min-lr "$(awk -v l="$lr" 'BEGIN { print l / 10 }')" --seed "$seed" --seconds "$SECONDS_" --max-steps $((SECONDS_ * rate)) \
         > "$log" 2>&1
     line=$(tail -1 "$log")
-    steps=$(echo "$line" | sed -n 's/.*: \([0-9]*\) steps in.*/\1/p')
+    steps=$(echo "$line" | sed -n 's/.*: \([0-9]*\) steps of.*/\1/p')
     v=$(echo "$line" | sed -n 's/.*valid bpc \([0-9.]*\).*/\1/p')
     t=$(echo "$line" | sed -n 's/.*test bpc \([0-9.]*\).*/\1/p')
     label="H=$h"

@@ -12,7 +12,9 @@ with swlstm's protocol so that the two valid bpc compare:
     valid, --split test).
 Training prints a line every 1000 steps with the time left of its budget; scoring shows a
 progress line on a terminal's stderr unless --quiet (as swlstm's verbs).
-Usage: python3 tools/cudnn_lm.py DATA [--hidden 2048] [--seconds 178] [--max-steps 17000] ...
+The schedule's length is --max-steps, or with --max-steps 0 the steps that fit in --seconds at
+the rate this GPU measures over the steps after the warmup's first 20 (fit_steps).
+Usage: python3 tools/cudnn_lm.py DATA [--hidden 2048] [--seconds 178] [--max-steps 0] ...
 DATA may be gzip (dictzip) compressed, like /usr/share/dictd/gcide.dict.dz."""
 import argparse
 import copy
@@ -96,6 +98,16 @@ def split_bpc(model, data, B, T, what, progress):
     return nats / (B * (s.shape[0] - 1)) / math.log(2), B * (s.shape[0] - 1)
 
 
+# Steps 20 .. FIT_AT time the GPU's rate (the first ones carry cuDNN's and the allocator's
+# start-up); the schedule then ends at the time budget, one percent early.
+FIT_FROM, FIT_AT = 20, 300
+
+
+def fit_steps(step, t_from, t_at, seconds):
+    rate = (step - FIT_FROM) / (t_at - t_from)
+    return step + int(rate * (seconds - t_at) * 0.99)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data")
@@ -106,7 +118,7 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--min-lr", type=float, default=1e-4)
     ap.add_argument("--warmup", type=int, default=200)
-    ap.add_argument("--max-steps", type=int, default=17000)
+    ap.add_argument("--max-steps", type=int, default=0, help="the schedule's steps; 0: those that fit in --seconds")
     ap.add_argument("--seconds", type=float, default=178, help="wall-clock budget for training (stops early)")
     ap.add_argument("--clip", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=1)
@@ -125,13 +137,23 @@ def main():
     pairs = list(zip(master.parameters(), model.parameters()))
     opt = torch.optim.Adam(master.parameters(), lr=a.lr, eps=1e-8)
     s, B, T = stripes(train, a.batch), a.batch, a.seq
+    if a.max_steps < 0:
+        sys.exit(f"cudnn_lm.py: error: --max-steps {a.max_steps}: expected 0 (fit the time) or a positive count")
+    fit = a.max_steps == 0
+    total = a.max_steps if not fit else max(a.warmup, FIT_AT) + 10**9  # until fitted: no decay yet
     state, pos, step, t0 = None, 0, 0, time.perf_counter()
-    while step < a.max_steps and time.perf_counter() - t0 < a.seconds:
+    while step < total and time.perf_counter() - t0 < a.seconds:
         if pos + T + 1 > s.shape[0]:
             pos, state = 0, None
+        if fit and step in (FIT_FROM, max(a.warmup, FIT_AT)):
+            torch.cuda.synchronize()
+            if step == FIT_FROM:
+                t_from = time.perf_counter() - t0
+            else:
+                total, fit = fit_steps(step, t_from, time.perf_counter() - t0, a.seconds), False
         step += 1
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, a.lr, a.min_lr, a.warmup, a.max_steps)
+            g["lr"] = lr_at(step, a.lr, a.min_lr, a.warmup, total)
         logits, state = model(s[pos:pos + T], state)
         loss = F.cross_entropy(logits.view(-1, 256), s[pos + 1:pos + T + 1].reshape(-1))
         model.zero_grad(set_to_none=True)
@@ -146,7 +168,7 @@ def main():
         state, pos = detach(state), pos + T
         if step % 1000 == 0:
             spent = time.perf_counter() - t0
-            done = max(step / a.max_steps, spent / a.seconds)  # the share of the budget, steps or seconds
+            done = max(step / total, spent / a.seconds)  # the share of the budget, steps or seconds
             print(f"step {step} | loss {loss.item() / math.log(2):.4f} bpc | {spent:.1f} s | "
                   f"eta {fmt_eta(spent / done * max(1 - done, 0))}", flush=True)
     torch.cuda.synchronize()
@@ -155,7 +177,7 @@ def main():
     bpc, count = split_bpc(model.eval(), valid, B, T, "eval valid", progress)
     test_bpc, test_count = split_bpc(model, test, B, T, "eval test", progress)
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
-    print(f"cuDNN dense LSTM H={a.hidden}: {step} steps in {wall:.1f} s ({step * B * T / wall / 1e3:.0f}k chars/s); "
+    print(f"cuDNN dense LSTM H={a.hidden}: {step} steps of a {total}-step schedule in {wall:.1f} s ({step * B * T / wall / 1e3:.0f}k chars/s); "
           f"valid bpc {bpc:.4f} over {count} bytes; test bpc {test_bpc:.4f} over {test_count} bytes")
 
 
