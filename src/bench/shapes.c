@@ -47,6 +47,7 @@ const TrainShape bench_train_shapes[] = {
     {.H = 8192, .B = 64, .mask = "ba_7", .prec = BF, .engine = AUTO, .depth = 4},
     {.H = 8192, .B = 128, .mask = "ba_7", .prec = BF, .engine = AUTO, .depth = 4},
     {.H = 4096, .B = 128, .mask = "ba_7", .prec = BF, .engine = AUTO, .depth = 3},
+    {.H = 5120, .B = 128, .mask = "ba_14", .prec = BF, .engine = AUTO, .depth = 2},  // mlstm_3min's
     {.H = 18432, .B = 64, .mask = "ba_8", .prec = BF, .engine = AUTO, .depth = 4},
 };
 
