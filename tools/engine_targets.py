@@ -20,6 +20,12 @@ import sys
 import tempfile
 import time
 
+try:
+    import torch
+except ImportError:
+    from need import missing
+    missing("engine_targets", "torch", "python3-torch", "torch")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SWLSTM = os.path.join(ROOT, "swlstm")
@@ -67,9 +73,7 @@ def main():
         sys.exit(f"engine_targets.py: error: data file '{data}' not found")
     if not os.access(SWLSTM, os.X_OK):
         sys.exit("engine_targets.py: error: ./swlstm not built (run make)")
-    sys.path.insert(0, HERE)
-    import torch
-    import bench_cudnn
+    import bench_cudnn  # beside this script, on sys.path
 
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
