@@ -13,7 +13,7 @@ with swlstm's protocol so that the two valid bpc compare:
 Training prints a line every 1000 steps with the time left of its budget; scoring shows a
 progress line on a terminal's stderr unless --quiet (as swlstm's verbs).
 The schedule's length is --max-steps, or with --max-steps 0 the steps that fit in --seconds at
-the rate this GPU measures over the steps after the warmup's first 20 (fit_steps).
+the rate this GPU measures from step 20 to step 300, or to the warmup's end if later (fit_steps).
 Usage: python3 tools/cudnn_lm.py DATA [--hidden 2048] [--seconds 178] [--max-steps 0] ...
 DATA may be gzip (dictzip) compressed, like /usr/share/dictd/gcide.dict.dz."""
 import argparse
@@ -124,6 +124,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr while scoring (shown only on a terminal)")
     a = ap.parse_args()
+    if a.max_steps < 0:
+        sys.exit(f"cudnn_lm.py: error: --max-steps {a.max_steps}: expected 0 (fit the time) or a positive count")
     torch.manual_seed(a.seed)
     raw = load_bytes(a.data)
     n = split_sizes(len(raw), [float(x) for x in a.split.split(",")])
@@ -137,15 +139,13 @@ def main():
     pairs = list(zip(master.parameters(), model.parameters()))
     opt = torch.optim.Adam(master.parameters(), lr=a.lr, eps=1e-8)
     s, B, T = stripes(train, a.batch), a.batch, a.seq
-    if a.max_steps < 0:
-        sys.exit(f"cudnn_lm.py: error: --max-steps {a.max_steps}: expected 0 (fit the time) or a positive count")
-    fit = a.max_steps == 0
-    total = a.max_steps if not fit else max(a.warmup, FIT_AT) + 10**9  # until fitted: no decay yet
+    fit, fit_at = a.max_steps == 0, max(a.warmup, FIT_AT)
+    total = a.max_steps or 10**9  # until fitted: no decay yet
     state, pos, step, t0 = None, 0, 0, time.perf_counter()
     while step < total and time.perf_counter() - t0 < a.seconds:
         if pos + T + 1 > s.shape[0]:
             pos, state = 0, None
-        if fit and step in (FIT_FROM, max(a.warmup, FIT_AT)):
+        if fit and step in (FIT_FROM, fit_at):
             torch.cuda.synchronize()
             if step == FIT_FROM:
                 t_from = time.perf_counter() - t0

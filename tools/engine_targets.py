@@ -103,5 +103,6 @@ def main():
         ref_s, ratio_s = (f"{ref:.6g}", f"{val / ref:.2f}x") if ref else ("", "")
         print(f"| {name} | {val:.6g} | {ref_s} | {ratio_s} | {goal} | {'yes' if met else 'no'} |")
 
+
 if __name__ == "__main__":
     main()

@@ -83,7 +83,8 @@ static void fwd_row(const StepShape *s, const BsMat *w, const Ceilings *c) { fwd
 // bytes a unit and row through HBM and L2 alike (the total dh stays in registers). Beside it
 // the wgmma step on weights wt (NULL: random).
 static void bwd_row_on(const StepShape *s, const char *name, const BsMat *w, const Ceilings *c, const CbStepWeights *wt) {
-    const Floors f = floors_of(s, w->nnzb, 32768.0 + 8192.0, 8 + 4 + 4 + 4 + 4 + 4 + 8, 8 + 4 + 4 + 4 + 4 + 4 + 8, c);
+    const double epi = (8 + 4 + 4 + 4 + 4) + (4 + 8);  // in: gates, c_t, c_{t+1}, dh, dc; out: dc, dz
+    const Floors f = floors_of(s, w->nnzb, 32768.0 + 8192.0, epi, epi, c);
     int *ptr, *row, *blk;
     bsmat_columns(w, w->nbc, &ptr, &row, &blk);  // gate 0's block rows alone
     const double us = cb_wgmma_bwd_us(ptr, row, blk, s->hidden, s->batch, STEPS, wt);
