@@ -1,11 +1,12 @@
 // backend_cuda.cu: the top of cuda/: the CUDA backend table (twin of src/ops/backend_cpu.c),
-// device setup and memory operations. The ops live in cuda/ops, cuda/bsmm and cuda/engine
+// device setup and memory operations. The ops live in cuda/ops, cuda/bsmm, cuda/wgmma and cuda/engine
 // (backend_cuda.cuh names their entry points); the device copy of block-sparse indices in
 // cuda/bsmm/bsmat_dev.cu; the state, memory and bf16 copies they all use in cuda/base.
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "backend/backend_cuda.cuh"
+#include "wgmma/wg_mm.h"
 
 static_assert(sizeof(real) == 4, "the CUDA backend computes in float");
 
@@ -86,7 +87,7 @@ static void cuda_init(void) {
      .keep_lowp = BF ? keep_lowp_cuda : NULL,                                                   \
      .embed_fwd = embed_fwd_cuda, .embed_bwd = embed_bwd_cuda,                                  \
      .matmul_fwd = matmul_fwd_cuda<BF>, .matmul_bwd = matmul_bwd_cuda<BF>,                      \
-     .bsmm_fwd = bsmm_fwd_cuda<BF>, .bsmm_bwd_data = bsmm_bwd_data_cuda<BF>,                    \
+     .bsmm_fwd = wg_mm_fwd<BF>, .bsmm_bwd_data = wg_mm_bwd_data<BF>,                    \
      .bsmm_bwd_weight = bsmm_bwd_weight_cuda<BF>,                                               \
      .lstm_fwd = lstm_fwd_cuda, .lstm_bwd = lstm_bwd_cuda,                                      \
      .seq_create = seq_create_cuda<BF>, .seq_fwd = seq_fwd_cuda<BF>, .seq_bwd = seq_bwd_cuda<BF>,  \

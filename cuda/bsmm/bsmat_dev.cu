@@ -3,6 +3,7 @@
 // the bwd_weight groups (bsmm_bwd_weight.cu).
 #include <stdlib.h>
 #include "bsmm/bsmat_dev.cuh"
+#include "sparse/piece_plan.h"
 
 int *upload_ints(const int *h, int n) {
     int *d = (int *)cu_alloc(sizeof(int) * (size_t)(n ? n : 1));
@@ -43,6 +44,25 @@ void *upload_pieces(const int *ptr, int n, int most, int *npieces) {
     return d;
 }
 
+// Pieces of at most a CTA's share of the entries (half or 1.5 shares measured slower).
+static WgPlan upload_plan(const int *ptr, int n) {
+    PiecePlan pp;
+    const int nw = g_cuda.nsm, most = cdiv(ptr[n], nw) > 4 ? cdiv(ptr[n], nw) : 4;
+    piece_plan(&pp, ptr, n, most, nw);
+    MmPiece *pc = (MmPiece *)xmalloc(sizeof(MmPiece) * (size_t)(pp.npieces ? pp.npieces : 1));
+    for (int i = 0; i < pp.npieces; i++) {
+        const int r = pp.row[i], parts = pp.row_ptr[r + 1] - pp.row_ptr[r];
+        pc[i] = {r, pp.k0[i], pp.k0[i] + pp.n[i], (pp.k0[i] - ptr[r]) / most, parts};
+    }
+    int empty = 0;
+    for (int r = 0; r < n; r++) empty += ptr[r + 1] == ptr[r];
+    WgPlan p = {pieces_to_device(pc, pp.npieces), upload_ints(pp.worker_ptr, nw + 1), upload_ints(pp.row_ptr, n + 1), nw,
+                pp.npieces, empty};
+    free(pc);
+    piece_plan_free(&pp);
+    return p;
+}
+
 void bsmat_upload_cuda(BsMat *w) {
     if (w->bs != 8 && w->bs != 16 && w->bs != 32)
         die("block_size = %d: the CUDA backend supports 8, 16 and 32", w->bs);
@@ -54,6 +74,8 @@ void bsmat_upload_cuda(BsMat *w) {
     d->csc_blk = upload_ints(w->csc_blk, w->nnzb);
     d->fwd_pieces = upload_pieces(w->row_ptr, w->nbr, mm_piece_len(w->bs), &d->fwd_npieces);
     d->bwd_pieces = upload_pieces(w->col_ptr, w->nbc, mm_piece_len(w->bs), &d->bwd_npieces);
+    d->wg_fwd = upload_plan(w->row_ptr, w->ngates == 4 ? w->nbr / 4 : w->nbr);
+    if (w->ngates != 4) d->wg_bwd = upload_plan(w->col_ptr, w->nbc);  // (wg_mm.cu takes no gate-stacked bwd_data)
     upload_groups(d, w);
     w->dev = d;
 }
@@ -62,8 +84,8 @@ void bsmat_release_cuda(BsMat *w) {
     DevBsMat *d = (DevBsMat *)w->dev;
     if (!d) return;
     void *all[] = {d->row_ptr, d->col_idx, d->col_ptr, d->csc_row, d->csc_blk, d->fwd_pieces, d->bwd_pieces,
-                   d->grp.row, d->grp.k0, d->grp.cnt, d->wgrp.row, d->wgrp.k0, d->wgrp.cnt};
-    for (int i = 0; i < 13; i++) cu_free(all[i]);
+                   d->wg_fwd.pieces, d->wg_fwd.first, d->wg_fwd.slot0, d->wg_bwd.pieces, d->wg_bwd.first, d->wg_bwd.slot0, d->grp.row, d->grp.k0, d->grp.cnt, d->wgrp.row, d->wgrp.k0, d->wgrp.cnt};
+    for (void *p : all) cu_free(p);
     free(d);
     w->dev = NULL;
 }

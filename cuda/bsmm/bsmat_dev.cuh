@@ -16,6 +16,15 @@ int *upload_ints(const int *h, int n);
 MmPiece *pieces_to_device(const MmPiece *pc, int n);
 void *upload_pieces(const int *ptr, int n, int most, int *npieces);
 
+// The wgmma products' work (sparse/piece_plan.h): the lists cut into pieces and dealt to one
+// persistent CTA an SM, CTA c's pieces[first[c] .. first[c + 1]); piece p's partial sums, where
+// its list is cut, go to slot slot0[list] + rank. Empty lists have no piece (empty: their count).
+typedef struct {
+    MmPiece *pieces;
+    int *first, *slot0;
+    int nctas, nslots, empty;
+} WgPlan;
+
 // bwd_weight groups: group g owns blocks [k0[g], k0[g] + cnt[g]) of block row row[g] (at most
 // 256/bs blocks of one row, so they share their dy slab).
 typedef struct {
@@ -29,6 +38,9 @@ typedef struct {
     // fwd / bwd_data work: each output block column's list cut into pieces (bsmm.cu, MmPiece)
     void *fwd_pieces, *bwd_pieces;
     int fwd_npieces, bwd_npieces;
+    // the wgmma products' (cuda/wgmma/wg_mm.cu); the forward of a gate-stacked matrix walks its
+    // first gate's lists (an entry brings all four gates' blocks)
+    WgPlan wg_fwd, wg_bwd;
     // bwd_weight work lists (backend_cuda.cu upload_groups): grp for the cp.async kernel,
     // wgrp for the bulk-copy one; with grp_gates = 4 the rows are the first gate's and a group
     // covers all 4 gates' copies.

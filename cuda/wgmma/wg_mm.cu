@@ -1,0 +1,254 @@
+// wg_mm.cu: bsmm.cu's products on wgmma (wg_mm.h). One persistent CTA an SM walks the pieces
+// of the output block columns' lists dealt to it (bsmat_dev.cuh WgPlan), each over every 128
+// rows: a producer warp brings each entry's input box (128 rows x 32, from a tensor map over
+// the input) and its block (in the forward of a gate-stacked matrix the four gates' blocks of
+// the entry, so that one box feeds N = 128 outputs) into a ring of stages on mbarriers, which
+// never drains between pieces; two consumer warpgroups (64 rows each) multiply every stage as
+// it lands and store their tile from registers. A list cut into pieces is finished by its
+// last piece, adding the pieces' partial tiles in piece order: the same bits every run.
+#include "backend/backend_cuda.cuh"
+#include "bsmm/bsmm_tile.cuh"
+#include "wgmma/wg_fwd.h"
+#include "wgmma/wg_mm.h"
+#include "wgmma/wgmma.cuh"
+
+namespace {
+
+constexpr int TM = 128;            // rows a tile
+constexpr int SLAB = TM * 32 * 2;  // an input box: 128 rows x 32 columns, bf16
+constexpr int WB = 32 * 32 * 2;    // a block
+constexpr int THREADS = 3 * 128;
+
+// G blocks an entry (4: a gate-stacked matrix's forward), so N = 32 G outputs a tile.
+template <int G>
+struct Wm {
+    static constexpr int N = 32 * G, ACC = N / 2;  // a consumer thread's accumulators
+    static constexpr int STAGE = SLAB + G * WB;
+    static constexpr int S = 200 * 1024 / STAGE;   // stages
+    static constexpr size_t SMEM = 1024 + (size_t)S * STAGE + 2 * S * 8 + 2 * 4;
+};
+
+struct Args {
+    float *out;
+    const MmPiece *pieces;
+    const int *first, *slot0;  // WgPlan's
+    const unsigned char *xpk;  // the input packed: slab (k, tile) a contiguous box (pack_kernel)
+    const int *idx, *blk;      // entry p: input slab idx[p], block blk[p] (NULL: p)
+    float *part;               // [slot][tile][consumer][ACC / 4][128] float4s: cut lists' partial tiles
+    int *count;                // [list][tile][consumer] pieces finished (back to 0 when done)
+    int N, ld_out, acc, ntiles;
+    long gstride;  // G = 4: stored blocks from one gate's copy of a block to the next
+    long gcols;    // G = 4: output columns from one gate to the next
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // wgmma exists in sm_90a code alone
+// The producer warp: each piece's entries over each tile, 32 entries' indices loaded at once
+// (a lane each), lane 0 issuing the copies.
+template <int G>
+__device__ inline void produce(const CUtensorMap *wmap, const Args &a, unsigned char *ring,
+                               uint64_t *full, uint64_t *empty) {
+    using C = Wm<G>;
+    const int lane = threadIdx.x % 32;
+    int q = 0;
+    for (int t = a.first[blockIdx.x]; t < a.first[blockIdx.x + 1]; t++) {
+        const MmPiece pc = a.pieces[t];
+        for (int ty = 0; ty < a.ntiles; ty++)
+            for (int c0 = pc.beg; c0 < pc.end; c0 += 32) {
+                const int e = c0 + lane < pc.end ? c0 + lane : c0;
+                const int ix = a.idx[e], bk = a.blk ? a.blk[e] : e, n = min(32, pc.end - c0);
+                for (int i = 0; i < n; i++, q++) {
+                    const int x = __shfl_sync(0xffffffffu, ix, i), b = __shfl_sync(0xffffffffu, bk, i), s = q % C::S;
+                    if (lane) continue;
+                    if (q >= C::S) mbar_wait(empty + s, (q / C::S - 1) & 1);
+                    unsigned char *st = ring + s * C::STAGE;
+                    mbar_expect(full + s, C::STAGE);
+                    bulk_load(st, a.xpk + ((long)x * a.ntiles + ty) * SLAB, SLAB, full + s);
+#pragma unroll
+                    for (int g = 0; g < G; g++) tensor_load_2d(st + SLAB + g * WB, wmap, 0, (int)((b + g * a.gstride) * 32), full + s);
+                }
+            }
+    }
+}
+
+// Consumer warpgroup wg's products over the next n stages into d (rows 64 wg .. of the tile):
+// the forward's B operand is the blocks as stored (K-major), bwd_data's their transpose (each
+// block row a k: MN-major).
+template <int G, bool FWD>
+__device__ inline void products(float (&d)[Wm<G>::ACC], int wg, int n, int &q, unsigned char *ring, uint64_t *full,
+                                uint64_t *empty) {
+    using C = Wm<G>;
+#pragma unroll
+    for (int k = 0; k < C::ACC; k++) d[k] = 0.f;
+    ring_consume<C::S, true>(n, q, ring, C::STAGE, full, empty, [&](unsigned char *st) {
+        const uint32_t aa = smem_addr(st + wg * (SLAB / 2)), bb = smem_addr(st + SLAB);
+        if constexpr (!FWD) {
+            wg_mma_n32<0, 1>(d, wg_desc(aa), wg_desc_mn(bb, WB));
+            wg_mma_n32<0, 1>(d, wg_desc(aa + 32), wg_desc_mn(bb + 1024, WB));
+        } else if constexpr (G == 4) {
+            wg_mma_n128(d, wg_desc(aa), wg_desc(bb));
+            wg_mma_n128(d, wg_desc(aa + 32), wg_desc(bb + 32));
+        } else {
+            wg_mma_n32(d, wg_desc(aa), wg_desc(bb));
+            wg_mma_n32(d, wg_desc(aa + 32), wg_desc(bb + 32));
+        }
+    });
+}
+
+// The tile's rows of this thread (d's layout: wgmma.cuh) to out, = or +=.
+template <int G>
+__device__ inline void put_tile(const Args &a, const MmPiece &pc, int ty, int wg, const float (&d)[Wm<G>::ACC]) {
+    const int e = threadIdx.x % 128, row = ty * TM + wg * 64 + (e / 32) * 16 + (e % 32) / 4, c2 = (e % 4) * 2;
+#pragma unroll
+    for (int c8 = 0; c8 < Wm<G>::N / 8; c8++) {
+        const int c = c8 * 8 + c2;
+        const long col = G == 4 ? (c / 32) * a.gcols + pc.ob * 32L + c % 32 : pc.ob * 32L + c;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            if (row + 8 * h >= a.N) continue;
+            float2 *o = (float2 *)(a.out + (long)(row + 8 * h) * a.ld_out + col);
+            float2 v = make_float2(d[c8 * 4 + 2 * h], d[c8 * 4 + 2 * h + 1]);
+            if (a.acc) v.x += o->x, v.y += o->y;
+            *o = v;
+        }
+    }
+}
+
+// A cut list's piece: its partial tile published; the last of the list's pieces to get here
+// adds them all in piece order and stores the sum.
+template <int G>
+__device__ inline void finish_cut(const Args &a, const MmPiece &pc, int ty, int wg, float (&d)[Wm<G>::ACC], int *s_last) {
+    constexpr int V = Wm<G>::ACC / 4;
+    const int e = threadIdx.x % 128;
+    const long tile = (long)ty * 2 + wg, stride = (long)a.ntiles * 2 * V * 128;
+    float4 *base = (float4 *)a.part + (a.slot0[pc.ob] * (long)a.ntiles * 2 + tile) * V * 128;
+#pragma unroll
+    for (int v = 0; v < V; v++) __stcg(base + pc.rank * stride + v * 128 + e, make_float4(d[4 * v], d[4 * v + 1], d[4 * v + 2], d[4 * v + 3]));
+    __threadfence();
+    asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
+    if (e == 0) {
+        int *c = a.count + ((long)pc.ob * a.ntiles) * 2 + tile;
+        s_last[wg] = atomicAdd(c, 1) == pc.nparts - 1;
+        if (s_last[wg]) *c = 0;  // ready for the next call
+    }
+    asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
+    if (!s_last[wg]) return;
+    __threadfence();
+    for (int r = 0; r < pc.nparts; r++)
+#pragma unroll
+        for (int v = 0; v < V; v++) {
+            const float4 x = __ldcg(base + r * stride + v * 128 + e);
+            float *o = d + 4 * v;
+            if (r) o[0] += x.x, o[1] += x.y, o[2] += x.z, o[3] += x.w;
+            else o[0] = x.x, o[1] = x.y, o[2] = x.z, o[3] = x.w;
+        }
+    put_tile<G>(a, pc, ty, wg, d);
+}
+
+template <int G, bool FWD>
+__device__ inline void consume(const Args &a, int wg, unsigned char *ring, uint64_t *full, uint64_t *empty, int *s_last) {
+    int q = 0;
+    for (int t = a.first[blockIdx.x]; t < a.first[blockIdx.x + 1]; t++) {
+        const MmPiece pc = a.pieces[t];
+        for (int ty = 0; ty < a.ntiles; ty++) {
+            float d[Wm<G>::ACC];
+            products<G, FWD>(d, wg, pc.end - pc.beg, q, ring, full, empty);
+            if (pc.nparts == 1) put_tile<G>(a, pc, ty, wg, d);
+            else finish_cut<G>(a, pc, ty, wg, d, s_last);
+        }
+    }
+}
+#endif
+
+template <int G, bool FWD>
+__global__ void __launch_bounds__(THREADS, 1) wg_mm_kernel(const __grid_constant__ CUtensorMap wmap, Args a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using C = Wm<G>;
+    extern __shared__ unsigned char smem_raw[];
+    unsigned char *ring = smem_aligned(smem_raw);
+    uint64_t *full = (uint64_t *)(ring + C::S * C::STAGE), *empty = full + C::S;
+    int *s_last = (int *)(empty + C::S);
+    ring_init<C::S>(full, empty);
+    __syncthreads();
+    pdl_enter();  // the input and the weights may come from the op before
+    const int wg = threadIdx.x / 128;
+    if (wg == 2) {
+        if (threadIdx.x < 2 * 128 + 32) produce<G>(&wmap, a, ring, full, empty);
+    } else {
+        consume<G, FWD>(a, wg, ring, full, empty, s_last);
+    }
+#endif
+}
+
+// x [N, K] bf16 as the kernel's slabs: slab (k, tile) holds rows 128 tile .. of columns
+// 32 k .. in the 64-byte swizzle, rows past N zero; a thread a 16-byte run (the swizzle moves
+// whole runs).
+__global__ void pack_kernel(unsigned char *pk, const bf16 *x, int N, int K, int ntiles) {
+    pdl_enter();  // x comes from the op before
+    const long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i >= (long)ntiles * TM * (K / 8)) return;
+    const int row = (int)(i / (K / 8)), col = (int)(i % (K / 8)) * 8;
+    const uint4 v = row < N ? *(const uint4 *)(x + (long)row * K + col) : make_uint4(0, 0, 0, 0);
+    *(uint4 *)(pk + ((long)(col / 32) * ntiles + row / TM) * SLAB + wg_img_at(row % TM, col % 32)) = v;
+}
+
+template <int G, bool FWD>
+void launch(Args a, const WgPlan &pl, const void *in, long ld_in, const bf16 *w, long nnzb, int nlists) {
+    using C = Wm<G>;
+    static_assert(C::ACC % 4 == 0, "float4 partial tiles");
+    static thread_local bool ready;  // the attribute is per device: one per rank thread
+    if (!ready) allow_smem(wg_mm_kernel<G, FWD>, C::SMEM), ready = true;
+    a.part = (float *)cuda_scratch(SCRATCH_PART, sizeof(float) * (size_t)pl.nslots * a.ntiles * TM * C::N);
+    a.count = (int *)cuda_scratch(SCRATCH_COUNT, sizeof(int) * (size_t)nlists * a.ntiles * 2);
+    unsigned char *pk = (unsigned char *)cuda_scratch(SCRATCH_XPK, (size_t)a.ntiles * TM * ld_in * 2);
+    const long n = (long)a.ntiles * TM * (ld_in / 8);
+    launch_pdl(pack_kernel, dim3((unsigned)((n + 255) / 256)), 256, 0, pk, (const bf16 *)in, a.N, (int)ld_in, a.ntiles);
+    a.xpk = pk;
+    launch_pdl(wg_mm_kernel<G, FWD>, dim3(pl.nctas), THREADS, C::SMEM, tensor_map_blocks(w, nnzb), a);
+}
+
+// bwd_data of a gate-stacked matrix stays bsmm.cu's: an entry's box feeds 32 outputs there
+// alone, and the mma.sync kernel measured as fast or faster (docs/PERF.md).
+bool takes(const BsMat *w, int N, bool fwd) { return w->bs == 32 && N >= TM && (fwd || w->ngates != 4) && wg_fwd_runs_here(); }
+
+template <bool FWD>
+void product(real *out, const real *in, const BsMat *w, const real *vals, int N, int acc) {
+    const DevBsMat *d = dev_of(w);
+    const size_t nout = (size_t)N * (FWD ? w->rows : w->cols);
+    twin_none(out, nout, FWD ? "bsmm_fwd" : "bsmm_bwd_data");
+    const bool gates = FWD && w->ngates == 4;
+    const WgPlan &pl = FWD ? d->wg_fwd : d->wg_bwd;
+    const long ld_in = FWD ? w->cols : w->rows;
+    Args a = {};
+    a.out = out, a.pieces = pl.pieces, a.first = pl.first, a.slot0 = pl.slot0;
+    a.idx = FWD ? d->col_idx : d->csc_row;
+    a.blk = FWD ? NULL : d->csc_blk;
+    a.N = N, a.ld_out = FWD ? w->rows : w->cols, a.acc = acc, a.ntiles = cdiv(N, TM);
+    a.gstride = w->nnzb / 4, a.gcols = w->rows / 4;
+    const bf16 *wb = (const bf16 *)weight_operand<true>(vals, (size_t)bsmat_nvals(w));
+    const void *x = act_operand<true>(in, (size_t)N * ld_in, SCRATCH_XBF16);
+    check_aligned(x, "input");
+    check_aligned(wb, "weight");
+    if (pl.empty && !acc) CUDA_CHECK(cudaMemsetAsync(out, 0, nout * sizeof(real), g_cuda.stream));  // lists with no piece
+    const int nlists = FWD ? (gates ? w->nbr / 4 : w->nbr) : w->nbc;
+    if (gates) launch<4, true>(a, pl, x, ld_in, wb, w->nnzb, nlists);
+    else if (FWD) launch<1, true>(a, pl, x, ld_in, wb, w->nnzb, nlists);
+    else launch<1, false>(a, pl, x, ld_in, wb, w->nnzb, nlists);
+}
+
+}  // namespace
+
+template <bool BF>
+void wg_mm_fwd(real *y, const real *x, const BsMat *w, const real *vals, int N, int acc) {
+    if (BF && takes(w, N, true)) product<true>(y, x, w, vals, N, acc);
+    else bsmm_fwd_cuda<BF>(y, x, w, vals, N, acc);
+}
+template <bool BF>
+void wg_mm_bwd_data(real *dx, const real *dy, const BsMat *w, const real *vals, int N, int acc) {
+    if (BF && takes(w, N, false)) product<false>(dx, dy, w, vals, N, acc);
+    else bsmm_bwd_data_cuda<BF>(dx, dy, w, vals, N, acc);
+}
+
+template void wg_mm_fwd<false>(real *, const real *, const BsMat *, const real *, int, int);
+template void wg_mm_fwd<true>(real *, const real *, const BsMat *, const real *, int, int);
+template void wg_mm_bwd_data<false>(real *, const real *, const BsMat *, const real *, int, int);
+template void wg_mm_bwd_data<true>(real *, const real *, const BsMat *, const real *, int, int);
