@@ -2,6 +2,7 @@
 // its CSR and CSC lists, the lists cut into pieces for bsmm.cu's products and the engine, and
 // the bwd_weight groups (bsmm_bwd_weight.cu).
 #include <stdlib.h>
+#include <algorithm>
 #include "bsmm/bsmat_dev.cuh"
 #include "sparse/piece_plan.h"
 
@@ -47,7 +48,7 @@ void *upload_pieces(const int *ptr, int n, int most, int *npieces) {
 // Pieces of at most a CTA's share of the entries (half or 1.5 shares measured slower).
 static WgPlan upload_plan(const int *ptr, int n) {
     PiecePlan pp;
-    const int nw = g_cuda.nsm, most = cdiv(ptr[n], nw) > 4 ? cdiv(ptr[n], nw) : 4;
+    const int nw = g_cuda.nsm, most = std::max(cdiv(ptr[n], nw), 4);
     piece_plan(&pp, ptr, n, most, nw);
     MmPiece *pc = (MmPiece *)xmalloc(sizeof(MmPiece) * (size_t)(pp.npieces ? pp.npieces : 1));
     for (int i = 0; i < pp.npieces; i++) {

@@ -248,14 +248,6 @@ __global__ void fold_bias_kernel(float4 *xb, const float4 *xtab, const float4 *b
     xb[i] = add4(xtab[i], bias[i % g4]);
 }
 
-__global__ void pack_h_kernel(bf16 *hpk, const bf16 *h, int B, int H) {
-    const long i = blockIdx.x * (long)blockDim.x + threadIdx.x;  // row, column pair
-    if (i >= (long)B * H / 2) return;
-    const int row = (int)(i / (H / 2)), col = (int)(i % (H / 2)) * 2;
-    const uint32_t v = *(const uint32_t *)(h + (long)row * H + col);
-    *(uint32_t *)((unsigned char *)hpk + ((long)(col / 32) * (B / 128) + row / 128) * SLAB + wg_img_at(row % 128, col % 32)) = v;
-}
-
 // A stage's cost in 4 KB: the h slab and the weights of a whole item (8 + 8 KB) or a half;
 // an item's epilogue in the same units, and lists past 1.5 CTA shares as halves. The
 // epilogue's charge is from a measured sweep (docs/PERF.md), below the model's 25 stages.
@@ -293,9 +285,7 @@ void wg_fwd_fold_bias(const WgFwd *f, float *xb, const float *xtab, const float 
 size_t wg_fwd_hpk_bytes(const WgFwd *f) { return (size_t)f->a.B * f->a.H * 2; }
 
 void wg_fwd_pack_h(const WgFwd *f, const void *hb, void *hpk, void *stream) {
-    const long n = (long)f->a.B * f->a.H / 2;
-    pack_h_kernel<<<(unsigned)((n + 255) / 256), 256, 0, wg_stream(stream)>>>((bf16 *)hpk, (const bf16 *)hb, f->a.B, f->a.H);
-    LAUNCH_CHECK();
+    wg_pack_slabs(hpk, (const bf16 *)hb, f->a.B, f->a.H, stream);
 }
 
 void wg_fwd_step(const WgFwd *f, const WgStep *s, void *stream) { wg_step_launch(f, fwd_kernel, *s, SMEM, stream); }

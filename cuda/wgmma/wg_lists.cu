@@ -1,7 +1,9 @@
-// wg_lists.cu: a wgmma step's lists on the device (wg_lists.cuh).
+// wg_lists.cu: a wgmma step's lists on the device, and the slabs it reads (wg_lists.cuh).
 #include <algorithm>
+#include "base/launch.cuh"
 #include "wgmma/wg_fwd.h"
 #include "wgmma/wg_lists.cuh"
+#include "wgmma/wgmma.cuh"
 
 template <typename T>
 static const T *upload(const T *h, size_t n) {
@@ -30,4 +32,22 @@ WgLists wg_lists_make(const int *ptr, const int *idx, const int *blk, long gstri
 void wg_lists_free(WgLists *l) {
     const void *p[] = {l->ptr, l->idx, l->blk, l->items, l->first, l->wpk};
     for (const void *q : p) CUDA_CHECK(cudaFree((void *)q));
+}
+
+// A thread a 16-byte run (the swizzle moves whole runs); launched programmatically dependent,
+// so that it waits for the op that wrote x.
+__global__ void pack_slabs_kernel(unsigned char *pk, const bf16 *x, int N, int K, int ntiles) {
+    pdl_enter();
+    const long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i >= (long)ntiles * 128 * (K / 8)) return;
+    const int row = (int)(i / (K / 8)), col = (int)(i % (K / 8)) * 8;
+    const uint4 v = row < N ? *(const uint4 *)(x + (long)row * K + col) : make_uint4(0, 0, 0, 0);
+    *(uint4 *)(pk + ((long)(col / 32) * ntiles + row / 128) * 8192 + wg_img_at(row % 128, col % 32)) = v;
+}
+
+void wg_pack_slabs(void *pk, const bf16 *x, int N, int K, void *stream) {
+    const int ntiles = (N + 127) / 128;
+    const long n = (long)ntiles * 128 * (K / 8);
+    launch_attr(attr_pdl(true), pack_slabs_kernel, dim3((unsigned)((n + 255) / 256)), 256, 0, wg_stream(stream),
+                (unsigned char *)pk, x, N, K, ntiles);
 }

@@ -1,7 +1,7 @@
 // wg_lists.cuh: the lists a wgmma step walks (wg_fwd.cu: W_h's block rows, wg_bwd.cu: its
 // block columns) on the device, cut into items of one list and 128 batch rows (or half of
 // them) and dealt to one persistent CTA an SM, with each entry's weights packed as the step
-// reads them (wg_lists.cu).
+// reads them, and the activations packed into the slabs the steps and wg_mm.cu read (wg_lists.cu).
 #pragma once
 #include "base/state.cuh"
 #include "sparse/item_deal.h"
@@ -28,6 +28,11 @@ void wg_lists_free(WgLists *l);
 bool wg_takes(int H, int B);
 
 inline cudaStream_t wg_stream(void *stream) { return stream ? (cudaStream_t)stream : g_cuda.stream; }
+
+// x [N, K], row-major bf16, as the steps' and wg_mm.cu's 8 KB slabs: slab (k, tile) holds rows
+// 128 tile .. 128 tile + 127 of columns 32 k .. 32 k + 31 in the 64-byte swizzle (wgmma.cuh),
+// rows past N zero; pk holds cdiv(N, 128) * 128 * K bf16.
+void wg_pack_slabs(void *pk, const bf16 *x, int N, int K, void *stream);
 
 // Packs the weights w (bf16 blocks) into l.wpk by pack(wpk, w, blk, gstride, nnz), a thread
 // for each pair of an entry's 4 x 32 x 32 elements.

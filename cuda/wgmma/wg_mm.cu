@@ -1,14 +1,15 @@
 // wg_mm.cu: bsmm.cu's products on wgmma (wg_mm.h). One persistent CTA an SM walks the pieces
 // of the output block columns' lists dealt to it (bsmat_dev.cuh WgPlan), each over every 128
-// rows: a producer warp brings each entry's input box (128 rows x 32, from a tensor map over
-// the input) and its block (in the forward of a gate-stacked matrix the four gates' blocks of
-// the entry, so that one box feeds N = 128 outputs) into a ring of stages on mbarriers, which
-// never drains between pieces; two consumer warpgroups (64 rows each) multiply every stage as
-// it lands and store their tile from registers. A list cut into pieces is finished by its
+// rows: the input packed into 8 KB slabs first (wg_pack_slabs), a producer warp brings each
+// entry's slab (128 rows x 32) and its block by tensor map (in the forward of a gate-stacked
+// matrix the four gates' blocks of the entry, so that one slab feeds N = 128 outputs) into a
+// ring of stages on mbarriers, which never drains between pieces; two consumer warpgroups (64
+// rows each) multiply every stage as it lands and store their tile from registers. A list cut into pieces is finished by its
 // last piece, adding the pieces' partial tiles in piece order: the same bits every run.
 #include "backend/backend_cuda.cuh"
 #include "bsmm/bsmm_tile.cuh"
 #include "wgmma/wg_fwd.h"
+#include "wgmma/wg_lists.cuh"
 #include "wgmma/wg_mm.h"
 #include "wgmma/wgmma.cuh"
 
@@ -32,7 +33,7 @@ struct Args {
     float *out;
     const MmPiece *pieces;
     const int *first, *slot0;  // WgPlan's
-    const unsigned char *xpk;  // the input packed: slab (k, tile) a contiguous box (pack_kernel)
+    const unsigned char *xpk;  // the input packed: slab (k, tile) at (k * ntiles + tile) * SLAB (wg_pack_slabs)
     const int *idx, *blk;      // entry p: input slab idx[p], block blk[p] (NULL: p)
     float *part;               // [slot][tile][consumer][ACC / 4][128] float4s: cut lists' partial tiles
     int *count;                // [list][tile][consumer] pieces finished (back to 0 when done)
@@ -179,18 +180,6 @@ __global__ void __launch_bounds__(THREADS, 1) wg_mm_kernel(const __grid_constant
 #endif
 }
 
-// x [N, K] bf16 as the kernel's slabs: slab (k, tile) holds rows 128 tile .. of columns
-// 32 k .. in the 64-byte swizzle, rows past N zero; a thread a 16-byte run (the swizzle moves
-// whole runs).
-__global__ void pack_kernel(unsigned char *pk, const bf16 *x, int N, int K, int ntiles) {
-    pdl_enter();  // x comes from the op before
-    const long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    if (i >= (long)ntiles * TM * (K / 8)) return;
-    const int row = (int)(i / (K / 8)), col = (int)(i % (K / 8)) * 8;
-    const uint4 v = row < N ? *(const uint4 *)(x + (long)row * K + col) : make_uint4(0, 0, 0, 0);
-    *(uint4 *)(pk + ((long)(col / 32) * ntiles + row / TM) * SLAB + wg_img_at(row % TM, col % 32)) = v;
-}
-
 template <int G, bool FWD>
 void launch(Args a, const WgPlan &pl, const void *in, long ld_in, const bf16 *w, long nnzb, int nlists) {
     using C = Wm<G>;
@@ -200,8 +189,7 @@ void launch(Args a, const WgPlan &pl, const void *in, long ld_in, const bf16 *w,
     a.part = (float *)cuda_scratch(SCRATCH_PART, sizeof(float) * (size_t)pl.nslots * a.ntiles * TM * C::N);
     a.count = (int *)cuda_scratch(SCRATCH_COUNT, sizeof(int) * (size_t)nlists * a.ntiles * 2);
     unsigned char *pk = (unsigned char *)cuda_scratch(SCRATCH_XPK, (size_t)a.ntiles * TM * ld_in * 2);
-    const long n = (long)a.ntiles * TM * (ld_in / 8);
-    launch_pdl(pack_kernel, dim3((unsigned)((n + 255) / 256)), 256, 0, pk, (const bf16 *)in, a.N, (int)ld_in, a.ntiles);
+    wg_pack_slabs(pk, (const bf16 *)in, a.N, (int)ld_in, NULL);
     a.xpk = pk;
     launch_pdl(wg_mm_kernel<G, FWD>, dim3(pl.nctas), THREADS, C::SMEM, tensor_map_blocks(w, nnzb), a);
 }
