@@ -88,7 +88,7 @@ static void cuda_init(void) {
      .embed_fwd = embed_fwd_cuda, .embed_bwd = embed_bwd_cuda,                                  \
      .matmul_fwd = matmul_fwd_cuda<BF>, .matmul_bwd = matmul_bwd_cuda<BF>,                      \
      .bsmm_fwd = wg_mm_fwd<BF>, .bsmm_bwd_data = wg_mm_bwd_data<BF>,                    \
-     .bsmm_bwd_weight = bsmm_bwd_weight_cuda<BF>,                                               \
+     .bsmm_bwd_weight = wg_mm_bwd_weight<BF>,                                                   \
      .lstm_fwd = lstm_fwd_cuda, .lstm_bwd = lstm_bwd_cuda,                                      \
      .seq_create = seq_create_cuda<BF>, .seq_fwd = seq_fwd_cuda<BF>, .seq_bwd = seq_bwd_cuda<BF>,  \
      .seq_free = seq_free_cuda, .seq_route = seq_route_cuda,                                    \

@@ -1,6 +1,7 @@
 // lowp.cuh: bf16 copies of fp32 device buffers: the weights' shadow (shadow.cu), activations'
 // twins (twins.cu) and conversions, and how a kernel takes its operands in precision BF.
 #pragma once
+#include "base/slab.cuh"
 #include "base/state.cuh"
 
 // want_shadow: the bf16 backend registers params (and keeps a shadow); fp32 only records the range.
@@ -24,6 +25,12 @@ void twin_release(const real *f);                   // frees f's twin of keep_lo
 bf16 *twin_out(const real *y, size_t n);            // where a write of y[0..n) also goes in bf16, or NULL
 void twin_none(const real *y, size_t n, const char *op);  // dies where y has a twin op would leave stale
 void twin_refresh(const real *p, size_t n);         // after a memory op wrote p[0..n)
+// A writer of y's rows x cols values that can write them as slabs too (base/slab.cuh): where
+// y lies in a twin of keep_lowp's (rows a multiple of 128, cols of 32), where to put them; that
+// image then serves twin_slab_in(y, rows, cols) until a write over it leaves it stale.
+struct SlabOut twin_slab_out(const real *y, int rows, int cols);
+const void *twin_slab_in(const real *x, int rows, int cols);  // the current image of x's rows x cols, or NULL
+void twin_slabs_drop(void);  // every image stale (replay.cu: ops that run unseen, in a graph)
 // y[i] = v, and its bf16 twin's (yb: twin_out's, may be NULL).
 __device__ inline void put(real *y, bf16 *yb, size_t i, float v) {
     y[i] = v;

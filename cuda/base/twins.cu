@@ -5,7 +5,10 @@
 // all. The model asks for more (backend.h keep_lowp: the mlstm's step inputs, which would
 // otherwise be converted before each of its ~10 products a step); those twins are this file's
 // own, and every op that writes their buffer writes them too (twin_out), memory operations
-// included (twin_refresh). The CPU backend has no twin (it has no bf16 mode).
+// included (twin_refresh). Those of them that write whole 128-row steps also write a slab
+// image of their step (base/slab.cuh) that the wgmma product reading it next takes as it is
+// (cuda/wgmma/wg_mm.cu), sparing it a packing pass. The CPU backend has no twin (it has no
+// bf16 mode).
 #include "base/launch.cuh"
 #include "base/twins.cuh"
 
@@ -16,7 +19,7 @@ static void twin_add(const real *f, bf16 *b, size_t n, int owned) {
     twin_forget(f);  // (which moves g_cuda.gen: ops recorded before read other memory now)
     for (int i = 0; i < TWINS_MAX; i++)
         if (!twins[i].f) {
-            twins[i] = (Twin){f, b, n, owned};
+            twins[i] = (Twin){f, b, n, owned, NULL, 0, NULL, 0, 0};
             return;
         }
     die("internal: more than %d bf16 activation twins registered", TWINS_MAX);
@@ -28,8 +31,11 @@ void twin_forget(const real *f) {
     g_cuda.gen++;
     for (int i = 0; i < TWINS_MAX; i++)
         if (twins[i].f == f) {
-            if (twins[i].owned) CUDA_CHECK(cudaFree(twins[i].b));
-            twins[i] = (Twin){NULL, NULL, 0, 0};
+            if (twins[i].owned) {
+                CUDA_CHECK(cudaFree(twins[i].b));
+                CUDA_CHECK(cudaFree(twins[i].img));
+            }
+            twins[i] = (Twin){};
         }
 }
 
@@ -66,13 +72,19 @@ void twin_release(const real *f) {
         if (twins[i].f == f && twins[i].owned) twin_forget(f);
 }
 
+// A write over p[0..n) that is not the image's own leaves it stale.
+static void img_stale_over(Twin *t, const real *p, size_t n) {
+    if (t->img_of && p < t->img_of + (size_t)t->img_rows * t->img_cols && t->img_of < p + n) t->img_of = NULL;
+}
+
 // Where a kernel writing y[0..n) also writes bf16: the twin's matching span, or NULL.
 bf16 *twin_out(const real *y, size_t n) {
     for (int i = 0; i < TWINS_MAX; i++) {
-        const Twin *t = &twins[i];
+        Twin *t = &twins[i];
         if (!t->f || y + n <= t->f || y >= t->f + t->n) continue;
         if (y < t->f || y + n > t->f + t->n)
             die("internal: a write of %zu values at %p covers part of a bf16 twin only", n, (const void *)y);
+        img_stale_over(t, y, n);
         return t->b + (y - t->f);
     }
     return NULL;
@@ -86,9 +98,42 @@ void twin_none(const real *y, size_t n, const char *op) {
 // (The engine's own twins are its to keep: its fp32 dz may be address space only.)
 void twin_refresh(const real *p, size_t n) {
     for (int i = 0; i < TWINS_MAX; i++) {
-        const Twin *t = &twins[i];
+        Twin *t = &twins[i];
         if (!t->f || !t->owned) continue;
+        img_stale_over(t, p, n);
         const real *lo = p > t->f ? p : t->f, *hi = p + n < t->f + t->n ? p + n : t->f + t->n;
         if (lo < hi) to_bf16(t->b + (lo - t->f), lo, (size_t)(hi - lo));
     }
+}
+
+// The image lives in the twin, grown to the largest write (outside a graph's recording: a
+// window's first run writes what its record will).
+SlabOut twin_slab_out(const real *y, int rows, int cols) {
+    if (rows <= 0 || rows % SLAB_ROWS || cols % 32) return SlabOut{NULL, 0};
+    for (int i = 0; i < TWINS_MAX; i++) {
+        Twin *t = &twins[i];
+        if (!t->owned || y < t->f || y >= t->f + t->n) continue;
+        const size_t bytes = (size_t)rows * cols * sizeof(bf16);
+        if (bytes > t->img_bytes) {
+            CUDA_CHECK(cudaFree(t->img));
+            CUDA_CHECK(cudaMalloc(&t->img, bytes));
+            t->img_bytes = bytes;
+            g_cuda.gen++;
+        }
+        t->img_of = y, t->img_rows = rows, t->img_cols = cols;
+        return SlabOut{t->img, rows / SLAB_ROWS};
+    }
+    return SlabOut{NULL, 0};
+}
+
+const void *twin_slab_in(const real *x, int rows, int cols) {
+    for (int i = 0; i < TWINS_MAX; i++) {
+        const Twin *t = &twins[i];
+        if (t->owned && t->img_of == x && t->img_rows == rows && t->img_cols == cols) return t->img;
+    }
+    return NULL;
+}
+
+void twin_slabs_drop(void) {
+    for (int i = 0; i < TWINS_MAX; i++) twins[i].img_of = NULL;
 }

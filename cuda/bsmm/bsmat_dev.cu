@@ -76,7 +76,15 @@ void bsmat_upload_cuda(BsMat *w) {
     d->fwd_pieces = upload_pieces(w->row_ptr, w->nbr, mm_piece_len(w->bs), &d->fwd_npieces);
     d->bwd_pieces = upload_pieces(w->col_ptr, w->nbc, mm_piece_len(w->bs), &d->bwd_npieces);
     d->wg_fwd = upload_plan(w->row_ptr, w->ngates == 4 ? w->nbr / 4 : w->nbr);
-    if (w->ngates != 4) d->wg_bwd = upload_plan(w->col_ptr, w->nbc);  // (wg_mm.cu takes no gate-stacked bwd_data)
+    if (w->ngates == 4) {  // bwd_data walks the first gate's columns (an entry brings all four gates)
+        int *ptr, *row, *blk;
+        bsmat_columns(w, w->nbr / 4, &ptr, &row, &blk);
+        d->g0_row = upload_ints(row, ptr[w->nbc]), d->g0_blk = upload_ints(blk, ptr[w->nbc]);
+        d->wg_bwd = upload_plan(ptr, w->nbc);
+        free(ptr), free(row), free(blk);
+    } else {
+        d->wg_bwd = upload_plan(w->col_ptr, w->nbc);
+    }
     upload_groups(d, w);
     w->dev = d;
 }
@@ -84,7 +92,7 @@ void bsmat_upload_cuda(BsMat *w) {
 void bsmat_release_cuda(BsMat *w) {
     DevBsMat *d = (DevBsMat *)w->dev;
     if (!d) return;
-    void *all[] = {d->row_ptr, d->col_idx, d->col_ptr, d->csc_row, d->csc_blk, d->fwd_pieces, d->bwd_pieces,
+    void *all[] = {d->row_ptr, d->col_idx, d->col_ptr, d->csc_row, d->csc_blk, d->g0_row, d->g0_blk, d->fwd_pieces, d->bwd_pieces,
                    d->wg_fwd.pieces, d->wg_fwd.first, d->wg_fwd.slot0, d->wg_bwd.pieces, d->wg_bwd.first, d->wg_bwd.slot0, d->grp.row, d->grp.k0, d->grp.cnt, d->wgrp.row, d->wgrp.k0, d->wgrp.cnt};
     for (void *p : all) cu_free(p);
     free(d);

@@ -38,9 +38,11 @@ typedef struct {
     // fwd / bwd_data work: each output block column's list cut into pieces (bsmm.cu, MmPiece)
     void *fwd_pieces, *bwd_pieces;
     int fwd_npieces, bwd_npieces;
-    // the wgmma products' (cuda/wgmma/wg_mm.cu); the forward of a gate-stacked matrix walks its
-    // first gate's lists (an entry brings all four gates' blocks)
+    // the wgmma products' (cuda/wgmma/wg_mm.cu); a gate-stacked matrix's walk its first gate's
+    // lists (an entry brings all four gates' blocks), bwd_data's entries as g0_row, g0_blk
+    // (block row, stored block) in the order of its columns (bsmat_columns)
     WgPlan wg_fwd, wg_bwd;
+    int *g0_row, *g0_blk;
     // bwd_weight work lists (backend_cuda.cu upload_groups): grp for the cp.async kernel,
     // wgrp for the bulk-copy one; with grp_gates = 4 the rows are the first gate's and a group
     // covers all 4 gates' copies.

@@ -26,7 +26,8 @@ struct NormAct {
 // the same order), then y (or the activation of y).
 template <int V>
 __global__ void __launch_bounds__(ROW_THREADS) layernorm_fwd_kernel(real *y, bf16 *yb, real *stat, const real *x,
-                                                                    const real *gain, const real *bias, int C, NormAct act) {
+                                                                    const real *gain, const real *bias, int C, NormAct act,
+                                                                    SlabOut so) {
     __shared__ float buf[32];
     pdl_enter();
     const long r = (long)blockIdx.x * C;
@@ -46,7 +47,10 @@ __global__ void __launch_bounds__(ROW_THREADS) layernorm_fwd_kernel(real *y, bf1
 #pragma unroll
     for (int k = 0; k < V; k++) {
         const int j = threadIdx.x + k * blockDim.x;
-        if (j < C) put(y, yb, r + j, act((v[k] - mean) * rstd * gain[j] + bias[j], r + j));
+        if (j >= C) continue;
+        const float u = act((v[k] - mean) * rstd * gain[j] + bias[j], r + j);
+        put(y, yb, r + j, u);
+        so.put(blockIdx.x, j, u);
     }
     put_stats(stat + 2 * blockIdx.x, make_float2(mean, rstd));
 }
@@ -54,15 +58,16 @@ __global__ void __launch_bounds__(ROW_THREADS) layernorm_fwd_kernel(real *y, bf1
 static void layernorm_fwd_with(real *y, real *stat, const real *x, const real *gain, const real *bias, int N, int C, NormAct act) {
     if (N <= 0) return;
     bf16 *yb = twin_out(y, (size_t)N * C);
+    const SlabOut so = twin_slab_out(y, N, C);
     switch (cdiv(C, ROW_THREADS)) {
-    case 1: return launch_pdl(layernorm_fwd_kernel<1>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act);
-    case 2: return launch_pdl(layernorm_fwd_kernel<2>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act);
-    case 3: case 4: return launch_pdl(layernorm_fwd_kernel<4>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act);
-    case 5: case 6: case 7: case 8: return launch_pdl(layernorm_fwd_kernel<8>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act);
+    case 1: return launch_pdl(layernorm_fwd_kernel<1>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act, so);
+    case 2: return launch_pdl(layernorm_fwd_kernel<2>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act, so);
+    case 3: case 4: return launch_pdl(layernorm_fwd_kernel<4>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act, so);
+    case 5: case 6: case 7: case 8: return launch_pdl(layernorm_fwd_kernel<8>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act, so);
     default:
         if (C > 32 * ROW_THREADS) die("layer norm over %d values a row: the CUDA backend takes at most %d", C, 32 * ROW_THREADS);
-        if (C > 16 * ROW_THREADS) return launch_pdl(layernorm_fwd_kernel<32>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act);
-        return launch_pdl(layernorm_fwd_kernel<16>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act);
+        if (C > 16 * ROW_THREADS) return launch_pdl(layernorm_fwd_kernel<32>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act, so);
+        return launch_pdl(layernorm_fwd_kernel<16>, N, ROW_THREADS, 0, y, yb, stat, x, gain, bias, C, act, so);
     }
 }
 
@@ -78,11 +83,11 @@ void norm_act_fwd_cuda(real *u, real *s, real *stat, const real *x, const real *
 
 // Row n = blockIdx.x through its norm (row_norm_bwd); dx may alias dy.
 __global__ void layernorm_bwd_kernel(real *dx, bf16 *dxb, const real *dy, const real *x, const real *stat, const real *gain,
-                                     int C) {
+                                     int C, SlabOut so) {
     pdl_enter();
     const long r = (long)blockIdx.x * C;
     row_norm_bwd(dx + r, dxb ? dxb + r : NULL, dy + r, x + r, gain, make_float2(stat[2 * blockIdx.x], stat[2 * blockIdx.x + 1]),
-                 C);
+                 C, so, blockIdx.x, 0);
 }
 
 // Columns first (dbias, dgain, from one read), while dy is intact; then the rows. Without
@@ -91,5 +96,7 @@ void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, cons
                         const real *gain, int N, int C) {
     if (N <= 0) return;
     if (dgain) launch_pdl(norm_param_grad_kernel<2>, cdiv(C, 32), col_threads(), 0, dgain, dbias, dy, x, stat, N, C, C);
-    if (dx) launch_pdl(layernorm_bwd_kernel, N, ROW_THREADS, 0, dx, twin_out(dx, (size_t)N * C), dy, x, stat, gain, C);
+    if (!dx) return;
+    bf16 *dxb = twin_out(dx, (size_t)N * C);
+    launch_pdl(layernorm_bwd_kernel, N, ROW_THREADS, 0, dx, dxb, dy, x, stat, gain, C, twin_slab_out(dx, N, C));
 }

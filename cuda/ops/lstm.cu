@@ -11,9 +11,10 @@ __global__ void ln_stats_kernel(real *lnstat, const real *z, int H) {
     put_stats(lnstat + blockIdx.x * 8 + 2 * blockIdx.y, st);
 }
 
-// One thread per (b, j): the four gates' activations, c and h (and h in bf16 where hb is given).
+// One thread per (b, j): the four gates' activations, c and h (and h in bf16 where hb is
+// given, and in the slab image so).
 __global__ void lstm_fwd_kernel(real *h, bf16 *hb, real *c, real *act, const real *lnstat, const real *z, const real *c_prev,
-                                const real *bias, const real *ln_gain, int B, int H) {
+                                const real *bias, const real *ln_gain, int B, int H, SlabOut so) {
     pdl_enter();
     for (long o = blockIdx.x * (long)blockDim.x + threadIdx.x; o < (long)B * H; o += (long)gridDim.x * blockDim.x) {
         long b = o / H, j = o % H, G = 4L * H;
@@ -29,22 +30,25 @@ __global__ void lstm_fwd_kernel(real *h, bf16 *hb, real *c, real *act, const rea
         }
         float cn = a[1] * c_prev[o] + a[0] * a[2];
         c[o] = cn;
-        h[o] = a[3] * tnh(cn);
-        if (hb) hb[o] = __float2bfloat16_rn(h[o]);
+        const float hv = a[3] * tnh(cn);
+        h[o] = hv;
+        if (hb) hb[o] = __float2bfloat16_rn(hv);
+        so.put(b, (int)j, hv);
     }
 }
 
 void lstm_fwd_on(cudaStream_t s, real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
-                 const real *bias, const real *ln_gain, int B, int H, bf16 *hb) {
+                 const real *bias, const real *ln_gain, int B, int H, bf16 *hb, SlabOut so) {
     if (B <= 0) return;
     if (ln_gain) launch_attr(attr_pdl(true), ln_stats_kernel, dim3(B, 4), ROW_THREADS, 0, s, lnstat, z, H);
     launch_attr(attr_pdl(true), lstm_fwd_kernel, grid_for((size_t)B * H, 256), 256, 0, s, h, hb, c, act, lnstat, z, c_prev,
-                bias, ln_gain, B, H);
+                bias, ln_gain, B, H, so);
 }
 
 void lstm_fwd_cuda(real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
                    const real *bias, const real *ln_gain, int B, int H) {
-    lstm_fwd_on(g_cuda.stream, h, c, act, lnstat, z, c_prev, bias, ln_gain, B, H, twin_out(h, (size_t)B * H));
+    bf16 *hb = twin_out(h, (size_t)B * H);
+    lstm_fwd_on(g_cuda.stream, h, c, act, lnstat, z, c_prev, bias, ln_gain, B, H, hb, twin_slab_out(h, B, H));
 }
 
 // One thread per (b, j): the gradient at the four gates' pre-activations (into dz) and
@@ -70,19 +74,19 @@ __global__ void lstm_bwd_cell_kernel(real *dz, bf16 *dzb, real *dc_prev, const r
 }
 
 // Row b = blockIdx.x of dz through the layer norm of gate g = blockIdx.y, in place (row_norm_bwd).
-__global__ void ln_bwd_kernel(real *dz, bf16 *dzb, const real *z, const real *lnstat, const real *ln_gain, int H) {
+__global__ void ln_bwd_kernel(real *dz, bf16 *dzb, const real *z, const real *lnstat, const real *ln_gain, int H, SlabOut so) {
     pdl_enter();
     const long off = (long)blockIdx.x * 4 * H + (long)blockIdx.y * H;
     const real *st = lnstat + blockIdx.x * 8 + 2 * blockIdx.y;
     row_norm_bwd(dz + off, dzb ? dzb + off : NULL, dz + off, z + off, ln_gain + (long)blockIdx.y * H, make_float2(st[0], st[1]),
-                 H);
+                 H, so, blockIdx.x, (int)blockIdx.y * H);
 }
 
 // Three passes as on the CPU: per element the gradient at pre (kept in dz) and dc_prev;
 // per column dbias and dln_gain; per row dz through the layer norm.
 void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh,
                  const real *dc, const real *act, const real *c, const real *c_prev, const real *z,
-                 const real *lnstat, const real *ln_gain, int B, int H, bf16 *dzb) {
+                 const real *lnstat, const real *ln_gain, int B, int H, bf16 *dzb, SlabOut so) {
     if (B <= 0) return;
     launch_attr(attr_pdl(true), lstm_bwd_cell_kernel, grid_for((size_t)B * H, 256), 256, 0, s, dz, ln_gain ? NULL : dzb,
                 dc_prev, dh, dc, act, c, c_prev, B, H);
@@ -92,12 +96,13 @@ void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln
     }
     launch_attr(attr_pdl(true), norm_param_grad_kernel<8>, cdiv(4L * H, 32), col_threads(), 0, s, dln_gain, dbias,
                 (const real *)dz, z, lnstat, B, 4 * H, H);
-    launch_attr(attr_pdl(true), ln_bwd_kernel, dim3(B, 4), ROW_THREADS, 0, s, dz, dzb, z, lnstat, ln_gain, H);
+    launch_attr(attr_pdl(true), ln_bwd_kernel, dim3(B, 4), ROW_THREADS, 0, s, dz, dzb, z, lnstat, ln_gain, H, so);
 }
 
 void lstm_bwd_cuda(real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh, const real *dc,
                    const real *act, const real *c, const real *c_prev, const real *z, const real *lnstat,
                    const real *ln_gain, int B, int H) {
-    lstm_bwd_on(g_cuda.stream, dz, dc_prev, dbias, dln_gain, dh, dc, act, c, c_prev, z, lnstat, ln_gain, B, H,
-                twin_out(dz, 4 * (size_t)B * H));
+    bf16 *dzb = twin_out(dz, 4 * (size_t)B * H);  // (the image: the layer norm's pass writes dz last)
+    lstm_bwd_on(g_cuda.stream, dz, dc_prev, dbias, dln_gain, dh, dc, act, c, c_prev, z, lnstat, ln_gain, B, H, dzb,
+                ln_gain ? twin_slab_out(dz, B, 4 * H) : SlabOut{NULL, 0});
 }

@@ -19,13 +19,13 @@ void colsum_acc(real *out, const real *in, int N, int R, cudaStream_t stream = g
 void colsum_reserve(int N, int R);
 
 void embed_fwd_cuda(real *out, const real *table, const int *tok, int N, int E, cudaStream_t stream);
-// The cell on a given stream, with a bf16 copy of its result where hb / dzb is given (what
-// the next product reads).
+// The cell on a given stream, with a bf16 copy of its result where hb / dzb is given and its
+// slab image where so has one (what the next product reads; dz's with the layer norm alone).
 void lstm_fwd_on(cudaStream_t s, real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
-                 const real *bias, const real *ln_gain, int B, int H, bf16 *hb = NULL);
+                 const real *bias, const real *ln_gain, int B, int H, bf16 *hb = NULL, SlabOut so = SlabOut{NULL, 0});
 void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh,
                  const real *dc, const real *act, const real *c, const real *c_prev, const real *z,
-                 const real *lnstat, const real *ln_gain, int B, int H, bf16 *dzb = NULL);
+                 const real *lnstat, const real *ln_gain, int B, int H, bf16 *dzb = NULL, SlabOut so = SlabOut{NULL, 0});
 // Column-major C[m,n] = A B (ops ta, tb) + beta C on g_cuda.blas (its current stream): bf16
 // operands on the tensor cores when BF, else plain fp32 (no TF32); fp32 C.
 template <bool BF>

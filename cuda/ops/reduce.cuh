@@ -50,9 +50,11 @@ __device__ inline float2 row_stats(const float *x, int C, float *buf) {
     return make_float2(mean, 1 / sqrtf(block_sum(ss, buf) / C + LN_EPS));
 }
 // A layer norm's backward over x[0..C) with st = (mean, rstd): dx = rstd * (dxh - mean(dxh) -
-// xhat * mean(dxh * xhat)), dxh = dy * gain, and dxb (may be NULL) its bf16 twin. Both sums
-// are taken before any dx is written, so dx may alias dy.
-__device__ inline void row_norm_bwd(real *dx, bf16 *dxb, const real *dy, const real *x, const real *gain, float2 st, int C) {
+// xhat * mean(dxh * xhat)), dxh = dy * gain, and dxb (may be NULL) its bf16 twin, dx[j] also
+// element (row, col0 + j) of the slab image so. Both sums are taken before any dx is written,
+// so dx may alias dy.
+__device__ inline void row_norm_bwd(real *dx, bf16 *dxb, const real *dy, const real *x, const real *gain, float2 st, int C,
+                                    SlabOut so, long row, int col0) {
     __shared__ float2 buf[32];
     float2 s = {};
 #pragma unroll 4
@@ -63,7 +65,11 @@ __device__ inline void row_norm_bwd(real *dx, bf16 *dxb, const real *dy, const r
     s = block_sum(s, buf);  // both sums in one reduction
     const float m1 = s.x / C, m2 = s.y / C;
 #pragma unroll 4
-    for (int j = threadIdx.x; j < C; j += blockDim.x) put(dx, dxb, j, st.y * (dy[j] * gain[j] - m1 - (x[j] - st.x) * st.y * m2));
+    for (int j = threadIdx.x; j < C; j += blockDim.x) {
+        const float v = st.y * (dy[j] * gain[j] - m1 - (x[j] - st.x) * st.y * m2);
+        put(dx, dxb, j, v);
+        so.put(row, col0 + j, v);
+    }
 }
 
 // (mean, rstd) stored at st[0], st[1] by thread 0.

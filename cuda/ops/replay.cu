@@ -42,6 +42,7 @@ static cudaGraphExec_t record(void (*body)(void *), void *ctx) {
     cudaGraph_t graph;
     g_cuda.stream = side;
     CUBLAS_CHECK(cublasSetStream(g_cuda.blas, side));
+    twin_slabs_drop();  // an image written before the record is not rewritten before its replays
     CUDA_CHECK(cudaStreamBeginCapture(side, cudaStreamCaptureModeThreadLocal));
     body(ctx);
     CUDA_CHECK(cudaStreamEndCapture(side, &graph));
@@ -58,6 +59,7 @@ void replay_cuda(const void *owner, int key, int T, void (*body)(void *), void *
     if (r->gen == g_cuda.gen && !r->exec) r->exec = record(body, ctx);  // ran once with these buffers
     if (r->gen == g_cuda.gen && r->exec) {
         CUDA_CHECK(cudaGraphLaunch(r->exec, side));
+        twin_slabs_drop();  // the images the graph wrote were not tracked here
         return;
     }
     rec_drop_graph(r);  // the first call, or a buffer moved (maybe while recording): the ops themselves

@@ -42,7 +42,7 @@ __global__ void pack_slabs_kernel(unsigned char *pk, const bf16 *x, int N, int K
     if (i >= (long)ntiles * 128 * (K / 8)) return;
     const int row = (int)(i / (K / 8)), col = (int)(i % (K / 8)) * 8;
     const uint4 v = row < N ? *(const uint4 *)(x + (long)row * K + col) : make_uint4(0, 0, 0, 0);
-    *(uint4 *)(pk + ((long)(col / 32) * ntiles + row / 128) * 8192 + wg_img_at(row % 128, col % 32)) = v;
+    *(uint4 *)(pk + slab_at(row, col, ntiles)) = v;
 }
 
 void wg_pack_slabs(void *pk, const bf16 *x, int N, int K, void *stream) {

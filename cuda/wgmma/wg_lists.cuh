@@ -29,9 +29,8 @@ bool wg_takes(int H, int B);
 
 inline cudaStream_t wg_stream(void *stream) { return stream ? (cudaStream_t)stream : g_cuda.stream; }
 
-// x [N, K], row-major bf16, as the steps' and wg_mm.cu's 8 KB slabs: slab (k, tile) holds rows
-// 128 tile .. 128 tile + 127 of columns 32 k .. 32 k + 31 in the 64-byte swizzle (wgmma.cuh),
-// rows past N zero; pk holds cdiv(N, 128) * 128 * K bf16.
+// x [N, K], row-major bf16, as the steps' and wg_mm.cu's 8 KB slabs (base/slab.cuh), rows
+// past N zero; pk holds cdiv(N, 128) * 128 * K bf16.
 void wg_pack_slabs(void *pk, const bf16 *x, int N, int K, void *stream);
 
 // Packs the weights w (bf16 blocks) into l.wpk by pack(wpk, w, blk, gstride, nnz), a thread

@@ -3,17 +3,11 @@
 // between warpgroups (their loads: bsmm/bulk.cuh's bulk copies and mbarriers).
 #pragma once
 #include <stdint.h>
+#include "base/slab.cuh"
 #include "bsmm/bulk.cuh"
 
-// The 64-byte swizzle of a K-major operand (rows of 32 bf16, 64 bytes; the copy engine's
-// CU_TENSOR_MAP_SWIZZLE_64B): byte o of a row-major image lands at wg_sw64(o), its 16-byte
-// chunk (bits 4-5) xor'ed with bits 7-8. Images start 512-byte aligned.
-__host__ __device__ inline uint32_t wg_sw64(uint32_t o) { return o ^ (((o >> 7) & 3) << 4); }
-// Element (r, k) of such an image, rows of 32 bf16 (row r, column k), in bytes.
-__host__ __device__ inline uint32_t wg_img_at(int r, int k) { return wg_sw64((uint32_t)(r * 64 + k * 2)); }
-
-// Descriptor of a K-major operand at shared address a in that swizzle: 8-row groups 512 bytes
-// apart; a k16 step within the 64-byte row is a 32-byte advance of a.
+// Descriptor of a K-major operand at shared address a in the 64-byte swizzle (base/slab.cuh):
+// 8-row groups 512 bytes apart; a k16 step within the 64-byte row is a 32-byte advance of a.
 __device__ inline uint64_t wg_desc(uint32_t a) {
     return (uint64_t)((a & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(512 >> 4) << 32) | ((uint64_t)2 << 62);
 }

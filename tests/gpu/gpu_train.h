@@ -167,14 +167,15 @@ static inline double *grad_spread(Model *m, Acts *a, const Batch *b, double eps)
     return spread;
 }
 
-// The GPU's loss and every parameter gradient against the CPU's on a 7 x 5 window. A tensor's
+// The GPU's loss and every parameter gradient against the CPU's on a B x 5 window. A tensor's
 // tolerance is grad_tol, or twice its gradient spread under weight noise of size spread_eps (> 0).
-static inline void check_grads(const Shape *shs, int nsh, const char *prec, double loss_tol, double grad_tol, double spread_eps) {
+static inline void check_grads_at(const Shape *shs, int nsh, const char *prec, int B, double loss_tol, double grad_tol,
+                                  double spread_eps) {
     const Backend *cpu = backend_cpu(), *gpu = cuda_named(prec);
     for (int si = 0; si < nsh; si++) {
         const Shape *sh = &shs[si];
         Model *mc = make_model(sh, cpu), *mg = make_model(sh, gpu);
-        Batch b = batch_make(7, 5, mc->H, 100 + si);
+        Batch b = batch_make(B, 5, mc->H, 100 + si);
         Acts *ac = acts_create(mc, b.B, b.T), *ag = acts_create(mg, b.B, b.T);
         double lc = fwd_bwd(mc, ac, &b), lg = fwd_bwd(mg, ag, &b);
         double *spread = spread_eps > 0 ? grad_spread(mc, ac, &b, spread_eps) : NULL;
@@ -194,13 +195,17 @@ static inline void check_grads(const Shape *shs, int nsh, const char *prec, doub
             double e = d_err(gpu, ag->dh[l], ac->dh[l], (size_t)b.B * mc->H);
             CHECK_MSG(e < grad_tol, "%s %s: gradient of carried h of layer %d: rel L2 %.3g", prec, sh->sparsity, l, e);
         }
-        printf("  %s %s %-10s bs=%2d ln=%d D=%d L=%d: loss %.7f vs %.7f, worst grad rel L2 %.2g (%s, tol %.2g)\n", prec, shape_cell(sh),
-               sh->sparsity, sh->bs, sh->ln, sh->depth, sh->L, lg, lc, worst, worst_name, worst_tol);
+        printf("  %s %s %-10s bs=%2d ln=%d D=%d L=%d B=%d: loss %.7f vs %.7f, worst grad rel L2 %.2g (%s, tol %.2g)\n", prec,
+               shape_cell(sh), sh->sparsity, sh->bs, sh->ln, sh->depth, sh->L, B, lg, lc, worst, worst_name, worst_tol);
         free(spread);
         acts_free(mc, ac); acts_free(mg, ag);
         model_free(mc); model_free(mg);
         batch_free(&b);
     }
+}
+
+static inline void check_grads(const Shape *shs, int nsh, const char *prec, double loss_tol, double grad_tol, double spread_eps) {
+    check_grads_at(shs, nsh, prec, 7, loss_tol, grad_tol, spread_eps);
 }
 
 // `steps` Adam steps of shape sh: the GPU loss stays within tol (relative) of the CPU loss at

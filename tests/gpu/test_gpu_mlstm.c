@@ -107,13 +107,18 @@ TEST(gpu_mlstm_fp32_matches_cpu) { check_grads(mshapes, NM, "fp32", 1e-5, 1e-4, 
 // bf16 moves some relu inputs across zero: a 2^-8 weight noise moves the CPU's own gradients by
 // 5-20% at these sizes (none for the plain cell), so bf16 gradients are held to twice that spread.
 TEST(gpu_mlstm_bf16_matches_cpu) { check_grads(mshapes, NM, "bf16", 1e-2, 1e-2, 0x1p-8); }
+// At 128 rows, block 32, the products run on wgmma (cuda/wgmma/wg_mm.cu) from their writers'
+// slab images, the gates' bwd_data on K = 128 stages.
+TEST(gpu_mlstm_bf16_wgmma_matches_cpu) { check_grads_at(&mshapes[2], 1, "bf16", 128, 1e-2, 1e-2, 0x1p-8); }
 TEST(gpu_mlstm_train_fp32_tracks_cpu) { check_curve(&mshapes[0], 30, "fp32", 1e-3); }
 TEST(gpu_mlstm_train_bf16_tracks_cpu) { check_curve(&mshapes[0], 30, "bf16", 3e-2); }
 
 // The same bits from the window's ops issued one by one (engine = steps) and from their
 // replay (backend.h replay): each window's first call runs the ops, the second records them,
 // later ones replay the record; a window of another T has its own record. In bf16 every twin
-// that keep_lowp made equals its buffer rounded, after every window.
+// that keep_lowp made equals its buffer rounded, after every window, and so does each slab
+// image of one (at 128 rows, block 32: ops by one take their writers' images where a record
+// packs its first inputs itself, so the bits agree only if image and pack do).
 static int same_on_device(const Backend *be, const real *x, const real *y, size_t n) {
     real *hx = xmalloc(n * sizeof(real)), *hy = xmalloc(n * sizeof(real));
     be->to_host(hx, x, n * sizeof(real));
@@ -126,26 +131,27 @@ static int same_on_device(const Backend *be, const real *x, const real *y, size_
 
 TEST(gpu_mlstm_replay_gives_the_ops_bits) {
     const char *precs[] = {"fp32", "bf16"};
-    const int shs[] = {0, 2}, Ts[] = {5, 5, 5, 3, 5};
+    const int shs[] = {0, 2, 2}, Bs[] = {7, 7, 128}, Ts[] = {5, 5, 5, 3, 5};
     for (int p = 0; p < 2; p++)
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 3; k++) {
             const Shape *sh = &mshapes[shs[k]];
+            const int B = Bs[k];
             Model *ms = make_model(sh, cuda_named(precs[p])), *mr = make_model(sh, cuda_named(precs[p]));
             ms->cfg.engine = ENGINE_STEPS;
             CHECK(!mlstm_replays(ms) && mlstm_replays(mr));
-            Acts *as = acts_create(ms, 7, 5), *ar = acts_create(mr, 7, 5);
+            Acts *as = acts_create(ms, B, 5), *ar = acts_create(mr, B, 5);
             for (int call = 0; call < 5; call++) {
-                Batch b = batch_make(7, Ts[call], ms->H, 200 + call);
+                Batch b = batch_make(B, Ts[call], ms->H, 200 + call);
                 double ls = fwd_bwd(ms, as, &b), lr = fwd_bwd(mr, ar, &b);
-                CHECK_MSG(ls == lr, "%s %s call %d (T = %d): loss %.9g replayed, %.9g op by op", precs[p], sh->sparsity, call,
-                          b.T, lr, ls);
-                CHECK_MSG(same_on_device(mr->be, mr->grads, ms->grads, ms->nparams), "%s %s call %d (T = %d): gradients differ",
-                          precs[p], sh->sparsity, call, b.T);
+                CHECK_MSG(ls == lr, "%s %s B %d call %d (T = %d): loss %.9g replayed, %.9g op by op", precs[p], sh->sparsity, B,
+                          call, b.T, lr, ls);
+                CHECK_MSG(same_on_device(mr->be, mr->grads, ms->grads, ms->nparams),
+                          "%s %s B %d call %d (T = %d): gradients differ", precs[p], sh->sparsity, B, call, b.T);
                 for (int l = 0; l < ms->L; l++)
                     CHECK_MSG(same_on_device(mr->be, ar->dh[l], as->dh[l], (size_t)b.B * ms->H),
-                              "%s %s call %d: carried h's gradient of layer %d differs", precs[p], sh->sparsity, call, l);
-                CHECK_MSG(twins_stale() == 0, "%s %s call %d: %zu values of the bf16 twins are stale", precs[p], sh->sparsity,
-                          call, twins_stale());
+                              "%s %s B %d call %d: carried h's gradient of layer %d differs", precs[p], sh->sparsity, B, call, l);
+                CHECK_MSG(twins_stale() == 0, "%s %s B %d call %d: %zu values of the bf16 twins are stale", precs[p], sh->sparsity,
+                          B, call, twins_stale());
                 batch_free(&b);
             }
             acts_free(ms, as); acts_free(mr, ar);
