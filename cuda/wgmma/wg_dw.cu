@@ -117,8 +117,10 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 }  // namespace
 
+int wg_dw_takes(const BsMat *w) { return w->bs == 32 && w->ngates == 4 && w->nbr == 4 * w->nbc && wg_fwd_runs_here(); }
+
 int wg_dw(real *dvals, const void *dz, const void *h, const BsMat *w, int N, void *stream) {
-    if (w->bs != 32 || w->ngates != 4 || w->nbr != 4 * w->nbc || !wg_fwd_runs_here()) return 0;
+    if (!wg_dw_takes(w)) return 0;
     const DevBsMat *d = dev_of(w);
     if (N <= 0 || d->wgrp.n == 0) return 1;
     check_aligned(dz, "dz");

@@ -12,8 +12,10 @@ extern "C" {
 
 // dz [N, 4H] and h [N, H]: bf16 row-major (device); w: block 32, four gates stacked, uploaded
 // to the CUDA backend; on `stream` (a cudaStream_t, NULL: the backend's). 0 where it does not
-// run (another shape, no sm_90a device): nothing was done.
+// run (!wg_dw_takes(w)): nothing was done.
 int wg_dw(real *dvals, const void *dz, const void *h, const BsMat *w, int N, void *stream);
+// Whether wg_dw runs w's shape here (its callers convert dz and h to bf16 only if so).
+int wg_dw_takes(const BsMat *w);
 
 #ifdef __cplusplus
 }

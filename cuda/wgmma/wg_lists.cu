@@ -3,7 +3,7 @@
 #include "base/launch.cuh"
 #include "wgmma/wg_fwd.h"
 #include "wgmma/wg_lists.cuh"
-#include "wgmma/wgmma.cuh"
+#include "base/slab.cuh"
 
 template <typename T>
 static const T *upload(const T *h, size_t n) {
@@ -39,15 +39,15 @@ void wg_lists_free(WgLists *l) {
 __global__ void pack_slabs_kernel(unsigned char *pk, const bf16 *x, int N, int K, int ntiles) {
     pdl_enter();
     const long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    if (i >= (long)ntiles * 128 * (K / 8)) return;
+    if (i >= (long)ntiles * SLAB_ROWS * (K / 8)) return;
     const int row = (int)(i / (K / 8)), col = (int)(i % (K / 8)) * 8;
     const uint4 v = row < N ? *(const uint4 *)(x + (long)row * K + col) : make_uint4(0, 0, 0, 0);
     *(uint4 *)(pk + slab_at(row, col, ntiles)) = v;
 }
 
 void wg_pack_slabs(void *pk, const bf16 *x, int N, int K, void *stream) {
-    const int ntiles = (N + 127) / 128;
-    const long n = (long)ntiles * 128 * (K / 8);
+    const int ntiles = (N + SLAB_ROWS - 1) / SLAB_ROWS;
+    const long n = (long)ntiles * SLAB_ROWS * (K / 8);
     launch_attr(attr_pdl(true), pack_slabs_kernel, dim3((unsigned)((n + 255) / 256)), 256, 0, wg_stream(stream),
                 (unsigned char *)pk, x, N, K, ntiles);
 }

@@ -252,10 +252,10 @@ void wg_mm_bwd_data(real *dx, const real *dy, const BsMat *w, const real *vals, 
 
 template <bool BF>
 void wg_mm_bwd_weight(real *dvals, const real *dy, const real *x, const BsMat *w, int N) {
-    if (BF && wg_dw(dvals, act_operand<true>(dy, (size_t)N * w->rows, SCRATCH_DYBF16),
-                    act_operand<true>(x, (size_t)N * w->cols, SCRATCH_XBF16), w, N, NULL))
-        return;
-    bsmm_bwd_weight_cuda<BF>(dvals, dy, x, w, N);
+    if (BF && wg_dw_takes(w))
+        wg_dw(dvals, act_operand<true>(dy, (size_t)N * w->rows, SCRATCH_DYBF16), act_operand<true>(x, (size_t)N * w->cols, SCRATCH_XBF16),
+              w, N, NULL);
+    else bsmm_bwd_weight_cuda<BF>(dvals, dy, x, w, N);
 }
 
 template void wg_mm_fwd<false>(real *, const real *, const BsMat *, const real *, int, int);
