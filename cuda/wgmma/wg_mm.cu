@@ -6,7 +6,9 @@
 // consumer warpgroups (64 rows each) multiply every stage as it lands and store their tile
 // from registers. A gate-stacked matrix's entry is a block of its first gate with the other
 // three: in the forward one slab feeds the four gates' blocks (N = 128 outputs), in bwd_data
-// the four gates' slabs of dy and their blocks are K = 128 of the entry's 32 outputs. A list
+// the four gates' slabs of dy and their blocks are K = 128 of the entry's 32 outputs. A
+// one-gate matrix's stage holds four entries (K = 128 too: a quarter of the stages, each
+// barrier's wait paying for four blocks' products), the last of a piece fewer. A list
 // cut into pieces is finished by its last piece, adding the pieces' partial tiles in piece
 // order: the same bits every run.
 #include "backend/backend_cuda.cuh"
@@ -25,13 +27,15 @@ constexpr int WB = 32 * 32 * 2;   // a block
 constexpr int THREADS = 3 * 128;
 
 // G blocks an entry (4: a gate-stacked matrix's four gates); in the forward they share one
-// slab and make N = 32 G outputs, in bwd_data each has its slab and N = 32.
+// slab and make N = 32 G outputs, in bwd_data each has its slab and N = 32. E entries a
+// stage: their slabs, then their blocks.
 template <int G, bool FWD>
 struct Wm {
     static constexpr int SLABS = FWD ? 1 : G, N = FWD ? 32 * G : 32, ACC = N / 2;  // ACC: a consumer thread's accumulators
-    static constexpr int STAGE = SLABS * SLAB + G * WB;
+    static constexpr int E = G == 1 ? 4 : 1, ENTRY = SLABS * SLAB + G * WB, STAGE = E * ENTRY;
     static constexpr int S = 200 * 1024 / STAGE;  // stages
-    static constexpr size_t SMEM = 1024 + (size_t)S * STAGE + 2 * S * 8 + 2 * 4;
+    static constexpr int ZERO = E > 1 ? WB : 0;   // after the ring: a block of zeros, the B operand of a stage's missing entries
+    static constexpr size_t SMEM = 1024 + (size_t)S * STAGE + ZERO + 2 * S * 8 + 2 * 4;
 };
 
 struct Args {
@@ -50,7 +54,7 @@ struct Args {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // wgmma exists in sm_90a code alone
 // The producer warp: each piece's entries over each tile, 32 entries' indices loaded at once
-// (a lane each), lane 0 issuing the copies.
+// (a lane each, so a stage's E entries never straddle two loads), lane 0 issuing the copies.
 template <int G, bool FWD>
 __device__ inline void produce(const CUtensorMap *wmap, const Args &a, unsigned char *ring,
                                uint64_t *full, uint64_t *empty) {
@@ -63,46 +67,70 @@ __device__ inline void produce(const CUtensorMap *wmap, const Args &a, unsigned 
             for (int c0 = pc.beg; c0 < pc.end; c0 += 32) {
                 const int e = c0 + lane < pc.end ? c0 + lane : c0;
                 const int ix = a.idx[e], bk = a.blk ? a.blk[e] : e, n = min(32, pc.end - c0);
-                for (int i = 0; i < n; i++, q++) {
-                    const int x = __shfl_sync(0xffffffffu, ix, i), b = __shfl_sync(0xffffffffu, bk, i), s = q % C::S;
+                for (int i = 0; i < n; i += C::E, q++) {
+                    int x[C::E], b[C::E];
+#pragma unroll
+                    for (int u = 0; u < C::E; u++)
+                        x[u] = __shfl_sync(0xffffffffu, ix, min(i + u, n - 1)), b[u] = __shfl_sync(0xffffffffu, bk, min(i + u, n - 1));
+                    const int s = q % C::S, ne = min(C::E, n - i);
                     if (lane) continue;
                     if (q >= C::S) mbar_wait(empty + s, (q / C::S - 1) & 1);
                     unsigned char *st = ring + s * C::STAGE;
-                    mbar_expect(full + s, C::STAGE);
+                    mbar_expect(full + s, ne * C::ENTRY);
 #pragma unroll
-                    for (int k = 0; k < C::SLABS; k++)
-                        bulk_load(st + k * SLAB, a.xpk + (((long)x + k * a.gslab) * a.ntiles + ty) * SLAB, SLAB, full + s);
+                    for (int u = 0; u < C::E; u++) {
+                        if (u >= ne) break;
 #pragma unroll
-                    for (int g = 0; g < G; g++)
-                        tensor_load_2d(st + C::SLABS * SLAB + g * WB, wmap, 0, (int)((b + g * a.gstride) * 32), full + s);
+                        for (int k = 0; k < C::SLABS; k++)
+                            bulk_load(st + (u * C::SLABS + k) * SLAB, a.xpk + (((long)x[u] + k * a.gslab) * a.ntiles + ty) * SLAB,
+                                      SLAB, full + s);
+#pragma unroll
+                        for (int g = 0; g < G; g++)
+                            tensor_load_2d(st + C::E * C::SLABS * SLAB + (u * G + g) * WB, wmap, 0,
+                                           (int)((b[u] + g * a.gstride) * 32), full + s);
+                    }
                 }
             }
     }
 }
 
-// Consumer warpgroup wg's products over the next n stages into d (rows 64 wg .. of the tile):
-// the forward's B operand is the blocks as stored (K-major), bwd_data's their transpose (each
-// block row a k: MN-major).
+// Consumer warpgroup wg's products over a piece's next n entries into d (rows 64 wg .. of the
+// tile): the forward's B operand is the blocks as stored (K-major), bwd_data's their
+// transpose (each block row a k: MN-major).
 template <int G, bool FWD>
 __device__ inline void products(float (&d)[Wm<G, FWD>::ACC], int wg, int n, int &q, unsigned char *ring, uint64_t *full,
                                 uint64_t *empty) {
     using C = Wm<G, FWD>;
 #pragma unroll
     for (int k = 0; k < C::ACC; k++) d[k] = 0.f;
-    ring_consume<C::S, true>(n, q, ring, C::STAGE, full, empty, [&](unsigned char *st) {
-        const uint32_t aa = smem_addr(st + wg * (SLAB / 2)), bb = smem_addr(st + C::SLABS * SLAB);
-        if constexpr (!FWD) {
+    int left = n;  // entries not yet multiplied
+    const uint32_t zero = smem_addr(ring + C::S * C::STAGE);
+    ring_consume<C::S, true>((n + C::E - 1) / C::E, q, ring, C::STAGE, full, empty, [&](unsigned char *st) {
+        const uint32_t aa = smem_addr(st + wg * (SLAB / 2)), bb = smem_addr(st + C::E * C::SLABS * SLAB);
+        if constexpr (C::E > 1) {
+            // every slot multiplied (a branch around wgmma serialises the groups): a missing
+            // entry as the first one's slab times zeros
+#pragma unroll
+            for (int e = 0; e < C::E; e++) {
+                const uint32_t ae = e < left ? aa + e * SLAB : aa, be = e < left ? bb + e * WB : zero;
+                if constexpr (FWD) {
+                    wg_mma_n32(d, wg_desc(ae), wg_desc(be));
+                    wg_mma_n32(d, wg_desc(ae + 32), wg_desc(be + 32));
+                } else {
+                    wg_mma_n32<0, 1>(d, wg_desc(ae), wg_desc_mn(be, WB));
+                    wg_mma_n32<0, 1>(d, wg_desc(ae + 32), wg_desc_mn(be + 1024, WB));
+                }
+            }
+            left -= C::E;
+        } else if constexpr (!FWD) {
 #pragma unroll
             for (int g = 0; g < G; g++) {
                 wg_mma_n32<0, 1>(d, wg_desc(aa + g * SLAB), wg_desc_mn(bb + g * WB, WB));
                 wg_mma_n32<0, 1>(d, wg_desc(aa + g * SLAB + 32), wg_desc_mn(bb + g * WB + 1024, WB));
             }
-        } else if constexpr (G == 4) {
+        } else {
             wg_mma_n128(d, wg_desc(aa), wg_desc(bb));
             wg_mma_n128(d, wg_desc(aa + 32), wg_desc(bb + 32));
-        } else {
-            wg_mma_n32(d, wg_desc(aa), wg_desc(bb));
-            wg_mma_n32(d, wg_desc(aa + 32), wg_desc(bb + 32));
         }
     });
 }
@@ -178,9 +206,11 @@ __global__ void __launch_bounds__(THREADS, 1) wg_mm_kernel(const __grid_constant
     using C = Wm<G, FWD>;
     extern __shared__ unsigned char smem_raw[];
     unsigned char *ring = smem_aligned(smem_raw);
-    uint64_t *full = (uint64_t *)(ring + C::S * C::STAGE), *empty = full + C::S;
+    uint64_t *full = (uint64_t *)(ring + C::S * C::STAGE + C::ZERO), *empty = full + C::S;
     int *s_last = (int *)(empty + C::S);
     ring_init<C::S>(full, empty);
+    for (int i = threadIdx.x; i < C::ZERO / 16; i += THREADS) ((uint4 *)(ring + C::S * C::STAGE))[i] = make_uint4(0, 0, 0, 0);
+    fence_async_shared();  // the zeros, before wgmma reads them
     __syncthreads();
     pdl_enter();  // the input and the weights may come from the op before
     const int wg = threadIdx.x / 128;
