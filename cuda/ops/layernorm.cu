@@ -6,24 +6,28 @@
 #include "ops/reduce.cuh"
 
 // What follows the norm: nothing, u = y * mul (y kept in s), or u = max(0, y + add).
+// operand(e) is element e's m or a, loaded with the row before the statistics are summed.
 struct NormAct {
     real *s;
     const real *mul, *add;
     bool relu;
-    __device__ float operator()(float y, long e) const {
+    __device__ float operand(long e) const { return mul ? mul[e] : add ? add[e] : 0.f; }
+    __device__ float operator()(float y, float m, long e) const {
         if (mul) {
             s[e] = y;
-            return y * mul[e];
+            return y * m;
         }
         if (!relu) return y;
-        const float v = y + (add ? add[e] : 0.f);
+        const float v = y + m;
         return v > 0 ? v : 0.f;
     }
 };
 
 // Row n = blockIdx.x, held in registers: thread t keeps x[t + k * blockDim.x], k < V (zero
-// past C), so the row is read once. Its statistics as row_stats takes them (the same sums in
-// the same order), then y (or the activation of y).
+// past C), so the row is read once; up to V = 8 with the gains, biases and the activation's
+// operands, all loads in flight before the first reduction (after its barrier they would
+// wait one more round trip; past 8 they would spill). Its statistics as row_stats takes
+// them (the same sums in the same order), then y (or the activation of y).
 template <int V>
 __global__ void __launch_bounds__(ROW_THREADS) layernorm_fwd_kernel(real *y, bf16 *yb, real *stat, const real *x,
                                                                     const real *gain, const real *bias, int C, NormAct act,
@@ -31,11 +35,18 @@ __global__ void __launch_bounds__(ROW_THREADS) layernorm_fwd_kernel(real *y, bf1
     __shared__ float buf[32];
     pdl_enter();
     const long r = (long)blockIdx.x * C;
-    float v[V], s = 0, ss = 0;
+    constexpr bool EARLY = V <= 8;
+    constexpr int W = EARLY ? V : 1;
+    float v[V], g[W], b[W], m[W], s = 0, ss = 0;
 #pragma unroll
     for (int k = 0; k < V; k++) {
         const int j = threadIdx.x + k * blockDim.x;
-        v[k] = j < C ? x[r + j] : 0.f;
+        const bool in = j < C;
+        v[k] = in ? x[r + j] : 0.f;
+        if (!EARLY) continue;
+        g[k] = in ? gain[j] : 0.f;
+        b[k] = in ? bias[j] : 0.f;
+        m[k] = in ? act.operand(r + j) : 0.f;
     }
 #pragma unroll
     for (int k = 0; k < V; k++) s += v[k];
@@ -48,7 +59,8 @@ __global__ void __launch_bounds__(ROW_THREADS) layernorm_fwd_kernel(real *y, bf1
     for (int k = 0; k < V; k++) {
         const int j = threadIdx.x + k * blockDim.x;
         if (j >= C) continue;
-        const float u = act((v[k] - mean) * rstd * gain[j] + bias[j], r + j);
+        const float gk = EARLY ? g[k % W] : gain[j], bk = EARLY ? b[k % W] : bias[j];
+        const float u = act((v[k] - mean) * rstd * gk + bk, EARLY ? m[k % W] : act.operand(r + j), r + j);
         put(y, yb, r + j, u);
         so.put(blockIdx.x, j, u);
     }
@@ -95,7 +107,7 @@ __global__ void layernorm_bwd_kernel(real *dx, bf16 *dxb, const real *dy, const 
 void layernorm_bwd_cuda(real *dx, real *dgain, real *dbias, const real *dy, const real *x, const real *stat,
                         const real *gain, int N, int C) {
     if (N <= 0) return;
-    if (dgain) launch_pdl(norm_param_grad_kernel<2>, cdiv(C, 32), col_threads(), 0, dgain, dbias, dy, x, stat, N, C, C);
+    if (dgain) launch_pdl(norm_param_grad_kernel<2, COL_LANES>, cdiv(C, 32), col_threads(), 0, dgain, dbias, dy, x, stat, N, C, C);
     if (!dx) return;
     bf16 *dxb = twin_out(dx, (size_t)N * C);
     launch_pdl(layernorm_bwd_kernel, N, ROW_THREADS, 0, dx, dxb, dy, x, stat, gain, C, twin_slab_out(dx, N, C));

@@ -3,6 +3,12 @@
 // lnstat[B, 8] = (mean, rstd) per gate.
 #include "ops/reduce.cuh"
 
+// Threads of a CTA that takes one row and gate (ln_stats, ln_bwd): B = 128 rows make 4 B
+// CTAs, which at 512 threads run as one wave (at ROW_THREADS, as two). Likewise the gates'
+// column sums: a time step's B rows on 8 lanes, so the 4H / 32 CTAs of 256 threads fit one wave.
+#define GATE_THREADS 512
+#define GATE_LANES 8
+
 // lnstat of row b = blockIdx.x, gate g = blockIdx.y (row_stats).
 __global__ void ln_stats_kernel(real *lnstat, const real *z, int H) {
     __shared__ float buf[32];
@@ -40,7 +46,7 @@ __global__ void lstm_fwd_kernel(real *h, bf16 *hb, real *c, real *act, const rea
 void lstm_fwd_on(cudaStream_t s, real *h, real *c, real *act, real *lnstat, const real *z, const real *c_prev,
                  const real *bias, const real *ln_gain, int B, int H, bf16 *hb, SlabOut so) {
     if (B <= 0) return;
-    if (ln_gain) launch_attr(attr_pdl(true), ln_stats_kernel, dim3(B, 4), ROW_THREADS, 0, s, lnstat, z, H);
+    if (ln_gain) launch_attr(attr_pdl(true), ln_stats_kernel, dim3(B, 4), GATE_THREADS, 0, s, lnstat, z, H);
     launch_attr(attr_pdl(true), lstm_fwd_kernel, grid_for((size_t)B * H, 256), 256, 0, s, h, hb, c, act, lnstat, z, c_prev,
                 bias, ln_gain, B, H, so);
 }
@@ -94,9 +100,9 @@ void lstm_bwd_on(cudaStream_t s, real *dz, real *dc_prev, real *dbias, real *dln
         if (dbias) colsum_acc(dbias, dz, B, 4 * H, s);
         return;
     }
-    launch_attr(attr_pdl(true), norm_param_grad_kernel<8>, cdiv(4L * H, 32), col_threads(), 0, s, dln_gain, dbias,
-                (const real *)dz, z, lnstat, B, 4 * H, H);
-    launch_attr(attr_pdl(true), ln_bwd_kernel, dim3(B, 4), ROW_THREADS, 0, s, dz, dzb, z, lnstat, ln_gain, H, so);
+    launch_attr(attr_pdl(true), norm_param_grad_kernel<8, GATE_LANES>, cdiv(4L * H, 32), col_threads(GATE_LANES), 0, s,
+                dln_gain, dbias, (const real *)dz, z, lnstat, B, 4 * H, H);
+    launch_attr(attr_pdl(true), ln_bwd_kernel, dim3(B, 4), GATE_THREADS, 0, s, dz, dzb, z, lnstat, ln_gain, H, so);
 }
 
 void lstm_bwd_cuda(real *dz, real *dc_prev, real *dbias, real *dln_gain, const real *dh, const real *dc,

@@ -80,39 +80,39 @@ __device__ inline void put_stats(real *st, float2 v) {
 }
 
 // Column sums of an [N, R] matrix given element by element as f(n, r), over rows [n0, n1),
-// for the CTA's 32 columns: blockDim (32, COL_LANES); lane y sums rows n0 + y, n0 + y +
-// COL_LANES, ... in order, then the lanes are added in order (one fixed order for a given
-// shape). Thread (x, 0) gets the sum of column r; r past R sums nothing.
+// for the CTA's 32 columns: blockDim (32, L); lane y sums rows n0 + y, n0 + y + L, ... in
+// order, then the lanes are added in order (one fixed order for a given shape). Thread
+// (x, 0) gets the sum of column r; r past R sums nothing.
 // f may return a float2: two sums at once (a layer norm's dbias and dgain from one read).
 #define COL_LANES 32
-template <typename F>
+template <int L = COL_LANES, typename F>
 __device__ inline auto col_sum(F f, long n0, long n1, int r, int R) {
     using V = decltype(f(0L, 0));
-    __shared__ V part[COL_LANES][33];
+    __shared__ V part[L][33];
     V s = {};
     if (r < R) {
 #pragma unroll 4
-        for (long n = n0 + threadIdx.y; n < n1; n += COL_LANES) s = vadd(s, f(n, r));
+        for (long n = n0 + threadIdx.y; n < n1; n += L) s = vadd(s, f(n, r));
     }
     part[threadIdx.y][threadIdx.x] = s;
     __syncthreads();
     V t = {};
     if (threadIdx.y == 0)
-        for (int y = 0; y < COL_LANES; y++) t = vadd(t, part[y][threadIdx.x]);
+        for (int y = 0; y < L; y++) t = vadd(t, part[y][threadIdx.x]);
     return t;
 }
-static inline dim3 col_threads() { return dim3(32, COL_LANES); }
+static inline dim3 col_threads(int lanes = COL_LANES) { return dim3(32, lanes); }
 
 // A layer norm's parameter gradients over N rows of dy, x [N, C]: dbias[c] += sum_n dy[n][c],
 // dgain[c] += sum_n dy[n][c] * xhat[n][c] (either may be NULL), in col_sum's order. Columns
 // are normed in groups of `group` (the LSTM's 4 gates: H; a plain layer norm: C), group k of
-// row n by stat[n * SS + 2k] = (mean, rstd). A CTA of col_threads() per 32 columns.
-template <int SS>
+// row n by stat[n * SS + 2k] = (mean, rstd). A CTA of col_threads(L) per 32 columns.
+template <int SS, int L>
 __global__ void norm_param_grad_kernel(real *dgain, real *dbias, const real *dy, const real *x, const real *stat, int N, int C,
                                        int group) {
     pdl_enter();
     const int j = blockIdx.x * 32 + threadIdx.x, k = 2 * (j / group);
-    float2 s = col_sum([&](long n, int c) {
+    float2 s = col_sum<L>([&](long n, int c) {
         float d = dy[n * C + c];
         return make_float2(d, d * (x[n * C + c] - stat[n * SS + k]) * stat[n * SS + k + 1]);
     }, 0, N, j, C);
