@@ -1,7 +1,8 @@
 // test_piece_plan.c: the pieces the device sampling loop's warps run (sparse/piece_plan.h):
 // every block in exactly one piece, pieces no longer than asked, each row's pieces in block
 // order, and the longest-first deal within one piece of the ideal balance; the columns each
-// span reads, and the stages chosen to fill shared memory.
+// span reads, the stages chosen to fill shared memory and the mLSTM loop's blocks held so that
+// its stages stream evenly.
 #include <stdlib.h>
 #include <string.h>
 #include "sparse/piece_plan.h"
@@ -83,4 +84,21 @@ TEST(fit_most_fills_the_room) {
     CHECK_EQ(fit_most(s, 5, 58), 0u);
     CHECK_EQ(fit_most(s, 5, 1000), 31u);
     CHECK_EQ(fit_most(s, 0, 10), 0u);
+}
+
+// Held blocks fill the room and leave every stage streaming min(n, t) blocks for the least t.
+static void check_even(const int *n, int k, int room, const int *want) {
+    int keep[8];
+    stream_even(n, k, room, keep);
+    for (int i = 0; i < k; i++) CHECK_MSG(keep[i] == want[i], "room %d: stage %d holds %d, want %d", room, i, keep[i], want[i]);
+}
+
+TEST(stream_even_streams_each_stage_alike) {
+    const int n[5] = {9, 9, 9, 9, 16};
+    check_even(n, 5, 100, n);                             // everything fits
+    check_even(n, 5, 7, (const int[]){0, 0, 0, 0, 7});    // t = 9: only the gates' stage holds
+    check_even(n, 5, 11, (const int[]){0, 0, 0, 0, 7});   // t = 8 needs 12
+    check_even(n, 5, 12, (const int[]){1, 1, 1, 1, 8});
+    check_even(n, 5, 0, (const int[]){0, 0, 0, 0, 0});
+    check_even((const int[]){0, 3}, 2, 1, (const int[]){0, 1});
 }

@@ -100,3 +100,14 @@ unsigned fit_most(const size_t *size, int n, size_t room) {
     }
     return best;
 }
+
+void stream_even(const int *n, int k, int room, int *keep) {
+    if (room < 0) die("internal: stream_even with room %d", room);
+    for (int t = 0;; t++) {
+        long held = 0;
+        for (int i = 0; i < k; i++) held += n[i] > t ? n[i] - t : 0;
+        if (held > room) continue;
+        for (int i = 0; i < k; i++) keep[i] = n[i] > t ? n[i] - t : 0;
+        return;
+    }
+}

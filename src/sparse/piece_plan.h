@@ -29,6 +29,10 @@ void span_columns(const int *cols, const int *span, int nspans, int ncols, int *
 // Of the subsets of n items (n <= 16) whose sizes sum to at most room, one with the largest
 // sum, the lowest such bit mask (bit i: item i): the loop's stages held in shared memory.
 unsigned fit_most(const size_t *size, int n, size_t room);
+// Of k stages of n[i] blocks (a warp's runs in the mLSTM loop), how many to hold, keep[i]
+// (the first of each run), so that at most room (>= 0) are held and the rest streams as evenly
+// as it can: n[i] - keep[i] = min(n[i], t) for the least t that fits.
+void stream_even(const int *n, int k, int room, int *keep);
 
 #ifdef __cplusplus
 }
