@@ -52,9 +52,18 @@ __device__ inline void copy16(void *dst, const void *src, size_t n) {
     for (size_t q = threadIdx.x; q < n; q += blockDim.x) ((uint4 *)dst)[q] = ((const uint4 *)src)[q];
 }
 
+// How a warp reads a 32 x 32 block of W: 16 bytes a lane a load, V values of row
+// (it*32 + lane) / LPR, LPR lanes a row, NL loads a lane.
+template <typename W>
+struct Lanes {
+    enum { V = 16 / sizeof(W), LPR = 32 / V, NL = GEN_BLOCK / V / 32 };
+};
+
 // 16 bytes of weights (8 bf16 or 4 floats) dotted with h[0..V) (16-byte aligned: read as float4).
-__device__ inline float dot16(const bf16 *w, const float *h) {
-    uint4 u = *(const uint4 *)w;
+template <typename W>
+__device__ inline float dot16(uint4 u, const float *h);
+template <>
+__device__ inline float dot16<bf16>(uint4 u, const float *h) {
     const __nv_bfloat162 *p = (const __nv_bfloat162 *)&u;
     const float4 a = *(const float4 *)h, b = *(const float4 *)(h + 4);
     const float x[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
@@ -67,9 +76,24 @@ __device__ inline float dot16(const bf16 *w, const float *h) {
     }
     return s;
 }
-__device__ inline float dot16(const float *w, const float *h) {
-    const float4 f = *(const float4 *)w, x = *(const float4 *)h;
+template <>
+__device__ inline float dot16<float>(uint4 u, const float *h) {
+    const float4 f = *(const float4 *)&u, x = *(const float4 *)h;
     return f.x * x.x + f.y * x.y + f.z * x.z + f.w * x.w;
+}
+
+// A lane's row sums reduced over its LPR lanes into the 32 sums dst, then zeroed.
+template <typename W>
+__device__ inline void put_sums(float *acc, float *dst) {
+    using L = Lanes<W>;
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int it = 0; it < L::NL; it++) {
+        float s = acc[it];
+        for (int o = 1; o < L::LPR; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane % L::LPR == 0) dst[it * L::V + lane / L::LPR] = s;
+        acc[it] = 0;
+    }
 }
 
 // The block's threads' inclusive prefix sums of v (thread order).

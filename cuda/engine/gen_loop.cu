@@ -10,28 +10,6 @@ size_t gen_head_bytes(int H, int nrows0, int npieces0) {
     return ((size_t)H * sizeof(float) + sizeof(GenScratch) + sizeof(int) * (size_t)(nrows0 + 1 + npieces0) + 15) / 16 * 16;
 }
 
-// One piece: its blocks times h (shared), summed into 32 partial sums. A lane reads 16 bytes
-// of a block per load: V values of row (it*32 + lane) / LPR, LPR lanes a row.
-template <typename W>
-__device__ void piece_dot(const W *blk, const int *cols, int nb, const float *hs, float *part) {
-    constexpr int V = 16 / sizeof(W), LPR = 32 / V, NL = GEN_BLOCK / V / 32;
-    const int lane = threadIdx.x % 32;
-    float acc[NL] = {};
-#pragma unroll 2
-    for (int b = 0; b < nb; b++) {
-        const W *w = blk + (size_t)b * GEN_BLOCK;
-        const float *h = hs + cols[b] * 32 + (lane % LPR) * V;
-#pragma unroll
-        for (int it = 0; it < NL; it++) acc[it] += dot16(w + (it * 32 + lane) * V, h);
-    }
-#pragma unroll
-    for (int it = 0; it < NL; it++) {
-        float s = acc[it];
-        for (int o = 1; o < LPR; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (lane % LPR == 0) part[it * V + lane / LPR] = s;
-    }
-}
-
 // The partial sums of block row `row` at offset o, in block order; loads 16 at a time, so
 // that a row's pieces cost about one L2 round trip rather than one each.
 __device__ inline float row_sum(const float *part, const int *rp, const int *rpc, int row, int o) {
@@ -46,16 +24,61 @@ __device__ inline float row_sum(const float *part, const int *rp, const int *rpc
     return s;
 }
 
-// Every warp's pieces of stage st times hs, into st.part.
+// A warp's pieces lie one after another in wblk: piece p ends at block piece_blk[p + 1]
+// (cut.e) and sums into part + 32 p (cut.dst).
+struct PieceCut {
+    const int *pb;
+    float *dst;
+    int p, p1, e;
+};
+
+// Blocks k0 .. k1-1 (block k at wb + (k - k0) * 1024, its column cols[k]) times hs, summed
+// piece by piece as cut says. DEPTH blocks' loads are issued before any is used, so that the
+// walk waits on one round trip per DEPTH blocks, not per block; the sums keep block order.
+template <typename W, int DEPTH>
+__device__ void walk_pieces(const W *wb, const int *cols, int k0, int k1, const float *hs, PieceCut cut) {
+    using L = Lanes<W>;
+    const int lane = threadIdx.x % 32;
+    float acc[L::NL] = {};
+    for (int k = k0; k < k1; k += DEPTH) {
+        uint4 u[DEPTH][L::NL];
+        int c[DEPTH];
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++) {
+            const bool in = k + d < k1;
+            c[d] = in ? cols[k + d] : 0;
+            const uint4 *w = (const uint4 *)(wb + (size_t)(k + d - k0) * GEN_BLOCK) + lane;
+#pragma unroll
+            for (int it = 0; it < L::NL; it++) u[d][it] = in ? w[it * 32] : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++) {
+            if (k + d >= k1) break;
+            const float *h = hs + c[d] * 32 + (lane % L::LPR) * L::V;
+#pragma unroll
+            for (int it = 0; it < L::NL; it++) acc[it] += dot16<W>(u[d][it], h);
+            if (k + d + 1 == cut.e) {
+                put_sums<W>(acc, cut.dst);
+                cut.dst += 32;
+                cut.e = ++cut.p < cut.p1 ? cut.pb[cut.p + 1] : k1;
+            }
+        }
+    }
+}
+
+// Every warp's pieces of stage st times hs, into st.part: one walk over the warp's blocks, 2
+// blocks deep from shared memory, 8 KB from L2 (the depths measured best: docs/PERF.md, Sampling).
 template <typename W>
 __device__ void stage_product(const GenStage &st, const unsigned char *smem, const float *hs) {
     const int warp = blockIdx.x * GEN_WARPS + threadIdx.x / 32, b0 = st.cta_blk[blockIdx.x];
-    const W *wb = st.resident ? (const W *)(smem + st.smem_off) : (const W *)st.wblk + (size_t)b0 * GEN_BLOCK;
-    for (int p = st.worker_ptr[warp]; p < st.worker_ptr[warp + 1]; p++) {
-        const int k = st.piece_blk[p];
-        const W *w = wb + (size_t)(k - b0) * GEN_BLOCK;
-        piece_dot(w, st.cols + k, st.piece_blk[p + 1] - k, hs, st.part + (size_t)p * 32);
-    }
+    const int p0 = st.worker_ptr[warp], p1 = st.worker_ptr[warp + 1];
+    if (p0 == p1) return;
+    const int k0 = st.piece_blk[p0], k1 = st.piece_blk[p1];
+    const W *wb = st.resident ? (const W *)(smem + st.smem_off) + (size_t)(k0 - b0) * GEN_BLOCK
+                              : (const W *)st.wblk + (size_t)k0 * GEN_BLOCK;
+    const PieceCut cut = {st.piece_blk, st.part + (size_t)p0 * 32, p0, p1, st.piece_blk[p0 + 1]};
+    if (st.resident) walk_pieces<W, 2>(wb, st.cols, k0, k1, hs, cut);
+    else walk_pieces<W, 8192 / (GEN_BLOCK * (int)sizeof(W))>(wb, st.cols, k0, k1, hs, cut);
 }
 
 // Stage 0's piece lists into shared memory (read every step); its span too where resident, once.
@@ -73,7 +96,7 @@ __device__ void gen_load(const GenLaunch &a, unsigned char *smem, int *rp, int *
 }
 
 template <typename W>
-__global__ void __launch_bounds__(GEN_THREADS) gen_loop(GenLaunch a) {
+__global__ void __launch_bounds__(GEN_THREADS, 1) gen_loop(GenLaunch a) {
     extern __shared__ __align__(16) unsigned char smem[];
     float *hs = (float *)smem;
     GenScratch *sc = (GenScratch *)(hs + a.H);

@@ -135,25 +135,15 @@ struct MlRing {
     }
 };
 
-// A piece's 32 sums (LPR lanes a row) into slot q.
-template <int V, int LPR, int NL>
-__device__ inline void put_slot(float *acc, float *slot, int q) {
-    const int lane = threadIdx.x % 32;
-#pragma unroll
-    for (int it = 0; it < NL; it++) {
-        float s = acc[it];
-        for (int o = 1; o < LPR; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (lane % LPR == 0) slot[q * 32 + it * V + lane / LPR] = s;
-        acc[it] = 0;
-    }
-}
-
-// One block times its 32 inputs x, into the lane's row sums (V values of row (it*32 + lane) / LPR).
-template <typename W, int V, int LPR, int NL>
+// One block times its 32 inputs x, into the lane's row sums (Lanes). Not walk_blocks: its cut
+// at each block's end measured slower here (docs/PERF.md, Sampling); the ring gives one block at a time.
+template <typename W>
 __device__ inline void dot_block(const W *blk, const float *x, float *acc) {
-    const int lane = threadIdx.x % 32;
+    using L = Lanes<W>;
+    const uint4 *b = (const uint4 *)blk + threadIdx.x % 32;
+    x += (threadIdx.x % L::LPR) * L::V;
 #pragma unroll
-    for (int it = 0; it < NL; it++) acc[it] += dot16(blk + (it * 32 + lane) * V, x + (lane % LPR) * V);
+    for (int it = 0; it < L::NL; it++) acc[it] += dot16<W>(b[it * 32], x);
 }
 
 // Stage i times hs: each warp its run (piece q's sums into slot q + w: pieces and runs cut the
@@ -162,24 +152,23 @@ __device__ inline void dot_block(const W *blk, const float *x, float *acc) {
 // chunks into hpart.
 template <typename W>
 __device__ void ml_product(const GenLaunch &a, int i, const MlView &v, MlRing<W> &rg) {
-    constexpr int V = 16 / sizeof(W), LPR = 32 / V, NL = GEN_BLOCK / V / 32;
     const GenStage &st = a.st[i];
     const MlShare h = v.sh[i];
     const int w = threadIdx.x / 32, lane = threadIdx.x % 32, k0 = run_start(h.n, w), k1 = run_start(h.n, w + 1);
     const int kres = k0 + min(h.R, k1 - k0), *segb = v.segb + h.so, *segr = v.segr + h.so, *cols = v.cols + h.co;
     const W *res = (const W *)(v.res + h.roff) + (size_t)w * h.R * GEN_BLOCK;  // block k < kres at res + (k - k0) * 1024
-    float acc[NL] = {};
+    float acc[Lanes<W>::NL] = {};
     int q = 0;
     while (k0 < k1 && segb[q + 1] <= k0) q++;
     for (int k = k0; k < k1; q++) {  // piece q's share of the run: held blocks, then streamed ones
         const int end = min(k1, segb[q + 1]), held = max(k, min(end, kres));
 #pragma unroll 2
-        for (; k < held; k++) dot_block<W, V, LPR, NL>(res + (size_t)(k - k0) * GEN_BLOCK, v.hs + cols[k] * 32, acc);
+        for (; k < held; k++) dot_block<W>(res + (size_t)(k - k0) * GEN_BLOCK, v.hs + cols[k] * 32, acc);
         for (; k < end; k++) {
-            dot_block<W, V, LPR, NL>(rg.take(), v.hs + cols[k] * 32, acc);
+            dot_block<W>(rg.take(), v.hs + cols[k] * 32, acc);
             rg.give(a, v);
         }
-        put_slot<V, LPR, NL>(acc, v.slot, q + w);
+        put_sums<W>(acc, v.slot + (size_t)(q + w) * 32);
     }
     __syncthreads();
     for (int p = w; p < h.nseg; p += GEN_WARPS) {
