@@ -135,8 +135,9 @@ struct MlRing {
     }
 };
 
-// One block times its 32 inputs x, into the lane's row sums (Lanes). Not walk_blocks: its cut
-// at each block's end measured slower here (docs/PERF.md, Sampling); the ring gives one block at a time.
+// One block times its 32 inputs x, into the lane's row sums (Lanes). Not gen_loop.cu's
+// walk_pieces: its cut at each block's end measured slower here (docs/PERF.md, Sampling), and
+// the ring gives one block at a time.
 template <typename W>
 __device__ inline void dot_block(const W *blk, const float *x, float *acc) {
     using L = Lanes<W>;
