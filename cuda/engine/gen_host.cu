@@ -12,6 +12,7 @@ typedef struct {
     int H, D, bf, grid, par, nq, ring;
     size_t smem, span[GEN_MAX_STAGES];  // span: the most blocks of one stage a CTA holds
     int *cta[GEN_MAX_STAGES];           // mLSTM, while planning: each stage's CTA spans [grid + 1]
+    long held;                          // mLSTM: the blocks its CTAs hold in shared memory (place_mstages)
     unsigned off[7];
     GenStage st[GEN_MAX_STAGES];
     int nblk[GEN_MAX_STAGES];
@@ -37,6 +38,13 @@ static void grow(void **p, size_t *have, size_t n, size_t sz) {
     *have = n;
 }
 
+// The largest of ptr[b + 1] - ptr[b] over b < n: the most rows, pieces, blocks or columns of one of n.
+static int most_gap(const int *ptr, int n) {
+    int most = 0;
+    for (int b = 0; b < n; b++) most = ptr[b + 1] - ptr[b] > most ? ptr[b + 1] - ptr[b] : most;
+    return most;
+}
+
 // A stage's rows: w's block rows, then (head) W_o's 8 of H/32 blocks each.
 static int *stage_rows(const BsMat *w, int H, int head) {
     int nrows = w->nbr + (head ? 8 : 0), *rp = (int *)xmalloc(sizeof(int) * (size_t)(nrows + 1));
@@ -50,8 +58,7 @@ static int *stage_rows(const BsMat *w, int H, int head) {
 static void cta_columns(GenLoop *g, GenStage *st, const int *cols, const int *cta) {
     int *ptr, *list;
     span_columns(cols, cta, g->grid, g->H / 32, &ptr, &list);
-    st->most_cols = 0;
-    for (int b = 0; b < g->grid; b++) st->most_cols = ptr[b + 1] - ptr[b] > st->most_cols ? ptr[b + 1] - ptr[b] : st->most_cols;
+    st->most_cols = most_gap(ptr, g->grid);
     st->cta_col_ptr = upload_ints(ptr, g->grid + 1);
     st->cta_col = upload_ints(list, ptr[g->grid]);
     free(ptr); free(list);
@@ -75,11 +82,8 @@ static int *lay_out(GenLoop *g, int i, const PiecePlan *pl, const BsMat *w, cons
         }
     }
     pblk[np] = n;
-    g->span[i] = 0;
-    for (int b = 0; b <= g->grid; b++) {
-        cta[b] = pblk[pl->worker_ptr[b * per]];
-        if (b && (size_t)(cta[b] - cta[b - 1]) > g->span[i]) g->span[i] = (size_t)(cta[b] - cta[b - 1]);
-    }
+    for (int b = 0; b <= g->grid; b++) cta[b] = pblk[pl->worker_ptr[b * per]];
+    g->span[i] = (size_t)most_gap(cta, g->grid);
     cta_columns(g, st, cols, cta);
     int *src_d = upload_ints(src, nblk);
     st->cols = upload_ints(cols, nblk);
@@ -128,10 +132,10 @@ template <typename W>
 static void build_mstage(GenLoop *g, int i, const BsMat *w, const real *vals, const real *wo) {
     GenStage *st = &g->st[i];
     const int nbc = g->H / 32, cs = head_chunk(nbc, g->grid), nch = wo ? 8 * nbc / cs : 0, nrows = w->nbr + nch;
-    int *rp = (int *)xmalloc(sizeof(int) * (size_t)(nrows + 1)), most = cs;
+    int *rp = (int *)xmalloc(sizeof(int) * (size_t)(nrows + 1));
     memcpy(rp, w->row_ptr, sizeof(int) * (size_t)(w->nbr + 1));
     for (int r = w->nbr; r < nrows; r++) rp[r + 1] = rp[r] + cs;
-    for (int r = 0; r < w->nbr; r++) most = rp[r + 1] - rp[r] > most ? rp[r + 1] - rp[r] : most;
+    const int most = most_gap(rp, w->nbr) > cs ? most_gap(rp, w->nbr) : cs;
     if (wo) g->nq = nbc / cs;
     g->nblk[i] = rp[nrows];
     PiecePlan pl;
@@ -140,9 +144,7 @@ static void build_mstage(GenLoop *g, int i, const BsMat *w, const real *vals, co
     int *src = lay_out(g, i, &pl, w, rp, 1);
     gen_gather<W>((W *)st->wblk, src, g->nblk[i], vals, wo, g->H);
     CUDA_CHECK(cudaFree(src));
-    st->most_span = (int)g->span[i], st->most_seg = 0;
-    for (int b = 0; b < g->grid; b++)
-        if (pl.worker_ptr[b + 1] - pl.worker_ptr[b] > st->most_seg) st->most_seg = pl.worker_ptr[b + 1] - pl.worker_ptr[b];
+    st->most_span = (int)g->span[i], st->most_seg = most_gap(pl.worker_ptr, g->grid);
     st->worker_ptr = upload_ints(pl.worker_ptr, g->grid + 1);
     st->piece_row = upload_ints(pl.row, pl.npieces);
     piece_plan_free(&pl);
@@ -170,12 +172,20 @@ static size_t place_mstages(GenLoop *g, int optin) {
     if (head > (size_t)optin) return 0;
     const int room = (int)((optin - head) / (GEN_WARPS * blk));
     size_t held = 0;
+    g->held = 0;
     for (int i = 0; i <= g->D; i++) res[i] = (int *)xmalloc(sizeof(int) * (size_t)g->grid);
     for (int b = 0; b < g->grid; b++) {
         for (int i = 0; i <= g->D; i++) n[i] = cdiv(g->cta[i][b + 1] - g->cta[i][b], GEN_WARPS);
         stream_even(n, g->D + 1, room, keep);
         size_t bytes = 0;
-        for (int i = 0; i <= g->D; i++) res[i][b] = keep[i], bytes += (size_t)GEN_WARPS * keep[i] * blk;
+        for (int i = 0; i <= g->D; i++) {
+            const int len = g->cta[i][b + 1] - g->cta[i][b];
+            res[i][b] = keep[i], bytes += (size_t)GEN_WARPS * keep[i] * blk;
+            for (int w = 0; w < GEN_WARPS; w++) {  // warp w's run, its first keep[i] held
+                const int run = (w + 1) * len / GEN_WARPS - w * len / GEN_WARPS;
+                g->held += run < keep[i] ? run : keep[i];
+            }
+        }
         held = bytes > held ? bytes : held;
     }
     for (int i = 0; i <= g->D; i++) {
@@ -227,29 +237,16 @@ static void mlstm_buffers(GenLoop *g, const GenArgs *a) {
 }
 
 // The weights' MB, and those held in shared memory: the plain loop's resident stages, the
-// mLSTM's first res blocks of each warp's run.
+// mLSTM's held blocks (place_mstages).
 static void describe(GenLoop *g) {
     const double bmb = (double)GEN_BLOCK * (g->bf ? 2 : 4) / 1e6;
-    double mb = 0, held = 0;
+    long all = 0, held = g->D ? g->held : 0;
     for (int i = 0; i <= g->D; i++) {
-        mb += g->nblk[i] * bmb;
-        if (!g->D) {
-            if (g->st[i].resident) held += g->nblk[i] * bmb;
-            continue;
-        }
-        int *res = (int *)xmalloc(sizeof(int) * (size_t)g->grid);
-        CUDA_CHECK(cudaMemcpy(res, g->st[i].res, sizeof(int) * (size_t)g->grid, cudaMemcpyDeviceToHost));
-        for (int b = 0; b < g->grid; b++) {
-            const int n = g->cta[i][b + 1] - g->cta[i][b];
-            for (int w = 0; w < GEN_WARPS; w++) {
-                const int len = (w + 1) * n / GEN_WARPS - w * n / GEN_WARPS;
-                held += (len < res[b] ? len : res[b]) * bmb;
-            }
-        }
-        free(res);
+        all += g->nblk[i];
+        if (!g->D && g->st[i].resident) held += g->nblk[i];
     }
-    g->route = (Route){.sampling = 1, .place = held == mb ? LOOP_SMEM : held == 0 ? LOOP_L2 : LOOP_PART, .ctas = g->grid,
-                       .products = g->D + 1, .bf16 = g->bf, .mb = mb, .held_mb = held};
+    g->route = (Route){.sampling = 1, .place = held == all ? LOOP_SMEM : held == 0 ? LOOP_L2 : LOOP_PART, .ctas = g->grid,
+                       .products = g->D + 1, .bf16 = g->bf, .mb = all * bmb, .held_mb = held * bmb};
 }
 
 static int takes(const GenArgs *a) {
