@@ -189,45 +189,54 @@ __device__ void ml_product(const GenLaunch &a, int i, const MlView &v, MlRing<W>
     }
 }
 
+// The columns of stage i's input its span in this CTA reads (a CTA reads a few KB of its input
+// rather than all of it): warp w takes columns w, w + 8, ..., its lanes a column's 32 values,
+// so that a CTA issues only the loads its columns need, up to COLS_A_WARP columns a warp in one
+// round trip (a span's columns are fewer than that but at the largest hubs).
+enum { COLS_A_WARP = 16 };
+__device__ inline int col_elem(const MlView &v, int i, int c) { return v.ccol[v.sh[i].cc + c] * 32 + threadIdx.x % 32; }
+
+// h's columns that stage 0 reads, into hs.
+__device__ void load_h(const float *hg, const MlView &v) {
+    const int n = v.sh[0].ncol;
+    for (int c0 = threadIdx.x / 32; c0 < n; c0 += COLS_A_WARP * GEN_WARPS) {
+        float x[COLS_A_WARP];
+#pragma unroll
+        for (int u = 0; u < COLS_A_WARP && c0 + u * GEN_WARPS < n; u++) x[u] = __ldcg(hg + col_elem(v, 0, c0 + u * GEN_WARPS));
+#pragma unroll
+        for (int u = 0; u < COLS_A_WARP && c0 + u * GEN_WARPS < n; u++) v.hs[col_elem(v, 0, c0 + u * GEN_WARPS)] = x[u];
+    }
+    __syncthreads();
+}
+
 // After the barrier: u_j = LN(s_j) * gain + bias, then * m_t (j = 0), relu(. + a_t) (j = 1) or relu
-// (norm_act_fwd), into hs: only the block columns the next stage's span in this CTA reads,
-// so that a CTA reads a few KB of s, the norm and the table rather than all of them. The
-// rows' sums, s, the gains, biases and table values are loaded together: one round trip for
-// up to U values a thread (a span's columns are fewer than U * 256 values but at the largest hubs).
+// (norm_act_fwd), into hs: the columns stage j + 1 reads. The rows' sums, s, the gains, biases
+// and table values are loaded together: one round trip.
 __device__ void inner_norm(const GenLaunch &a, int j, int tok, const MlView &v) {
-    enum { U = 16 };
+    enum { U = COLS_A_WARP };
     const GenStage &st = a.st[j];
-    const int *cc = v.ccol + v.sh[j + 1].cc, n = v.sh[j + 1].ncol * 32;
-    float *hs = v.hs;
-    GenScratch *sc = v.sc;
-    const float *g = a.sln + (size_t)j * 2 * a.H, *bi = g + a.H;
+    const int n = v.sh[j + 1].ncol;
+    const float *s = st.out, *g = a.sln + (size_t)j * 2 * a.H, *bi = g + a.H;
     const float *mt = a.mtab + (size_t)(j == 1 ? 256 + tok : tok) * a.H;  // m_t for j = 0, a_t for j = 1
     double t[8];
     row_stat_loads(st.stat, st.nfin, 1, t);
     float2 ms = {};
-    for (int q0 = threadIdx.x, first = 1; first || q0 < n; q0 += U * GEN_THREADS, first = 0) {
+    for (int c0 = threadIdx.x / 32, first = 1; first || c0 < n; c0 += U * GEN_WARPS, first = 0) {
         int e[U];
         float x[U], gg[U], bb[U], tt[U];
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int q = q0 + u * GEN_THREADS;
-            e[u] = q < n ? cc[q / 32] * 32 + q % 32 : -1;
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const bool in = e[u] >= 0;
-            x[u] = in ? __ldcg(st.out + e[u]) : 0.f;
-            gg[u] = in ? g[e[u]] : 0.f, bb[u] = in ? bi[e[u]] : 0.f, tt[u] = in && j < 2 ? mt[e[u]] : 0.f;
+        for (int u = 0; u < U && c0 + u * GEN_WARPS < n; u++) {
+            e[u] = col_elem(v, j + 1, c0 + u * GEN_WARPS);
+            x[u] = __ldcg(s + e[u]), gg[u] = g[e[u]], bb[u] = bi[e[u]], tt[u] = j < 2 ? mt[e[u]] : 0.f;
         }
         if (first) {  // every thread, once: the sums' fixed order takes the whole CTA
-            grid_sums(t, 2, sc);
-            ms = norm_stats(sc->tot[0], sc->tot[1], a.H);
+            grid_sums(t, 2, v.sc);
+            ms = norm_stats(v.sc->tot[0], v.sc->tot[1], a.H);
         }
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            if (e[u] < 0) continue;
+        for (int u = 0; u < U && c0 + u * GEN_WARPS < n; u++) {
             const float y = (x[u] - ms.x) * ms.y * gg[u] + bb[u];
-            hs[e[u]] = j == 0 ? y * tt[u] : fmaxf(y + tt[u], 0.f);  // tt is 0 for j >= 2: relu(y)
+            v.hs[e[u]] = j == 0 ? y * tt[u] : fmaxf(y + tt[u], 0.f);  // tt is 0 for j >= 2: relu(y)
         }
     }
     __syncthreads();
@@ -268,8 +277,7 @@ __global__ void __launch_bounds__(GEN_THREADS) gen_mlstm(GenLaunch a) {
     int tok = a.feed[0];
     for (int it = 0; it <= a.steps; it++) {
         const float *hg = a.h + (size_t)((it + a.par) & 1) * a.H;
-        for (int q = threadIdx.x; q < a.H / 4; q += blockDim.x) ((float4 *)v.hs)[q] = __ldcg((const float4 *)hg + q);
-        __syncthreads();
+        load_h(hg, v);
         ml_product<W>(a, 0, v, rg);
         grid_sync(a, nbar);
         if (it > 0) {  // the logits after step it - 1 from W_o's chunks, then maybe the draw
