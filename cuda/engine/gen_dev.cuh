@@ -47,9 +47,17 @@ static void loop_launch(K kernel, const GenLaunch &a, int grid, size_t smem) {
 
 __device__ inline void grid_sync(const GenLaunch &a, unsigned long long &nbar) { grid_barrier(a.bar, ++nbar * gridDim.x); }
 
-// n 16-byte words from global src to shared dst, by the whole CTA (no barrier).
+// n 16-byte words from global src to shared dst, by the whole CTA (no barrier): 8 loads a
+// thread in flight before their stores, through L2 (src may hold other CTAs' last writes).
 __device__ inline void copy16(void *dst, const void *src, size_t n) {
-    for (size_t q = threadIdx.x; q < n; q += blockDim.x) ((uint4 *)dst)[q] = ((const uint4 *)src)[q];
+    enum { U = 8 };
+    for (size_t q0 = threadIdx.x; q0 < n; q0 += U * blockDim.x) {
+        uint4 x[U];
+#pragma unroll
+        for (int u = 0; u < U && q0 + u * blockDim.x < n; u++) x[u] = __ldcg((const uint4 *)src + q0 + u * blockDim.x);
+#pragma unroll
+        for (int u = 0; u < U && q0 + u * blockDim.x < n; u++) ((uint4 *)dst)[q0 + u * blockDim.x] = x[u];
+    }
 }
 
 // How a warp reads a 32 x 32 block of W: 16 bytes a lane a load, V values of row

@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(GEN_THREADS, 1) gen_loop(GenLaunch a) {
     int tok = a.feed[0];
     for (int it = 0; it <= a.steps; it++) {
         const float *hg = a.h + (size_t)((it + a.par) & 1) * a.H;
-        for (int q = threadIdx.x; q < a.H / 4; q += blockDim.x) ((float4 *)hs)[q] = __ldcg((const float4 *)hg + q);
+        copy16(hs, hg, a.H / 4);
         __syncthreads();
         stage_product<W>(s0, smem, hs);
         grid_sync(a, nbar);
